@@ -1,0 +1,9 @@
+"""`datasets` builders for the story corpora. Loading scripts are gone from
+`datasets`, so the builder classes are used directly (see :func:`load_split`)."""
+from storyeval_training.builders.common import FEATURES, InputFormatError, StoryConfig, assign_split, load_split, prepare
+from storyeval_training.builders.roc import ROCStories
+from storyeval_training.builders.wp import WritingPrompts
+
+BUILDERS = {"roc": ROCStories, "wp": WritingPrompts}
+
+__all__ = ["BUILDERS", "FEATURES", "InputFormatError", "ROCStories", "StoryConfig", "WritingPrompts", "assign_split", "load_split", "prepare"]
