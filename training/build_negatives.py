@@ -1,0 +1,165 @@
+"""Build UNION's paired training set: (human, negative, original) per story.
+
+    storyeval-build-negatives --dataset roc --output-dir data/union-roc-negatives
+
+Each split of the builder gives one split of pairs, saved with
+``DatasetDict.save_to_disk``. ``original`` is the story the negative was made
+from, i.e. the target of UNION's reconstruction loss; ``techniques`` records
+the perturbations applied, in order.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import time
+from collections import Counter
+from pathlib import Path
+
+import datasets
+
+from storyeval import resources
+from storyeval_training import paths
+from storyeval_training.builders import BUILDERS, prepare
+from storyeval_training.negatives.sampler import NegativeSampler
+from storyeval_training.negatives.substitution import KeywordLexicon
+
+logger = logging.getLogger("storyeval_training.build_negatives")
+
+PAIR_FEATURES = datasets.Features(
+    {
+        "id": datasets.Value("string"),
+        "context": datasets.Value("string"),
+        "human": datasets.Value("string"),
+        "negative": datasets.Value("string"),
+        "original": datasets.Value("string"),
+        "techniques": datasets.List(datasets.Value("string")),
+    }
+)
+
+
+def story_units(example: dict) -> list[list[str]]:
+    """The story as token lists with the context first (the prompt for WP, sentence 1 for ROC)."""
+    sentences = [s.split() for s in example["sentences"]]
+    context = example["context"].split()
+    return sentences if sentences and sentences[0] == context else [context] + sentences
+
+
+def tag_batch(batch: dict) -> dict:
+    return {"tags": [[[tag for _, tag in resources.pos_tag(s)] for s in story_units(ex)] for ex in _rows(batch)]}
+
+
+def _rows(batch: dict):
+    keys = list(batch)
+    return (dict(zip(keys, values)) for values in zip(*batch.values()))
+
+
+def make_pairs(batch: dict, sampler: NegativeSampler) -> dict:
+    out = {name: [] for name in PAIR_FEATURES}
+    for example in _rows(batch):
+        units = story_units(example)
+        negative = sampler.sample(units, 1, sampler.rng_for(example["id"]), tags=example["tags"])
+        if negative is None:  # nothing after the context to perturb
+            continue
+        human = " ".join(" ".join(s) for s in units)
+        out["id"].append(example["id"])
+        out["context"].append(example["context"])
+        out["human"].append(human)
+        out["negative"].append(" ".join(" ".join(s) for s in negative.sentences))
+        out["original"].append(human)
+        out["techniques"].append(negative.techniques)
+    return out
+
+
+def build(
+    dataset: str,
+    splits=("train", "validation", "test"),
+    seed: int = 42,
+    num_proc: int | None = None,
+    limit: int | None = None,
+    cache_dir: str | None = None,
+    data_dir: str | None = None,
+) -> datasets.DatasetDict:
+    """Build the pair splits for ``dataset`` ('roc' or 'wp')."""
+    if dataset not in BUILDERS:
+        raise KeyError(f"unknown dataset {dataset!r}; choose from {sorted(BUILDERS)}")
+    root = Path(data_dir) if data_dir else paths.data_dir()
+    builder = BUILDERS[dataset](cache_dir=cache_dir, data_dir=str(root / dataset))
+    prepare(builder)
+    stories = builder.as_dataset()
+    missing = [s for s in splits if s not in stories]
+    if missing:
+        raise KeyError(f"unknown split(s) {missing}; choose from {list(stories)}")
+    if limit:
+        stories = datasets.DatasetDict({s: stories[s].select(range(min(limit, len(stories[s])))) for s in stories})
+
+    tagged = stories.map(tag_batch, batched=True, num_proc=num_proc, desc="POS tagging")
+    lexicon = KeywordLexicon.from_data_dir(root)
+    lexicon.count_mentions(tag_seq for ex in tagged["train"] for tag_seq in _tagged_units(ex))
+
+    pairs = {}
+    for split in splits:
+        # sentence substitution draws from the same split, so splits stay disjoint
+        pool = [unit for ex in tagged[split] for unit in story_units(ex)[1:]]
+        sampler = NegativeSampler(lexicon, pool, seed=seed)
+        pairs[split] = tagged[split].map(
+            make_pairs,
+            fn_kwargs={"sampler": sampler},
+            batched=True,
+            remove_columns=tagged[split].column_names,
+            features=PAIR_FEATURES,
+            num_proc=num_proc,
+            desc=f"negatives ({split})",
+        )
+    return datasets.DatasetDict(pairs)
+
+
+def _tagged_units(example):
+    return (list(zip(tokens, tags)) for tokens, tags in zip(story_units(example), example["tags"]))
+
+
+def technique_counts(pairs: datasets.Dataset) -> dict:
+    per_technique, per_count = Counter(), Counter()
+    for techniques in pairs["techniques"]:
+        per_technique.update(techniques)
+        per_count[len(techniques)] += 1
+    return {
+        "pairs": len(pairs),
+        "per_technique": dict(sorted(per_technique.items())),
+        "per_number_of_techniques": dict(sorted(per_count.items())),
+    }
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--dataset", choices=sorted(BUILDERS), required=True)
+    parser.add_argument("--output-dir", required=True, help="where DatasetDict.save_to_disk writes the pairs")
+    parser.add_argument("--splits", nargs="+", default=["train", "validation", "test"])
+    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--num-proc", type=int, default=min(2, os.cpu_count() or 1))
+    parser.add_argument("--limit", type=int, default=None, help="use only the first N stories of each split")
+    parser.add_argument("--data-dir", default=None, help="data root (default: $STORYEVAL_DATA or ../shared/data)")
+    parser.add_argument("--cache-dir", default=None, help="`datasets` cache folder")
+    args = parser.parse_args(argv)
+    if args.num_proc < 1:
+        parser.error("--num-proc must be at least 1")
+    return args
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    started = time.perf_counter()
+    pairs = build(args.dataset, args.splits, args.seed, args.num_proc if args.num_proc > 1 else None, args.limit, args.cache_dir, args.data_dir)
+    pairs.save_to_disk(args.output_dir)
+    stats = {split: technique_counts(pairs[split]) for split in pairs}
+    stats["seconds"] = round(time.perf_counter() - started, 1)
+    Path(args.output_dir, "negatives_stats.json").write_text(json.dumps(stats, indent=2) + "\n")
+    for split in pairs:
+        print(f"{split}: {json.dumps(stats[split])}")
+    print(f"built {sum(len(p) for p in pairs.values())} pairs in {stats['seconds']} s -> {args.output_dir}")
+
+
+if __name__ == "__main__":
+    main()
