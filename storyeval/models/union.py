@@ -1,0 +1,142 @@
+"""UNION (Guan & Huang, EMNLP 2020) as a transformers-native model.
+
+An encoder (any ``AutoModel``), a linear + sigmoid head on the first token
+that gives the probability that a human wrote the story, and a token
+reconstruction head that predicts the original token at every position of a
+perturbed story. Training loss: BCE + ``recon_weight`` x reconstruction NLL
+(``recon_weight=0`` is the paper's "-Recon" ablation). The reconstruction head
+is only needed for training: :meth:`UnionModel.drop_reconstruction_head`
+removes it before a checkpoint is exported for scoring.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import torch
+from huggingface_hub.dataclasses import strict
+from torch import nn
+from transformers import AutoConfig, AutoModel, PreTrainedConfig, PreTrainedModel
+from transformers.configuration_utils import SubConfigSpec
+from transformers.utils import ModelOutput
+
+
+@strict
+class UnionConfig(PreTrainedConfig):
+    """``encoder`` is the backbone's config; the rest are UNION's own settings.
+
+    ``max_length`` is the scoring window in tokens and ``window_stride`` the
+    step between windows for stories longer than that (see the scorer).
+    """
+
+    model_type = "storyeval-union"
+    sub_configs_defaults = {"encoder": SubConfigSpec(config_class=AutoConfig, model_type="bert")}
+
+    encoder: PreTrainedConfig | dict | None = None
+    recon_weight: float = 0.1
+    has_reconstruction_head: bool = True
+    max_length: int = 512
+    window_stride: int = 256
+    classifier_dropout: float = 0.1
+
+
+@dataclasses.dataclass
+class UnionOutput(ModelOutput):
+    loss: torch.Tensor | None = None
+    logits: torch.Tensor | None = None  # (batch,) human-vs-perturbed logit
+    cls_loss: torch.Tensor | None = None
+    recon_loss: torch.Tensor | None = None
+
+
+class UnionModel(PreTrainedModel):
+    config_class = UnionConfig
+    base_model_prefix = "union"
+    main_input_name = "input_ids"
+
+    def __init__(self, config: UnionConfig):
+        super().__init__(config)
+        self.encoder = _encoder_from_config(config.encoder)
+        hidden = config.encoder.hidden_size
+        self.dropout = nn.Dropout(config.classifier_dropout)
+        self.classifier = nn.Linear(hidden, 1)
+        if config.has_reconstruction_head:
+            self.recon_transform = nn.Sequential(nn.Linear(hidden, hidden), nn.GELU(), nn.LayerNorm(hidden))
+            # the output projection reuses the input embeddings (as BERT's MLM head does), so only a bias is new
+            self.recon_bias = nn.Parameter(torch.zeros(config.encoder.vocab_size))
+        self.post_init()
+
+    @classmethod
+    def from_encoder(cls, encoder_name_or_path: str, **union_kwargs) -> "UnionModel":
+        """A new UNION model around pretrained encoder weights (heads freshly initialised)."""
+        encoder = AutoModel.from_pretrained(encoder_name_or_path)
+        model = cls(UnionConfig(encoder=encoder.config.to_dict(), **union_kwargs))
+        weights = {k: v for k, v in encoder.state_dict().items() if not k.startswith("pooler.")}
+        missing, unexpected = model.encoder.load_state_dict(weights, strict=False)
+        if [k for k in missing if not k.startswith("pooler.")] or unexpected:
+            raise ValueError(f"encoder weights do not fit: missing={missing}, unexpected={unexpected}")
+        return model
+
+    def _init_weights(self, module):
+        if module is self.classifier or (self.config.has_reconstruction_head and module in self.recon_transform):
+            if isinstance(module, nn.Linear):
+                module.weight.data.normal_(0.0, self.config.encoder.initializer_range)
+                module.bias.data.zero_()
+            elif isinstance(module, nn.LayerNorm):
+                module.weight.data.fill_(1.0)
+                module.bias.data.zero_()
+
+    def drop_reconstruction_head(self) -> None:
+        """Remove the training-only head, for a smaller scoring checkpoint."""
+        if self.config.has_reconstruction_head:
+            del self.recon_transform, self.recon_bias
+            self.config.has_reconstruction_head = False
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+        recon_labels: torch.Tensor | None = None,
+    ) -> UnionOutput:
+        """``labels``: 1 human, 0 perturbed. ``recon_labels``: original token ids, -100 where ignored."""
+        encoder_kwargs = {"attention_mask": attention_mask}
+        if token_type_ids is not None:
+            encoder_kwargs["token_type_ids"] = token_type_ids
+        hidden = self.encoder(input_ids=input_ids, **encoder_kwargs).last_hidden_state
+        logits = self.classifier(self.dropout(hidden[:, 0])).squeeze(-1)
+
+        loss = cls_loss = recon_loss = None
+        if labels is not None:
+            cls_loss = nn.functional.binary_cross_entropy_with_logits(logits, labels.float())
+            loss = cls_loss
+            if recon_labels is not None and self.config.recon_weight > 0:
+                if not self.config.has_reconstruction_head:
+                    raise ValueError("recon_labels given, but this checkpoint has no reconstruction head")
+                recon_loss = self._reconstruction_loss(hidden, recon_labels)
+                loss = cls_loss + self.config.recon_weight * recon_loss
+        return UnionOutput(loss=loss, logits=logits, cls_loss=cls_loss, recon_loss=recon_loss)
+
+    def _reconstruction_loss(self, hidden: torch.Tensor, recon_labels: torch.Tensor) -> torch.Tensor:
+        # project only the positions that have a target: the vocabulary projection dominates the cost
+        mask = recon_labels != -100
+        if not mask.any():
+            return hidden.new_zeros(())
+        states = self.recon_transform(hidden[mask])
+        vocab_logits = states @ self.encoder.get_input_embeddings().weight.T + self.recon_bias
+        return nn.functional.cross_entropy(vocab_logits.float(), recon_labels[mask])
+
+    def reconstruction_logits(self, input_ids, attention_mask=None) -> torch.Tensor:
+        """(batch, length, vocab) logits of the original token at each position."""
+        hidden = self.encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+        return self.recon_transform(hidden) @ self.encoder.get_input_embeddings().weight.T + self.recon_bias
+
+
+def _encoder_from_config(config: PreTrainedConfig) -> PreTrainedModel:
+    try:  # the pooler is unused: leave it out where the architecture allows
+        return AutoModel.from_config(config, add_pooling_layer=False)
+    except TypeError:
+        return AutoModel.from_config(config)
+
+
+AutoConfig.register(UnionConfig.model_type, UnionConfig)
+AutoModel.register(UnionConfig, UnionModel)
