@@ -44,7 +44,9 @@ setup(
     extras_require={"train": TRAIN, "dev": DEV, "all": TRAIN + DEV},
     entry_points={
         "console_scripts": [
+            "storyeval=storyeval.cli:main",
             "storyeval-build-negatives=storyeval_training.build_negatives:main",
+            "storyeval-train-union=storyeval_training.train_union:main",
         ]
     },
 )

@@ -1,0 +1,113 @@
+"""Model cards for the checkpoints we train, filled from the training results.
+
+The card's evaluation section is filled from ``evaluation.json`` in the same
+folder, which the correlation benchmark writes; a card is never given
+figures that no command measured.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+UNION_CITATION = """@inproceedings{guan-huang-2020-union,
+  title = {{UNION}: An Unreferenced Metric for Evaluating Open-ended Story Generation},
+  author = {Guan, Jian and Huang, Minlie},
+  booktitle = {Proceedings of EMNLP 2020},
+  year = {2020},
+  pages = {9157--9166}
+}"""
+
+
+def _front_matter(dataset: str, base_model: str, evaluation: dict | None) -> str:
+    lines = [
+        "---",
+        "license: apache-2.0",
+        "language: en",
+        "library_name: transformers",
+        f"base_model: {base_model}",
+        "pipeline_tag: text-classification",
+        "tags: [storyeval, union, story-evaluation, reference-free-metric]",
+        f"datasets: [{'rocstories' if dataset == 'roc' else 'writingprompts'}]",
+    ]
+    if evaluation:
+        lines += ["model-index:", f"- name: union-{dataset}", "  results:"]
+        for set_name, coefficients in evaluation.get("correlations", {}).items():
+            lines += [
+                "  - task: {type: text-classification, name: Story quality (correlation with human judgments)}",
+                f"    dataset: {{name: UNION human judgments ({set_name}), type: union-human-{set_name}}}",
+                "    metrics:",
+            ]
+            for name in ("pearson", "spearman", "kendall"):
+                lines.append(f"    - {{type: {name}, value: {coefficients[name]:.4f}}}")
+    lines.append("---")
+    return "\n".join(lines)
+
+
+def write_union_card(folder: Path, results: dict) -> None:
+    folder = Path(folder)
+    args = results["args"]
+    dataset = args.get("dataset") or "roc"
+    evaluation_path = folder / "evaluation.json"
+    evaluation = json.loads(evaluation_path.read_text()) if evaluation_path.is_file() else None
+    base_model = "sentence-transformers/all-MiniLM-L6-v2" if args["model_name_or_path"] == "all-MiniLM-L6-v2" else args["model_name_or_path"]
+    best = results.get("best_validation") or {}
+    body = f"""
+# union-{dataset}
+
+A UNION checkpoint (Guan & Huang, EMNLP 2020): a reference-free score in [0, 1]
+for how plausible a story is, given as the probability that a human wrote it
+rather than a perturbed copy. It is the model behind the `storyeval` metric
+`evaluate.load("metrics/union", "{dataset}")`.
+
+## Intended use
+
+Scoring generated stories (ROCStories-style five-sentence stories for `roc`,
+WritingPrompts-style stories for `wp`) as one signal among others. Scores rank
+stories; they are not calibrated probabilities of human authorship.
+
+## Training data and procedure
+
+- Human stories: the `{dataset}` builder of `storyeval_training` (train split of the
+  seeded 90/5/5 split), delexicalised, with stories whose first sentence opens a
+  human-judged evaluation item removed.
+- Negatives: UNION's repetition, substitution, reordering and negation alteration,
+  composed by the paper's sampler (`storyeval-build-negatives`), one per human story
+  and negative seed ({args.get("negative_seeds")}).
+- Backbone: `{base_model}`; loss BCE + {args["recon_weight"]} x token reconstruction.
+- Hyperparameters: batch {args["per_device_train_batch_size"]}, learning rate {args["learning_rate"]},
+  max length {args["max_length"]}, {results["completed_steps"]} steps on {results["train_pairs"]} pairs,
+  seed {args["seed"]}.
+- Training time: {results["training_minutes"]} minutes on a 2-core CPU machine.
+- Checkpoint selection: best accuracy on held-out validation pairs (auto-constructed,
+  never the human judgments): {best.get("accuracy", float("nan")):.4f} at step {best.get("step")}.
+- Exported in fp16 without the reconstruction head.
+
+## Evaluation
+
+{_evaluation_text(evaluation)}
+
+## Limitations
+
+- Trained on perturbations of human stories: it detects repetition, incoherent
+  order, contradictions and off-topic sentences, not style or interest.
+- Used as a reward for reinforcement learning it can be gamed: a generator can
+  learn to copy the surface statistics of human stories without being better.
+- A MiniLM-sized encoder: smaller and faster than the paper's BERT-base.
+- Stories longer than the model window are scored over overlapping windows.
+
+## Citation
+
+```bibtex
+{UNION_CITATION}
+```
+"""
+    (folder / "README.md").write_text(_front_matter(dataset, base_model, evaluation) + "\n" + body.lstrip("\n"))
+
+
+def _evaluation_text(evaluation: dict | None) -> str:
+    if not evaluation:
+        return "Not yet measured: run `python benchmarks/union_correlation.py` (see BENCHMARKS.md)."
+    rows = ["| human set | Pearson | Spearman | Kendall |", "|---|---|---|---|"]
+    for set_name, c in evaluation["correlations"].items():
+        rows.append(f"| {set_name} | {c['pearson']:.4f} | {c['spearman']:.4f} | {c['kendall']:.4f} |")
+    return f"Correlation with the UNION paper's human judgments (command: `{evaluation['command']}`):\n\n" + "\n".join(rows)

@@ -1,0 +1,301 @@
+"""Train UNION with accelerate, in the style of transformers' run_glue_no_trainer.
+
+    storyeval-train-union --dataset roc --output-dir outputs/union-roc
+
+One command goes from a builder name to a checkpoint folder: it builds the
+negative samples (cached by `datasets`), trains, keeps the best checkpoint by
+validation accuracy on held-out auto-constructed pairs, and exports it with its
+model card. Multi-GPU / multi-node: ``accelerate launch -m
+storyeval_training.train_union ...`` with the same arguments.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import math
+import os
+import time
+from pathlib import Path
+
+import datasets
+import torch
+from accelerate import Accelerator
+from accelerate.utils import set_seed
+from torch.utils.data import DataLoader
+from tqdm.auto import tqdm
+from transformers import AutoTokenizer, get_scheduler
+from transformers.trainer_pt_utils import LengthGroupedSampler
+
+from storyeval.checkpoints import OFFLINE_BACKBONE, backbone_path
+from storyeval.models import UnionModel
+from storyeval_training import build_negatives
+from storyeval_training.model_card import write_union_card
+
+logger = logging.getLogger("storyeval_training.train_union")
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description="Train a UNION checkpoint.")
+    p.add_argument("--dataset", choices=["roc", "wp"], help="builder to train on (negatives are built from it)")
+    p.add_argument("--pairs-dir", help="pairs from storyeval-build-negatives (instead of --dataset)")
+    p.add_argument("--model-name-or-path", default=OFFLINE_BACKBONE, help="encoder to start from, or a UNION checkpoint")
+    p.add_argument("--output-dir", required=True)
+    p.add_argument("--per-device-train-batch-size", type=int, default=10)
+    p.add_argument("--per-device-eval-batch-size", type=int, default=32)
+    p.add_argument("--learning-rate", type=float, default=5e-5)
+    p.add_argument("--weight-decay", type=float, default=0.0)
+    p.add_argument("--num-train-epochs", type=float, default=3)
+    p.add_argument("--max-train-steps", type=int, default=None, help="overrides --num-train-epochs")
+    p.add_argument("--time-budget-minutes", type=float, default=None, help="stop (after a final evaluation) when exceeded")
+    p.add_argument("--gradient-accumulation-steps", type=int, default=1)
+    p.add_argument("--lr-scheduler-type", default="linear")
+    p.add_argument("--num-warmup-steps", type=int, default=0)
+    p.add_argument("--recon-weight", type=float, default=0.1, help="lambda; 0 is the paper's -Recon ablation")
+    p.add_argument("--max-length", type=int, default=512, help="tokens per story in training (the scoring window too)")
+    p.add_argument("--eval-steps", type=int, default=500)
+    p.add_argument("--checkpointing-steps", type=int, default=1000, help="save resumable state every N steps")
+    p.add_argument("--resume-from-checkpoint", default=None, help="a step_N folder written by --checkpointing-steps")
+    p.add_argument("--max-train-pairs", type=int, default=None)
+    p.add_argument("--max-eval-pairs", type=int, default=2000)
+    p.add_argument("--seed", type=int, default=42)
+    p.add_argument("--negative-seeds", type=int, nargs="+", default=[42], help="one set of negatives per seed")
+    p.add_argument("--export-dir", default=None, help="also export the best model here (fp16, no recon head) with a model card")
+    p.add_argument("--cache-dir", default=None, help="`datasets` cache")
+    p.add_argument("--data-dir", default=None)
+    args = p.parse_args(argv)
+    if bool(args.dataset) == bool(args.pairs_dir):
+        p.error("give exactly one of --dataset and --pairs-dir")
+    if args.per_device_train_batch_size < 1 or args.learning_rate <= 0:
+        p.error("batch size and learning rate must be positive")
+    return args
+
+
+def load_pairs(args) -> datasets.DatasetDict:
+    if args.pairs_dir:
+        return datasets.load_from_disk(args.pairs_dir)
+    sets = [
+        build_negatives.build(args.dataset, ("train", "validation"), seed=seed, cache_dir=args.cache_dir, data_dir=args.data_dir)
+        for seed in args.negative_seeds
+    ]
+    return datasets.DatasetDict({s: datasets.concatenate_datasets([p[s] for p in sets]) for s in ("train", "validation")})
+
+
+def to_examples(batch: dict, tokenizer, max_length: int) -> dict:
+    """Each pair gives a human example (label 1) and a negative (label 0) whose
+    reconstruction target is the original story, aligned by position."""
+    human = tokenizer(batch["human"], truncation=True, max_length=max_length)
+    negative = tokenizer(batch["negative"], truncation=True, max_length=max_length)
+    original = tokenizer(batch["original"], truncation=True, max_length=max_length)["input_ids"]
+    out = {"input_ids": [], "attention_mask": [], "labels": [], "recon_labels": [], "pair": []}
+    for i, pair_id in enumerate(batch["id"]):
+        out["input_ids"] += [human["input_ids"][i], negative["input_ids"][i]]
+        out["attention_mask"] += [human["attention_mask"][i], negative["attention_mask"][i]]
+        out["labels"] += [1, 0]
+        length = len(negative["input_ids"][i])
+        target = original[i][:length] + [-100] * max(0, length - len(original[i]))
+        # a human story has nothing to reconstruct; only negatives carry targets
+        out["recon_labels"] += [[-100] * len(human["input_ids"][i]), target]
+        out["pair"] += [pair_id, pair_id]
+    return out
+
+
+class Collator:
+    """Dynamic padding; recon_labels are padded with -100."""
+
+    def __init__(self, tokenizer):
+        self.tokenizer = tokenizer
+
+    def __call__(self, features):
+        recon = [f.pop("recon_labels") for f in features]
+        for f in features:
+            f.pop("pair", None)
+        batch = self.tokenizer.pad(features, return_tensors="pt", pad_to_multiple_of=8)
+        width = batch["input_ids"].shape[1]
+        batch["recon_labels"] = torch.tensor([r + [-100] * (width - len(r)) for r in recon])
+        return batch
+
+
+@torch.inference_mode()
+def evaluate(model, dataloader, accelerator) -> dict:
+    model.eval()
+    correct = total = 0
+    cls_losses, recon_losses, human_scores, negative_scores = [], [], [], []
+    for batch in dataloader:
+        out = model(**batch)
+        logits, labels = accelerator.gather_for_metrics((out.logits, batch["labels"]))
+        correct += ((logits > 0).long() == labels).sum().item()
+        total += labels.numel()
+        cls_losses.append(accelerator.gather_for_metrics(out.cls_loss.reshape(1)).mean().item())
+        if out.recon_loss is not None:
+            recon_losses.append(accelerator.gather_for_metrics(out.recon_loss.reshape(1)).mean().item())
+        scores = torch.sigmoid(logits.float())
+        human_scores += scores[labels == 1].tolist()
+        negative_scores += scores[labels == 0].tolist()
+    model.train()
+    results = {"accuracy": correct / max(total, 1), "cls_loss": sum(cls_losses) / max(len(cls_losses), 1)}
+    if recon_losses:
+        results["recon_loss"] = sum(recon_losses) / len(recon_losses)
+    if human_scores and negative_scores:
+        results["mean_human_score"] = sum(human_scores) / len(human_scores)
+        results["mean_negative_score"] = sum(negative_scores) / len(negative_scores)
+    return results
+
+
+def main(argv=None) -> None:
+    train(parse_args(argv))
+
+
+def train(args) -> dict:
+    """Run training; returns what it writes to all_results.json."""
+    accelerator = Accelerator(gradient_accumulation_steps=args.gradient_accumulation_steps)
+    logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.INFO)
+    if accelerator.is_local_main_process:
+        datasets.utils.logging.set_verbosity_warning()
+    else:
+        datasets.utils.logging.set_verbosity_error()
+    set_seed(args.seed)
+    output_dir = Path(args.output_dir)
+    if accelerator.is_main_process:
+        output_dir.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+
+    encoder_path = backbone_path(args.model_name_or_path)
+    tokenizer = AutoTokenizer.from_pretrained(encoder_path)
+    if (Path(encoder_path) / "config.json").is_file() and "storyeval-union" in (Path(encoder_path) / "config.json").read_text():
+        model = UnionModel.from_pretrained(encoder_path)  # continue from a UNION checkpoint
+        model.config.recon_weight = args.recon_weight
+    else:
+        model = UnionModel.from_encoder(encoder_path, recon_weight=args.recon_weight, max_length=args.max_length, window_stride=args.max_length // 2)
+    if args.recon_weight > 0 and not model.config.has_reconstruction_head:
+        raise ValueError("--recon-weight > 0 needs a checkpoint with its reconstruction head")
+
+    with accelerator.main_process_first():
+        pairs = load_pairs(args)
+        if args.max_train_pairs:
+            pairs["train"] = pairs["train"].shuffle(seed=args.seed).select(range(min(args.max_train_pairs, len(pairs["train"]))))
+        if args.max_eval_pairs:
+            pairs["validation"] = pairs["validation"].shuffle(seed=args.seed).select(range(min(args.max_eval_pairs, len(pairs["validation"]))))
+        examples = pairs.map(
+            to_examples,
+            batched=True,
+            fn_kwargs={"tokenizer": tokenizer, "max_length": args.max_length},
+            remove_columns=pairs["train"].column_names,
+            desc="tokenising",
+        )
+    train_set, eval_set = examples["train"], examples["validation"]
+    collator = Collator(tokenizer)
+    # length grouping: batches of similar lengths waste little on padding
+    generator = torch.Generator().manual_seed(args.seed)
+    sampler = LengthGroupedSampler(
+        args.per_device_train_batch_size * accelerator.num_processes,
+        lengths=[len(ids) for ids in train_set["input_ids"]],
+        generator=generator,
+    )
+    train_loader = DataLoader(train_set, sampler=sampler, batch_size=args.per_device_train_batch_size, collate_fn=collator)
+    eval_loader = DataLoader(eval_set, batch_size=args.per_device_eval_batch_size, collate_fn=collator)
+
+    no_decay = ("bias", "LayerNorm.weight", "layer_norm.weight")
+    groups = [
+        {"params": [p for n, p in model.named_parameters() if not any(nd in n for nd in no_decay)], "weight_decay": args.weight_decay},
+        {"params": [p for n, p in model.named_parameters() if any(nd in n for nd in no_decay)], "weight_decay": 0.0},
+    ]
+    optimizer = torch.optim.AdamW(groups, lr=args.learning_rate)
+
+    steps_per_epoch = math.ceil(len(train_loader) / args.gradient_accumulation_steps)
+    max_train_steps = args.max_train_steps or math.ceil(args.num_train_epochs * steps_per_epoch)
+    scheduler = get_scheduler(
+        args.lr_scheduler_type,
+        optimizer=optimizer,
+        num_warmup_steps=args.num_warmup_steps * accelerator.num_processes,
+        num_training_steps=max_train_steps * accelerator.num_processes,
+    )
+    model, optimizer, train_loader, eval_loader, scheduler = accelerator.prepare(model, optimizer, train_loader, eval_loader, scheduler)
+    # the loader was sharded across processes: recompute the step count
+    steps_per_epoch = math.ceil(len(train_loader) / args.gradient_accumulation_steps)
+    if not args.max_train_steps:
+        max_train_steps = math.ceil(args.num_train_epochs * steps_per_epoch)
+    num_epochs = math.ceil(max_train_steps / steps_per_epoch)
+
+    completed_steps, start_epoch, resume_step = 0, 0, None
+    if args.resume_from_checkpoint:
+        accelerator.load_state(args.resume_from_checkpoint)
+        completed_steps = int(Path(args.resume_from_checkpoint).name.split("_")[-1])
+        start_epoch, resume_step = divmod(completed_steps * args.gradient_accumulation_steps, len(train_loader))
+        logger.info("resumed from %s at step %d", args.resume_from_checkpoint, completed_steps)
+
+    logger.info(
+        "training on %d examples (%d pairs), %d steps, batch %d x %d processes",
+        len(train_set), len(train_set) // 2, max_train_steps, args.per_device_train_batch_size, accelerator.num_processes,
+    )
+    best, history = None, []
+    progress = tqdm(range(max_train_steps), initial=completed_steps, disable=not accelerator.is_local_main_process, desc="training")
+    out_of_time = False
+    model.train()
+    for epoch in range(start_epoch, num_epochs):
+        loader = train_loader
+        if resume_step is not None and epoch == start_epoch:
+            loader = accelerator.skip_first_batches(train_loader, resume_step)
+        for batch in loader:
+            with accelerator.accumulate(model):
+                out = model(**batch)
+                accelerator.backward(out.loss)
+                optimizer.step()
+                scheduler.step()
+                optimizer.zero_grad()
+            if not accelerator.sync_gradients:
+                continue
+            completed_steps += 1
+            progress.update(1)
+            progress.set_postfix(loss=f"{out.loss.item():.3f}", cls=f"{out.cls_loss.item():.3f}")
+            if args.time_budget_minutes and time.perf_counter() - started > 60 * args.time_budget_minutes:
+                out_of_time = True
+            last = completed_steps >= max_train_steps or out_of_time
+            if completed_steps % args.checkpointing_steps == 0:
+                accelerator.save_state(str(output_dir / f"step_{completed_steps}"))
+            if completed_steps % args.eval_steps == 0 or last:
+                metrics = evaluate(model, eval_loader, accelerator)
+                metrics.update(step=completed_steps, epoch=epoch, minutes=round((time.perf_counter() - started) / 60, 1))
+                history.append(metrics)
+                logger.info("eval %s", json.dumps(metrics))
+                if best is None or metrics["accuracy"] > best["accuracy"]:
+                    best = metrics
+                    accelerator.wait_for_everyone()
+                    if accelerator.is_main_process:
+                        accelerator.unwrap_model(model).save_pretrained(output_dir / "best")
+                        tokenizer.save_pretrained(output_dir / "best")
+            if last:
+                break
+        if completed_steps >= max_train_steps or out_of_time:
+            break
+
+    minutes = round((time.perf_counter() - started) / 60, 1)
+    results = {
+        "best_validation": best,
+        "history": history,
+        "train_pairs": len(train_set) // 2,
+        "completed_steps": completed_steps,
+        "stopped_by_time_budget": out_of_time,
+        "training_minutes": minutes,
+        "args": vars(args),
+    }
+    if accelerator.is_main_process:
+        (output_dir / "all_results.json").write_text(json.dumps(results, indent=2) + "\n")
+        if args.export_dir:
+            export(output_dir / "best", Path(args.export_dir), results)
+    accelerator.end_training()
+    return results
+
+
+def export(best_dir: Path, export_dir: Path, results: dict) -> None:
+    """fp16, without the reconstruction head, with a model card: a Hub repo ready to push."""
+    model = UnionModel.from_pretrained(best_dir)
+    model.drop_reconstruction_head()
+    model.half().save_pretrained(export_dir)
+    AutoTokenizer.from_pretrained(best_dir).save_pretrained(export_dir)
+    (export_dir / "training_results.json").write_text(json.dumps({k: v for k, v in results.items() if k != "history"}, indent=2) + "\n")
+    write_union_card(export_dir, results)
+
+
+if __name__ == "__main__":
+    main()
