@@ -1,0 +1,24 @@
+"""Input checks shared by every scorer and metric: clear errors, nothing changed."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+
+def check_texts(texts, name: str = "predictions") -> list[str]:
+    """A list of non-empty strings, or a TypeError / ValueError naming the bad item."""
+    if texts is None:
+        raise TypeError(f"{name} must be a list of strings, got None")
+    if isinstance(texts, str) or not isinstance(texts, Sequence):
+        raise TypeError(f"{name} must be a list of strings, got {type(texts).__name__}")
+    for index, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise TypeError(f"{name}[{index}] must be a string, got {type(text).__name__}")
+        if not text.strip():
+            raise ValueError(f"{name}[{index}] is empty")
+    return list(texts)
+
+
+def check_same_length(**columns: Sequence) -> None:
+    lengths = {name: len(values) for name, values in columns.items()}
+    if len(set(lengths.values())) > 1:
+        raise ValueError(f"inputs must have the same length, got {lengths}")

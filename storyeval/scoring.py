@@ -1,0 +1,122 @@
+"""Batch scoring of stories with a sequence-level model, shared by the metrics.
+
+Load once, score many times: a scorer keeps its model and tokenizer, sorts
+its inputs by length so that batches waste little padding, and restores the
+input order. A story longer than the model's window is never truncated: it is
+cut into overlapping windows (``window_stride`` tokens apart, each wrapped in
+the model's special tokens), every window is scored, and the story's score is
+the mean over its windows.
+"""
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+import torch
+from tqdm.auto import tqdm
+from transformers import AutoTokenizer
+
+from storyeval import text as textlib
+from storyeval.inputs import check_texts
+
+
+def resolve_device(device: str | torch.device | None) -> torch.device:
+    if device is None:
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(device)
+
+
+def normalize_story(story: str) -> str:
+    """The form the checkpoints were trained on: lower-cased Treebank tokens, names delexicalised."""
+    sentences = textlib.split_sentences(story) or [story]
+    out = []
+    for sentence in sentences:
+        tokens = textlib.delexicalize(textlib.tokenize(sentence, lowercase=False), cased=not sentence.islower())
+        out.append(" ".join(t if t in textlib.NAME_PLACEHOLDERS else t.lower() for t in tokens))
+    return " ".join(out)
+
+
+class SequenceScorer:
+    """Scores stories with a model whose forward returns one logit per sequence."""
+
+    def __init__(self, model, tokenizer, max_length: int, window_stride: int, device=None, preprocess: bool = True):
+        if not 0 < window_stride <= max_length - 2:
+            raise ValueError(f"window_stride must be in 1..{max_length - 2}, got {window_stride}")
+        self.device = resolve_device(device)
+        self.model = model.to(self.device).eval()
+        self.tokenizer = tokenizer
+        self.max_length = max_length
+        self.window_stride = window_stride
+        self.preprocess = preprocess
+        self._prefix, self._suffix = _special_token_frame(tokenizer)
+
+    def windows(self, story: str) -> list[list[int]]:
+        """Token-id windows of at most ``max_length`` tokens covering the whole story."""
+        text = normalize_story(story) if self.preprocess else story
+        ids = self.tokenizer(text, add_special_tokens=False, verbose=False)["input_ids"]
+        room = self.max_length - len(self._prefix) - len(self._suffix)
+        starts = range(0, max(len(ids) - room, 0) + self.window_stride, self.window_stride) if len(ids) > room else [0]
+        windows = []
+        for start in starts:
+            windows.append(self._prefix + ids[start : start + room] + self._suffix)
+            if start + room >= len(ids):
+                break
+        return windows
+
+    @torch.inference_mode()
+    def score(self, stories, batch_size: int = 16, device=None, progress_bar: bool = False) -> list[float]:
+        """One score in [0, 1] per story, in input order."""
+        stories = check_texts(stories, "predictions")
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be positive, got {batch_size}")
+        if device is not None and resolve_device(device) != self.device:
+            self.device = resolve_device(device)
+            self.model.to(self.device)
+        windows = [(i, w) for i, story in enumerate(stories) for w in self.windows(story)]
+        # longest first: an out-of-memory error shows up on the first batch, not the last
+        order = sorted(range(len(windows)), key=lambda k: -len(windows[k][1]))
+        window_scores = [0.0] * len(windows)
+        pad_id = self.tokenizer.pad_token_id or 0
+        for begin in tqdm(range(0, len(order), batch_size), disable=not progress_bar, desc="scoring", unit="batch"):
+            chunk = order[begin : begin + batch_size]
+            width = len(windows[chunk[0]][1])
+            ids = torch.full((len(chunk), width), pad_id, dtype=torch.long)
+            mask = torch.zeros((len(chunk), width), dtype=torch.long)
+            for row, k in enumerate(chunk):
+                seq = windows[k][1]
+                ids[row, : len(seq)] = torch.tensor(seq)
+                mask[row, : len(seq)] = 1
+            logits = self.model(input_ids=ids.to(self.device), attention_mask=mask.to(self.device)).logits
+            for k, value in zip(chunk, torch.sigmoid(logits.float()).tolist()):
+                window_scores[k] = value
+        totals, counts = [0.0] * len(stories), [0] * len(stories)
+        for (story_index, _), value in zip(windows, window_scores):
+            totals[story_index] += value
+            counts[story_index] += 1
+        return [total / count for total, count in zip(totals, counts)]
+
+
+def _special_token_frame(tokenizer) -> tuple[list[int], list[int]]:
+    """The special tokens the tokenizer puts before and after a text ([CLS] / [SEP], <s> / </s>)."""
+    framed = tokenizer("a", add_special_tokens=True)["input_ids"]
+    bare = tokenizer("a", add_special_tokens=False)["input_ids"]
+    for start in range(len(framed) - len(bare) + 1):
+        if framed[start : start + len(bare)] == bare:
+            return framed[:start], framed[start + len(bare) :]
+    raise ValueError(f"cannot find how {type(tokenizer).__name__} frames a text with special tokens")
+
+
+def load_union_scorer(checkpoint: str | Path, device=None, preprocess: bool = True) -> SequenceScorer:
+    """A scorer for a UNION checkpoint folder (see :mod:`storyeval.checkpoints`)."""
+    return _load_union(str(checkpoint), str(resolve_device(device)), preprocess)
+
+
+@functools.lru_cache(maxsize=8)
+def _load_union(checkpoint: str, device: str, preprocess: bool) -> SequenceScorer:
+    from storyeval.models import UnionModel
+
+    model = UnionModel.from_pretrained(checkpoint, dtype=torch.float32)
+    if model.config.has_reconstruction_head:
+        model.drop_reconstruction_head()  # scoring never needs it
+    tokenizer = AutoTokenizer.from_pretrained(checkpoint)
+    return SequenceScorer(model, tokenizer, model.config.max_length, model.config.window_stride, device, preprocess)
