@@ -1,0 +1,75 @@
+"""Shared pieces of the benchmarks: data paths, human judgments, correlations, machine info."""
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+from pathlib import Path
+
+import numpy as np
+from scipy import stats
+
+CHECKOUT = Path(__file__).resolve().parent.parent
+RESULTS = CHECKOUT / "benchmarks" / "results"
+
+
+def data_dir() -> Path:
+    root = Path(os.environ.get("STORYEVAL_DATA", CHECKOUT.parent / "shared" / "data"))
+    if not (root / "human").is_dir():
+        raise SystemExit(f"shared data not found at {root}; set STORYEVAL_DATA")
+    return root
+
+
+def read_union_human(set_name: str) -> tuple[list[str], np.ndarray]:
+    """UNION's human-judged stories and their scores (the mean of 7 binary votes)."""
+    path = data_dir() / "human" / f"union_{set_name}" / "ant_data.txt"
+    stories, scores = [], []
+    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        fields = [f.strip() for f in line.split("|||")]
+        if len(fields) != 3:
+            raise ValueError(f"{path}:{lineno}: expected 'id ||| story ||| votes'")
+        votes = [int(v) for v in fields[2].split()]
+        stories.append(fields[1])
+        scores.append(sum(votes) / len(votes))
+    return stories, np.array(scores)
+
+
+def correlations(metric_scores, human_scores) -> dict:
+    """Pearson, Spearman and Kendall coefficients with their p-values (scipy.stats)."""
+    metric_scores, human_scores = np.asarray(metric_scores, float), np.asarray(human_scores, float)
+    if metric_scores.shape != human_scores.shape:
+        raise ValueError(f"{metric_scores.shape} metric scores for {human_scores.shape} human scores")
+    out = {"n": int(len(human_scores))}
+    for name, test in (("pearson", stats.pearsonr), ("spearman", stats.spearmanr), ("kendall", stats.kendalltau)):
+        result = test(metric_scores, human_scores)
+        out[name], out[f"{name}_p"] = float(result.statistic), float(result.pvalue)
+    return out
+
+
+def machine() -> dict:
+    cpu = platform.processor()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    import torch
+
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "torch_threads": torch.get_num_threads(),
+        "commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=CHECKOUT, capture_output=True, text=True).stdout.strip(),
+    }
+
+
+def write_results(name: str, payload: dict) -> Path:
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    path = RESULTS / f"{name}.json"
+    path.write_text(json.dumps(payload, indent=2) + "\n")
+    return path
