@@ -108,7 +108,9 @@ def score_file(args) -> dict:
     if fmt == ".csv":
         with path.open(encoding="utf-8", newline="") as handle:
             fieldnames = next(csv.reader(handle), [])
-    out_handle = open(args.output, "w", encoding="utf-8", newline="") if args.output else sys.stdout
+    # an output file appears only when scoring succeeds: a bad line never truncates an old result
+    partial = Path(str(args.output) + ".partial") if args.output else None
+    out_handle = partial.open("w", encoding="utf-8", newline="") if partial else sys.stdout
     # write to a buffer per chunk, so a bad line later on leaves no half-written chunk behind
     total, summed, low, high = 0, 0.0, math.inf, -math.inf
     started = time.perf_counter()
@@ -128,9 +130,14 @@ def score_file(args) -> dict:
                 summed += sum(scores)
                 low, high = min(low, *scores), max(high, *scores)
                 bar.update(len(chunk))
-    finally:
-        if args.output:
+    except BaseException:
+        if partial:
             out_handle.close()
+            partial.unlink(missing_ok=True)
+        raise
+    if partial:
+        out_handle.close()
+        partial.replace(args.output)
     seconds = time.perf_counter() - started
     summary = {"stories": total, "mean": summed / total if total else math.nan, "min": low, "max": high, "seconds": seconds}
     if total:

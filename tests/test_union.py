@@ -1,0 +1,218 @@
+"""UNION model, scorer, evaluate module, training loop and CLI on tiny random checkpoints."""
+import csv
+import json
+import math
+from pathlib import Path
+
+import datasets
+import evaluate
+import pytest
+import torch
+from transformers import AutoModel, AutoTokenizer, BertConfig, BertModel
+
+from storyeval import checkpoints, cli
+from storyeval.models import UnionConfig, UnionModel
+from storyeval.scoring import load_union_scorer
+
+METRIC_DIR = str(Path(__file__).resolve().parent.parent / "metrics" / "union")
+STORY = "[MALE] was at the bar . he noticed a phone on the floor . he gave it to the bartender ."
+
+
+def tiny_encoder_config(vocab_size=30522):
+    return BertConfig(vocab_size=vocab_size, hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32, max_position_embeddings=64)
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    return AutoTokenizer.from_pretrained(checkpoints.backbone_path())
+
+
+@pytest.fixture(scope="module")
+def tiny_checkpoint(tmp_path_factory, tokenizer):
+    """A random UNION checkpoint with a 16-token window, so windowing is easy to trigger."""
+    torch.manual_seed(0)
+    folder = tmp_path_factory.mktemp("union-tiny")
+    model = UnionModel(UnionConfig(encoder=tiny_encoder_config().to_dict(), max_length=16, window_stride=8))
+    model.drop_reconstruction_head()
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+def test_forward_backward_and_ablation():
+    torch.manual_seed(0)
+    model = UnionModel(UnionConfig(encoder=tiny_encoder_config(vocab_size=50).to_dict()))
+    ids = torch.randint(5, 50, (4, 9))
+    recon = ids.clone()
+    recon[:2] = -100  # human stories carry no target
+    out = model(ids, torch.ones_like(ids), labels=torch.tensor([1, 1, 0, 0]), recon_labels=recon)
+    assert torch.isfinite(out.loss) and out.recon_loss > 0
+    assert torch.allclose(out.loss, out.cls_loss + 0.1 * out.recon_loss)
+    out.loss.backward()
+    assert model.recon_bias.grad is not None and model.classifier.weight.grad is not None
+    model.config.recon_weight = 0.0  # the paper's -Recon ablation
+    assert model(ids, labels=torch.ones(4), recon_labels=recon).recon_loss is None
+
+
+def test_save_load_roundtrip_through_auto_classes(tmp_path):
+    model = UnionModel(UnionConfig(encoder=tiny_encoder_config(vocab_size=50).to_dict())).eval()
+    model.save_pretrained(tmp_path)
+    loaded = AutoModel.from_pretrained(tmp_path).eval()
+    assert isinstance(loaded, UnionModel) and loaded.config.model_type == "storyeval-union"
+    ids = torch.randint(5, 50, (2, 7))
+    assert torch.allclose(model(ids).logits, loaded(ids).logits)
+    loaded.drop_reconstruction_head()
+    with pytest.raises(ValueError, match="no reconstruction head"):
+        loaded(ids, labels=torch.ones(2), recon_labels=ids)
+
+
+def test_scorer_restores_order_and_is_batch_invariant(tiny_checkpoint):
+    scorer = load_union_scorer(tiny_checkpoint, device="cpu")
+    stories = [STORY, "he left .", STORY + " " + STORY, "she smiled at him ."]
+    together = scorer.score(stories, batch_size=3)
+    alone = [scorer.score([s], batch_size=1)[0] for s in stories]
+    assert together == pytest.approx(alone, abs=1e-5)
+    assert all(0.0 <= s <= 1.0 for s in together)
+
+
+def test_long_stories_are_windowed_not_truncated(tiny_checkpoint):
+    scorer = load_union_scorer(tiny_checkpoint, device="cpu")
+    long_story = " ".join(f"word{i} ." for i in range(40))
+    windows = scorer.windows(long_story)
+    assert len(windows) > 1 and all(len(w) <= 16 for w in windows)
+    body = scorer.tokenizer(long_story, add_special_tokens=False)["input_ids"]
+    covered = [tok for w in windows for tok in w[1:-1]]
+    assert set(covered) == set(body) and windows[-1][-2] == body[-1]  # the last token is scored
+    per_window = scorer.score([scorer.tokenizer.decode(w[1:-1]) for w in windows], batch_size=8)
+    assert scorer.score([long_story])[0] == pytest.approx(sum(per_window) / len(per_window), abs=0.02)
+
+
+def test_metric_through_evaluate_load(tiny_checkpoint):
+    union = evaluate.load(METRIC_DIR, str(tiny_checkpoint))
+    results = union.compute(predictions=[STORY, "he left ."], batch_size=1)
+    assert set(results) == {"scores", "mean_score"} and len(results["scores"]) == 2
+    assert results["mean_score"] == pytest.approx(sum(results["scores"]) / 2)
+    again = union.compute(predictions=[STORY, "he left ."], batch_size=8, device="cpu", progress_bar=True)
+    assert again["scores"] == pytest.approx(results["scores"], abs=1e-5)
+    empty = union.compute(predictions=[])
+    assert empty["scores"] == [] and math.isnan(empty["mean_score"])
+
+
+@pytest.mark.parametrize(
+    "predictions, error, message",
+    [
+        (None, TypeError, "got None"),
+        ("a story", TypeError, "got str"),
+        ([STORY, None], TypeError, r"predictions\[1\]"),
+        ([STORY, 3], TypeError, r"predictions\[1\] must be a string"),
+        ([STORY, "   "], ValueError, r"predictions\[1\] is empty"),
+    ],
+)
+def test_metric_bad_input(tiny_checkpoint, predictions, error, message):
+    union = evaluate.load(METRIC_DIR, str(tiny_checkpoint))
+    with pytest.raises(error, match=message):
+        union.compute(predictions=predictions)
+    with pytest.raises(ValueError, match="reference-free"):
+        union.compute(predictions=[STORY], references=[STORY])
+
+
+def test_unknown_config_lists_choices_and_missing_checkpoint_says_what_to_do(monkeypatch, tmp_path):
+    with pytest.raises(KeyError, match=r"\['roc', 'wp', 'default'\]"):
+        evaluate.load(METRIC_DIR, "imaginary")
+    monkeypatch.setattr(checkpoints, "HUB_CARDS", tmp_path)  # no bundled copies
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(OSError, match=r"hf download storyeval/union-roc"):
+        checkpoints.resolve_checkpoint("union", "default")
+
+
+def test_default_config_is_roc(tiny_checkpoint, monkeypatch, tmp_path):
+    (tmp_path / "union-roc").symlink_to(tiny_checkpoint)
+    monkeypatch.setattr(checkpoints, "HUB_CARDS", tmp_path)
+    assert checkpoints.resolve_checkpoint("union", "default") == tmp_path / "union-roc"
+
+
+def test_training_smoke_run_writes_a_loadable_checkpoint(tmp_path, tokenizer):
+    from storyeval_training import build_negatives, train_union
+
+    encoder_dir = tmp_path / "encoder"
+    BertModel(tiny_encoder_config()).save_pretrained(encoder_dir)
+    tokenizer.save_pretrained(encoder_dir)
+    rows = {
+        "id": [f"s{i}" for i in range(6)],
+        "context": ["he sat ."] * 6,
+        "human": [f"he sat . he ate {i} apples ." for i in range(6)],
+        "negative": [f"he sat . he ate ate {i} apples ." for i in range(6)],
+        "original": [f"he sat . he ate {i} apples ." for i in range(6)],
+        "techniques": [["repetition"]] * 6,
+    }
+    pairs = datasets.Dataset.from_dict(rows, features=build_negatives.PAIR_FEATURES)
+    datasets.DatasetDict({"train": pairs, "validation": pairs.select(range(2))}).save_to_disk(tmp_path / "pairs")
+    args = train_union.parse_args(
+        ["--pairs-dir", str(tmp_path / "pairs"), "--model-name-or-path", str(encoder_dir), "--output-dir", str(tmp_path / "run"),
+         "--max-train-steps", "3", "--eval-steps", "2", "--checkpointing-steps", "2", "--per-device-train-batch-size", "4",
+         "--max-length", "32", "--export-dir", str(tmp_path / "export")]
+    )
+    results = train_union.train(args)
+    assert results["completed_steps"] == 3 and len(results["history"]) == 2
+    assert json.loads((tmp_path / "run" / "all_results.json").read_text())["completed_steps"] == 3
+    assert (tmp_path / "run" / "step_2").is_dir()  # resumable state
+    exported = UnionModel.from_pretrained(tmp_path / "export")
+    assert not exported.config.has_reconstruction_head and exported.dtype == torch.float16
+    assert "## Training data and procedure" in (tmp_path / "export" / "README.md").read_text()
+    resumed = train_union.train(train_union.parse_args(
+        ["--pairs-dir", str(tmp_path / "pairs"), "--model-name-or-path", str(encoder_dir), "--output-dir", str(tmp_path / "run2"),
+         "--max-train-steps", "3", "--per-device-train-batch-size", "4", "--max-length", "32",
+         "--resume-from-checkpoint", str(tmp_path / "run" / "step_2")]
+    ))
+    assert resumed["completed_steps"] == 3
+
+
+def run_cli(args, capsys):
+    code = cli.main(args)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_cli_round_trips_txt_jsonl_csv(tiny_checkpoint, tmp_path, capsys):
+    txt = tmp_path / "s.txt"
+    txt.write_text(f"{STORY}\nhe left .\n")
+    code, out, err = run_cli(["score", str(txt), "--config", str(tiny_checkpoint), "--quiet"], capsys)
+    assert code == 0 and len(out.splitlines()) == 2 and "2 stories, mean" in err
+    expected = load_union_scorer(tiny_checkpoint).score([STORY, "he left ."])
+    assert [float(x) for x in out.split()] == pytest.approx(expected, abs=1e-5)
+
+    jsonl = tmp_path / "s.jsonl"
+    jsonl.write_text(json.dumps({"id": 1, "story": STORY}) + "\n" + json.dumps({"id": 2, "story": "he left ."}) + "\n")
+    code, _, _ = run_cli(["score", str(jsonl), "--config", str(tiny_checkpoint), "-o", str(tmp_path / "o.jsonl"), "--quiet"], capsys)
+    records = [json.loads(line) for line in (tmp_path / "o.jsonl").read_text().splitlines()]
+    assert code == 0 and [r["id"] for r in records] == [1, 2] and records[0]["score"] == pytest.approx(expected[0], abs=1e-5)
+
+    table = tmp_path / "s.csv"
+    with table.open("w", newline="") as handle:
+        csv.writer(handle).writerows([["id", "text"], ["a", STORY], ["b", "he left ."]])
+    code, _, _ = run_cli(["score", str(table), "--column", "text", "--config", str(tiny_checkpoint), "-o", str(tmp_path / "o.csv"), "--quiet"], capsys)
+    rows = list(csv.DictReader((tmp_path / "o.csv").open()))
+    assert code == 0 and [r["id"] for r in rows] == ["a", "b"] and float(rows[1]["score"]) == pytest.approx(expected[1], abs=1e-5)
+
+
+@pytest.mark.parametrize(
+    "name, content, extra, message",
+    [
+        ("missing.txt", None, [], "input file not found"),
+        ("s.txt", "a story .\n\nanother .\n", [], "s.txt:2: empty line"),
+        ("s.jsonl", '{"story": "ok ."}\n{broken\n', [], "s.jsonl:2: not JSON"),
+        ("s.jsonl", '{"text": "ok ."}\n', [], "string field 'story'"),
+        ("s.csv", "id,text\n1,ok .\n", [], "no column 'story'"),
+        ("s.pdf", "x", [], "unsupported input format"),
+        ("s.txt", "a story .\n", ["--config", "nonsense"], "unknown union config"),
+    ],
+)
+def test_cli_bad_input_is_a_clear_error(tiny_checkpoint, tmp_path, capsys, name, content, extra, message):
+    path = tmp_path / name
+    if content is not None:
+        path.write_text(content)
+    out_path = tmp_path / "out.txt"
+    out_path.write_text("earlier results\n")
+    code, _, err = run_cli(["score", str(path), "--config", str(tiny_checkpoint), "-o", str(out_path), "--quiet", *extra], capsys)
+    assert code == 1 and message in err and "Traceback" not in err
+    assert out_path.read_text() == "earlier results\n" and not list(tmp_path.glob("*.partial"))
