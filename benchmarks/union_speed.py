@@ -1,0 +1,85 @@
+"""Scoring speed, memory and cold-load time of a UNION checkpoint on this machine.
+
+    python benchmarks/union_speed.py [--checkpoint hub_cards/union-roc]
+
+Each measurement runs in a fresh process: cold load (imports included),
+stories/s over 1,000 ROC test stories with peak RSS, and the same for a
+BERT-base-sized scorer (random weights, same code path) for the speed ratio.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import CHECKOUT, data_dir, machine, write_results  # noqa: E402
+
+CHILD = r"""
+import json, resource, sys, time
+started = time.perf_counter()
+import torch
+from storyeval.scoring import load_union_scorer, SequenceScorer
+checkpoint, kind, stories_path, batch_size = sys.argv[1:5]
+if kind == "bert-base":
+    from transformers import AutoTokenizer, BertConfig
+    from storyeval.models import UnionConfig, UnionModel
+    torch.manual_seed(0)
+    model = UnionModel(UnionConfig(encoder=BertConfig().to_dict(), has_reconstruction_head=False))
+    scorer = SequenceScorer(model, AutoTokenizer.from_pretrained(checkpoint), 512, 256, "cpu")
+else:
+    scorer = load_union_scorer(checkpoint, device="cpu")
+load_seconds = time.perf_counter() - started
+stories = [line.rstrip("\n") for line in open(stories_path, encoding="utf-8")]
+scorer.score(stories[:32], batch_size=int(batch_size))  # warm-up
+started = time.perf_counter()
+scorer.score(stories, batch_size=int(batch_size))
+seconds = time.perf_counter() - started
+print(json.dumps({"load_seconds": load_seconds, "score_seconds": seconds, "stories": len(stories),
+                  "stories_per_second": len(stories) / seconds,
+                  "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+"""
+
+
+def roc_test_stories(n: int) -> list[str]:
+    from storyeval_training.builders.roc import parse_plot_guided_line
+
+    path = data_dir() / "roc" / "rocstories_test.txt"
+    lines = path.read_text(encoding="utf-8").splitlines()[:n]
+    return [" ".join(parse_plot_guided_line(line, path, i)["sentences"]) for i, line in enumerate(lines, 1)]
+
+
+def run(checkpoint: str, kind: str, stories_path: str, batch_size: int) -> dict:
+    out = subprocess.run([sys.executable, "-c", CHILD, checkpoint, kind, stories_path, str(batch_size)], check=True, capture_output=True, text=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--checkpoint", default=str(CHECKOUT / "hub_cards" / "union-roc"))
+    parser.add_argument("--stories", type=int, default=1000)
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--skip-bert-base", action="store_true")
+    args = parser.parse_args(argv)
+    stories_path = CHECKOUT / "benchmarks" / "results" / ".roc_test_stories.txt"
+    stories_path.parent.mkdir(parents=True, exist_ok=True)
+    stories_path.write_text("\n".join(roc_test_stories(args.stories)) + "\n", encoding="utf-8")
+    try:
+        ours = run(args.checkpoint, "union", str(stories_path), args.batch_size)
+        print("ours:", json.dumps(ours))
+        payload = {"machine": machine(), "command": "python benchmarks/union_speed.py " + " ".join(argv or sys.argv[1:]), "checkpoint": args.checkpoint, "batch_size": args.batch_size, "ours": ours}
+        if not args.skip_bert_base:
+            bert = run(args.checkpoint, "bert-base", str(stories_path), args.batch_size)
+            print("bert-base-sized:", json.dumps(bert))
+            payload["bert_base_sized"] = bert
+            payload["speedup_vs_bert_base"] = ours["stories_per_second"] / bert["stories_per_second"]
+            print(f"speed-up: {payload['speedup_vs_bert_base']:.1f}x")
+    finally:
+        stories_path.unlink(missing_ok=True)
+    print("wrote", write_results("union_speed", payload))
+
+
+if __name__ == "__main__":
+    main()
