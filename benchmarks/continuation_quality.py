@@ -1,0 +1,90 @@
+"""Continuation quality: Spearman on held-out ratings, Story Cloze accuracy, speed, feature ablation.
+
+    python benchmarks/continuation_quality.py                       # the bundled checkpoint
+    python benchmarks/continuation_quality.py --ablation            # also retrain without each feature group
+
+The held-out ratings are the DeltaScore pairs whose contexts fall in the test
+side of the grouped split (seed 42), which training never saw; Story Cloze is
+never used for training. Both are test sets: reported once, never tuned on.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+from scipy import stats
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import CHECKOUT, data_dir, machine, write_results  # noqa: E402
+
+
+def evaluate_checkpoint(folder: Path, batch_size: int = 512) -> dict:
+    import datasets
+
+    from storyeval.continuation.model import CRITERIA
+    from storyeval.continuation.scorer import ContinuationScorer
+    from storyeval_training import continuation_data
+
+    scorer = ContinuationScorer(folder, device="cpu", preprocess=False)  # the loaders already normalise
+    root = data_dir() / "continuation"
+    rated = datasets.concatenate_datasets([continuation_data.read_deltascore(root / f"deltascore_crowdsource_{c}.jsonl") for c in ("roc", "wp")])
+    test = continuation_data.grouped_split(rated, seed=42)["test"]
+    predictions = scorer.score(test["context"], test["continuation"], batch_size=batch_size)
+    spearman = {}
+    for criterion in CRITERIA:
+        result = stats.spearmanr(predictions[criterion], test[criterion])
+        spearman[criterion] = {"rho": float(result.statistic), "p": float(result.pvalue)}
+
+    cloze = continuation_data.read_story_cloze(root / "story_cloze_test_spring2016.tsv")
+    started = time.perf_counter()
+    first = scorer.score(cloze["context"], cloze["ending_1"], batch_size=batch_size)
+    second = scorer.score(cloze["context"], cloze["ending_2"], batch_size=batch_size)
+    seconds = time.perf_counter() - started
+    right = np.array(cloze["right"])
+    accuracy = {}
+    for criterion in CRITERIA:
+        prefers_second = np.array(second[criterion]) > np.array(first[criterion])
+        accuracy[criterion] = float(np.mean(prefers_second.astype(int) == right))
+    return {
+        "heldout_pairs": len(test),
+        "heldout_contexts": len(set(test["context"])),
+        "spearman": spearman,
+        "story_cloze_items": len(cloze),
+        "story_cloze_accuracy": accuracy,
+        "pairs_per_second": 2 * len(cloze) / seconds,
+    }
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--checkpoint", default=str(CHECKOUT / "hub_cards" / "continuation-quality"))
+    parser.add_argument("--ablation", action="store_true", help="retrain without each feature group (reuses the LM / PMI statistics)")
+    args = parser.parse_args(argv)
+    checkpoint = Path(args.checkpoint)
+    payload = {"machine": machine(), "command": "python benchmarks/continuation_quality.py " + " ".join(argv or sys.argv[1:]),
+               "checkpoint": str(checkpoint), "full": evaluate_checkpoint(checkpoint)}
+    print("full:", json.dumps(payload["full"], indent=1))
+    if args.ablation:
+        from storyeval.continuation.features import FEATURE_GROUPS
+        from storyeval_training import train_continuation
+
+        payload["ablation"] = {}
+        variants = {f"-{group}": [g for g in FEATURE_GROUPS if g != group] for group in FEATURE_GROUPS}
+        variants["no features (charagram only)"] = []
+        for name, groups in variants.items():
+            with tempfile.TemporaryDirectory() as tmp:
+                train_continuation.train(train_continuation.parse_args(
+                    ["--output-dir", tmp, "--resources-dir", str(checkpoint), "--features", *groups]
+                ))
+                payload["ablation"][name] = evaluate_checkpoint(Path(tmp))
+            print(name, json.dumps(payload["ablation"][name]["spearman"]), json.dumps(payload["ablation"][name]["story_cloze_accuracy"]))
+    print("wrote", write_results("continuation_quality", payload))
+
+
+if __name__ == "__main__":
+    main()

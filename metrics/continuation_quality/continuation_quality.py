@@ -1,0 +1,53 @@
+"""Continuation quality: overall, relevance and interestingness of a next sentence (Sagarkar et al., 2018)."""
+import evaluate
+
+# imported as a module: evaluate takes the first Metric class it finds in this namespace
+from storyeval import metric_base
+from storyeval.continuation.model import CRITERIA
+from storyeval.continuation.scorer import load_continuation_scorer
+
+_CITATION = """\
+@article{sagarkar2018quality,
+  title = {Quality Signals in Generated Stories},
+  author = {Sagarkar, Manasvi and Wieting, John and Tu, Lifu and Gimpel, Kevin},
+  journal = {Proceedings of the Seventh Joint Conference on Lexical and Computational Semantics (*SEM 2018)},
+  year = {2018},
+  pages = {192--202}
+}
+"""
+
+_DESCRIPTION = """\
+Scores a story continuation given its context on three criteria, overall quality,
+relevance and interestingness, with a small network over character n-gram
+encodings of both texts and hand-built features (length, n-gram LM score, IDF,
+(P)PMI between context and continuation words, entity mentions).
+"""
+
+_KWARGS_DESCRIPTION = """
+Args:
+    predictions (`list` of `str`): the continuations to score.
+    contexts (`list` of `str`): the preceding text of each continuation.
+    batch_size (`int`, defaults to 256), device (`str`, optional), progress_bar (`bool`).
+Returns:
+    overall, relevance, interestingness (`list` of `float`): one score per pair,
+        on the 1-5 scale of the training ratings; higher is better.
+    mean_overall, mean_relevance, mean_interestingness (`float`): their means.
+Examples:
+    >>> metric = evaluate.load("metrics/continuation_quality")
+    >>> results = metric.compute(predictions=["he gave the phone back ."], contexts=["[MALE] found a phone ."])
+    >>> sorted(results)[:2]
+    ['interestingness', 'mean_interestingness']
+"""
+
+
+@evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
+class ContinuationQuality(metric_base.ContinuationMetric):
+    METRIC = "continuation_quality"
+    CRITERIA = CRITERIA
+    CITATION = _CITATION
+    DESCRIPTION = _DESCRIPTION
+    KWARGS_DESCRIPTION = _KWARGS_DESCRIPTION
+    REFERENCE_URLS = ["https://aclanthology.org/S18-2024/"]
+
+    def load_scorer(self, path):
+        return load_continuation_scorer(str(path))

@@ -1,0 +1,1 @@
+"""Continuation quality (Sagarkar et al., 2018): features and model for scoring a next sentence."""

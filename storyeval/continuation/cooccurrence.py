@@ -1,0 +1,100 @@
+"""Word co-occurrence statistics for the (P)PMI features, stored as sparse matrices.
+
+``C_w[u, v]`` counts how often word ``v`` occurs within ``w`` tokens after word
+``u`` in the same story. PMI(u, v) = log(C_w[u, v] * N^2 / (T_w * c(u) * c(v)))
+with N the number of tokens and T_w the number of counted pairs; only pairs seen
+more than ``min_pair_count`` times (10, as in Sagarkar et al.) are kept.
+"""
+from __future__ import annotations
+
+from typing import Iterable
+
+import numpy as np
+from scipy import sparse
+
+WINDOWS = (10, 25, 50)
+
+
+class CooccurrenceStats:
+    def __init__(self, windows=WINDOWS, min_pair_count: int = 10, min_word_count: int = 5):
+        self.windows = tuple(sorted(windows))
+        self.min_pair_count = min_pair_count
+        self.min_word_count = min_word_count
+        self.vocab: dict[str, int] = {}
+        self.pmi: dict[int, sparse.csr_matrix] = {}
+
+    def fit(self, documents: Iterable[list[str]]) -> "CooccurrenceStats":
+        documents = [list(d) for d in documents]
+        counts: dict[str, int] = {}
+        for doc in documents:
+            for word in doc:
+                counts[word] = counts.get(word, 0) + 1
+        words = sorted(w for w, c in counts.items() if c >= self.min_word_count)
+        self.vocab = {w: i for i, w in enumerate(words)}
+        size = len(words)
+        # one stream of ids; -1 marks words out of vocabulary and separates documents
+        stream = np.concatenate([np.append(np.array([self.vocab.get(w, -1) for w in d], dtype=np.int64), -1) for d in documents] or [np.array([-1])])
+        doc_id = np.cumsum(stream == -1)
+        unigram = np.bincount(stream[stream >= 0], minlength=size).astype(np.float64)
+        total_tokens = unigram.sum()
+        pair_counts = sparse.csr_matrix((size, size), dtype=np.float64)
+        for offset in range(1, self.windows[-1] + 1):
+            left, right = stream[:-offset], stream[offset:]
+            keep = (left >= 0) & (right >= 0) & (doc_id[:-offset] == doc_id[offset:])
+            pair_counts = pair_counts + sparse.csr_matrix(
+                (np.ones(keep.sum()), (left[keep], right[keep])), shape=(size, size)
+            )
+            if offset in self.windows:
+                self.pmi[offset] = self._pmi(pair_counts, unigram, total_tokens)
+        return self
+
+    def _pmi(self, pair_counts: sparse.csr_matrix, unigram: np.ndarray, total_tokens: float) -> sparse.csr_matrix:
+        counts = pair_counts.tocoo()
+        total_pairs = counts.data.sum()
+        keep = counts.data > self.min_pair_count
+        rows, cols, values = counts.row[keep], counts.col[keep], counts.data[keep]
+        pmi = np.log(values * total_tokens**2 / (total_pairs * unigram[rows] * unigram[cols]))
+        return sparse.csr_matrix((pmi.astype(np.float32), (rows, cols)), shape=pair_counts.shape)
+
+    def _indicator(self, token_lists: list[list[str]]) -> tuple[sparse.csr_matrix, np.ndarray]:
+        """Rows of word counts over the vocabulary, and each row's total number of tokens."""
+        rows, cols = [], []
+        for i, tokens in enumerate(token_lists):
+            for word in tokens:
+                if word in self.vocab:
+                    rows.append(i)
+                    cols.append(self.vocab[word])
+        matrix = sparse.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(len(token_lists), len(self.vocab)))
+        lengths = np.array([len(t) for t in token_lists], dtype=np.float64)
+        return matrix, lengths
+
+    def scores(self, contexts: list[list[str]], continuations: list[list[str]], positive: bool = False) -> dict[int, np.ndarray]:
+        """window -> s per pair: sum of (P)PMI(u, v) over context u and continuation v, / (N_context * N_continuation)."""
+        context_rows, context_lengths = self._indicator(contexts)
+        continuation_rows, continuation_lengths = self._indicator(continuations)
+        norm = np.maximum(context_lengths * continuation_lengths, 1.0)
+        out = {}
+        for window, pmi in self.pmi.items():
+            matrix = pmi.maximum(0) if positive else pmi
+            summed = np.asarray((context_rows @ matrix).multiply(continuation_rows).sum(axis=1)).ravel()
+            out[window] = summed / norm
+        return out
+
+    def save(self, path) -> None:
+        arrays = {"vocab": np.array(list(self.vocab), dtype=object), "meta": np.array([self.min_pair_count, self.min_word_count])}
+        for window, matrix in self.pmi.items():
+            arrays[f"pmi_{window}_data"], arrays[f"pmi_{window}_indices"] = matrix.data, matrix.indices
+            arrays[f"pmi_{window}_indptr"] = matrix.indptr
+        np.savez_compressed(path, windows=np.array(self.windows), **arrays)
+
+    @classmethod
+    def load(cls, path) -> "CooccurrenceStats":
+        data = np.load(path, allow_pickle=True)
+        stats = cls(tuple(int(w) for w in data["windows"]), int(data["meta"][0]), int(data["meta"][1]))
+        stats.vocab = {w: i for i, w in enumerate(data["vocab"].tolist())}
+        size = len(stats.vocab)
+        for window in stats.windows:
+            stats.pmi[window] = sparse.csr_matrix(
+                (data[f"pmi_{window}_data"], data[f"pmi_{window}_indices"], data[f"pmi_{window}_indptr"]), shape=(size, size)
+            )
+        return stats

@@ -1,0 +1,58 @@
+"""Load-once scorer for continuation quality: (context, continuation) -> overall, relevance, interestingness."""
+from __future__ import annotations
+
+import functools
+import json
+from pathlib import Path
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from storyeval.continuation.cooccurrence import CooccurrenceStats
+from storyeval.continuation.features import FeatureExtractor
+from storyeval.continuation.model import CRITERIA, ContinuationModel
+from storyeval.continuation.ngram_lm import NgramLM
+from storyeval.inputs import check_same_length, check_texts
+from storyeval.scoring import normalize_story, resolve_device
+
+
+class ContinuationScorer:
+    def __init__(self, folder, device=None, preprocess: bool = True):
+        folder = Path(folder)
+        config = json.loads((folder / "scorer_config.json").read_text())
+        groups = tuple(config["feature_groups"])
+        self.extractor = FeatureExtractor(
+            lm=NgramLM.load(folder / "lm.npz") if "lm" in groups else None,
+            cooccurrence=CooccurrenceStats.load(folder / "cooccurrence.npz") if "pmi" in groups else None,
+            groups=groups,
+        )
+        self.device = resolve_device(device)
+        self.model = ContinuationModel.load(folder).to(self.device)
+        self.preprocess = preprocess
+
+    @torch.inference_mode()
+    def score(self, contexts, continuations, batch_size: int = 256, device=None, progress_bar: bool = False) -> dict[str, list[float]]:
+        continuations = check_texts(continuations, "predictions")
+        contexts = check_texts(contexts, "contexts")
+        check_same_length(predictions=continuations, contexts=contexts)
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be positive, got {batch_size}")
+        if device is not None and resolve_device(device) != self.device:
+            self.device = resolve_device(device)
+            self.model.to(self.device)
+        if self.preprocess:
+            contexts = [normalize_story(c) for c in contexts]
+            continuations = [normalize_story(c) for c in continuations]
+        outputs = []
+        for begin in tqdm(range(0, len(contexts), batch_size), disable=not progress_bar, desc="scoring", unit="batch"):
+            ctx, cont = contexts[begin : begin + batch_size], continuations[begin : begin + batch_size]
+            features = torch.from_numpy(self.extractor([c.split() for c in ctx], [c.split() for c in cont])).to(self.device)
+            outputs.append(self.model(ctx, cont, features).float().cpu().numpy())
+        scores = np.concatenate(outputs) if outputs else np.zeros((0, len(CRITERIA)))
+        return {criterion: scores[:, i].tolist() for i, criterion in enumerate(CRITERIA)}
+
+
+@functools.lru_cache(maxsize=4)
+def load_continuation_scorer(folder: str, device: str | None = None) -> ContinuationScorer:
+    return ContinuationScorer(folder, device)

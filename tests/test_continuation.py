@@ -1,0 +1,131 @@
+"""Continuation quality: features on hand-worked examples, the n-gram LM, PMI, data, model and metric."""
+import json
+import math
+from pathlib import Path
+
+import evaluate
+import numpy as np
+import pytest
+import torch
+
+from storyeval.continuation.cooccurrence import CooccurrenceStats
+from storyeval.continuation.features import FeatureExtractor, idf_features, length_features, mention_features
+from storyeval.continuation.model import CRITERIA, ContinuationModel
+from storyeval.continuation.ngram_lm import NgramLM
+from storyeval_training import continuation_data
+from storyeval_training.builders import InputFormatError
+
+METRIC_DIR = str(Path(__file__).resolve().parent.parent / "metrics" / "continuation_quality")
+CONTEXT = "[MALE] went to the store with his dog . he bought milk .".split()
+CORPUS = [s.split() for s in [
+    "the cat sat on the mat .", "the dog sat on the log .", "a cat ate the fish .", "the dog ate the bone .",
+    "[MALE] went to the store .", "he bought milk for the cat .", "she walked the dog in the park .",
+] * 5]
+
+
+def test_reusing_the_contexts_people_gives_old_mentions_and_new_names_do_not():
+    old = mention_features(CONTEXT, "he gave the milk to the dog .".split())
+    assert old == [1.0, 3.0, 0.0, 0.0, 0.0, 0.0]  # he, milk, dog: all old
+    new = mention_features(CONTEXT, "[FEMALE] saw a tiger at the zoo .".split())
+    assert new == [0.0, 0.0, 1.0, 3.0, 1.0, 1.0]  # [FEMALE] (a new name), tiger, zoo
+    assert mention_features(["amy", "left", "."], ["amy", "returned", "."])[:2] == [1.0, 1.0]  # a name seen before
+
+
+def test_length_and_idf():
+    assert length_features("a b c d .".split(), "e f .".split()) == [2.0, 0.5]
+    assert idf_features("the end .".split())[0] < idf_features("quantum chromodynamics .".split())[0]
+
+
+def test_ngram_lm_is_normalised_and_prefers_fluent_text():
+    lm = NgramLM(order=3).fit(CORPUS)
+    for history in (["the", "cat"], ["zebra", "qq"]):
+        ids = [lm.vocab.get(t, 1) for t in history]
+        rows = np.array([ids + [w] for w in range(1, len(lm.vocab))])
+        assert math.isclose(np.exp(lm.logprobs(rows)).sum(), 1.0, abs_tol=0.05)
+    assert lm.score("the cat sat on the mat .".split()) > lm.score("mat the on sat cat the .".split())
+    assert lm.score_batch([["the", "cat"], ["dog"]], [["on"], []]) == pytest.approx([lm.score(["the", "cat"], ["on"]), lm.score(["dog"])])
+
+
+def test_ngram_lm_round_trips(tmp_path):
+    lm = NgramLM(order=4).fit(CORPUS)
+    lm.save(tmp_path / "lm.npz")
+    assert NgramLM.load(tmp_path / "lm.npz").score("the dog sat .".split()) == pytest.approx(lm.score("the dog sat .".split()))
+
+
+def test_pmi_counts_only_frequent_pairs_and_normalises_by_both_lengths(tmp_path):
+    docs = [["dog", "bark", "loud"]] * 20 + [["cat", "meow"]] * 20 + [["dog", "meow"]] * 5
+    stats = CooccurrenceStats(windows=(2,), min_pair_count=10, min_word_count=1).fit(docs)
+    one = stats.scores([["dog"]], [["bark"]])[2][0]
+    assert one > 0
+    assert stats.scores([["dog"]], [["meow"]])[2][0] == 0  # seen 5 times: below the threshold
+    assert stats.scores([["dog", "cat"]], [["bark"]])[2][0] == pytest.approx(one / 2)
+    stats.save(tmp_path / "c.npz")
+    assert CooccurrenceStats.load(tmp_path / "c.npz").scores([["dog"]], [["bark"]])[2][0] == pytest.approx(one)
+
+
+def test_feature_switches_drive_the_columns():
+    lm = NgramLM(order=3).fit(CORPUS)
+    extractor = FeatureExtractor(lm=lm, groups=("length", "lm"))
+    assert extractor.names == ["length", "relative_length", "lm_score"]
+    assert extractor([CONTEXT], ["he left .".split()]).shape == (1, 3)
+    with pytest.raises(KeyError, match="unknown feature groups"):
+        FeatureExtractor(groups=("length", "magic"))
+    with pytest.raises(ValueError, match="needs fitted CooccurrenceStats"):
+        FeatureExtractor(groups=("pmi",))
+
+
+def test_rated_pairs_loader_checks_shape_and_ranges(tmp_path):
+    good = tmp_path / "pairs.jsonl"
+    good.write_text(json.dumps({"context": "Ken went out.", "continuation": "He came back.", "overall": 7, "relevance": 9, "interestingness": 2}) + "\n")
+    rows = continuation_data.read_rated_pairs(good)
+    assert rows[0]["context"] == "[MALE] went out ." and rows[0]["relevance"] == 9
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({"context": "a", "continuation": "b", "overall": 11, "relevance": 1, "interestingness": 1}) + "\n")
+    with pytest.raises(InputFormatError, match=r"bad.jsonl:1: overall must be in \[1, 10\]"):
+        continuation_data.read_rated_pairs(bad)
+
+
+def test_grouped_split_keeps_each_context_on_one_side(shared_data):
+    rated = continuation_data.read_deltascore(shared_data / "continuation" / "deltascore_crowdsource_roc.jsonl")
+    splits = continuation_data.grouped_split(rated)
+    sides = [set(s["context"]) for s in splits.values()]
+    assert not (sides[0] & sides[1] or sides[0] & sides[2] or sides[1] & sides[2])
+    assert sum(len(s) for s in splits.values()) == len(rated) == 120
+
+
+@pytest.fixture(scope="module")
+def tiny_checkpoint(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("cq")
+    lm = NgramLM(order=3).fit(CORPUS)
+    stats = CooccurrenceStats(windows=(10, 25, 50), min_pair_count=1, min_word_count=1).fit(CORPUS)
+    extractor = FeatureExtractor(lm=lm, cooccurrence=stats)
+    torch.manual_seed(0)
+    ContinuationModel(num_features=len(extractor.names), dim=8, hidden=8, buckets=64).save(folder)
+    lm.save(folder / "lm.npz")
+    stats.save(folder / "cooccurrence.npz")
+    (folder / "scorer_config.json").write_text(json.dumps({"feature_groups": list(extractor.groups), "criteria": list(CRITERIA)}))
+    return folder
+
+
+def test_metric_through_evaluate_load(tiny_checkpoint):
+    metric = evaluate.load(METRIC_DIR, str(tiny_checkpoint))
+    results = metric.compute(predictions=["He gave the milk to the dog.", "A tiger appeared."], contexts=["Ken went to the store.", "Ken went to the store."])
+    assert set(results) == set(CRITERIA) | {f"mean_{c}" for c in CRITERIA}
+    assert len(results["relevance"]) == 2 and results["mean_overall"] == pytest.approx(sum(results["overall"]) / 2)
+    empty = metric.compute(predictions=[], contexts=[])
+    assert empty["overall"] == [] and math.isnan(empty["mean_relevance"])
+
+
+@pytest.mark.parametrize(
+    "predictions, contexts, error, message",
+    [
+        (["a ."], ["b .", "c ."], ValueError, "same length"),
+        (["a ."], None, TypeError, "contexts must be a list"),
+        (["a ."], [""], ValueError, r"contexts\[0\] is empty"),
+        ([None], ["b ."], TypeError, r"predictions\[0\]"),
+    ],
+)
+def test_metric_bad_input(tiny_checkpoint, predictions, contexts, error, message):
+    metric = evaluate.load(METRIC_DIR, str(tiny_checkpoint))
+    with pytest.raises(error, match=message):
+        metric.compute(predictions=predictions, contexts=contexts)

@@ -1,0 +1,147 @@
+"""Data for the continuation-quality metric.
+
+* :func:`read_rated_pairs`: the shape of Sagarkar et al.'s annotated pairs
+  (``context``, ``continuation``, ``overall``, ``relevance``, ``interestingness``
+  on 1-10), as ``.jsonl`` or ``.csv``, for users who have that data.
+* :func:`read_deltascore`: the DeltaScore crowd ratings (1-5) we train on here,
+  with the criteria mapped to ours (:data:`DELTASCORE_MAPPING`).
+* :func:`read_story_cloze`: the Story Cloze test set (a test set only).
+* :func:`cloze_pairs`: weak training signal built from ROC stories: the true
+  fifth sentence should outrank the fifth sentence of another story.
+"""
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import random
+from pathlib import Path
+
+import datasets
+
+from storyeval import text as textlib
+from storyeval.continuation.model import CRITERIA
+from storyeval_training.builders.common import InputFormatError, require_file
+
+# our criterion <- the DeltaScore ratings it averages
+DELTASCORE_MAPPING = {
+    "overall": ("fluency", "coherence", "logicality"),
+    "relevance": ("relatedness",),
+    "interestingness": ("interestingness",),
+}
+RATED_FEATURES = datasets.Features(
+    {"context": datasets.Value("string"), "continuation": datasets.Value("string"), "source": datasets.Value("string"),
+     **{c: datasets.Value("float32") for c in CRITERIA}}
+)
+
+
+def normalize(text: str) -> str:
+    """The token form every component expects (lower-cased Treebank tokens, names delexicalised)."""
+    from storyeval.scoring import normalize_story
+
+    return normalize_story(text)
+
+
+def _check_rating(value, path, lineno, name, low, high) -> float:
+    try:
+        rating = float(value)
+    except (TypeError, ValueError):
+        raise InputFormatError(path, lineno, f"{name} must be a number, got {value!r}") from None
+    if not low <= rating <= high:
+        raise InputFormatError(path, lineno, f"{name} must be in [{low}, {high}], got {rating}")
+    return rating
+
+
+def _records(path: Path):
+    """(line number, dict) from .jsonl or .csv."""
+    if path.suffix == ".jsonl":
+        for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if line.strip():
+                try:
+                    yield lineno, json.loads(line)
+                except json.JSONDecodeError as error:
+                    raise InputFormatError(path, lineno, f"not JSON ({error.msg})") from None
+    elif path.suffix == ".csv":
+        with path.open(encoding="utf-8", newline="") as handle:
+            reader = csv.DictReader(handle)
+            for row in reader:
+                yield reader.line_num, row
+    else:
+        raise ValueError(f"{path}: expected a .jsonl or .csv file")
+
+
+def read_rated_pairs(path) -> datasets.Dataset:
+    """Sagarkar et al.'s documented shape: context, continuation and three 1-10 ratings."""
+    path = require_file(path)
+    rows = []
+    for lineno, record in _records(path):
+        for field in ("context", "continuation"):
+            if not isinstance(record.get(field), str) or not record[field].strip():
+                raise InputFormatError(path, lineno, f"missing or empty {field!r}")
+        row = {"context": normalize(record["context"]), "continuation": normalize(record["continuation"]), "source": path.name}
+        row.update({c: _check_rating(record.get(c), path, lineno, c, 1, 10) for c in CRITERIA})
+        rows.append(row)
+    return datasets.Dataset.from_list(rows, features=RATED_FEATURES)
+
+
+def read_deltascore(path) -> datasets.Dataset:
+    """DeltaScore crowd ratings: context = ``title``, continuation = ``story``, criteria mapped (1-5 scale)."""
+    path = require_file(path)
+    rows = []
+    for lineno, record in _records(path):
+        for field in ("title", "story"):
+            if not isinstance(record.get(field), str) or not record[field].strip():
+                raise InputFormatError(path, lineno, f"missing or empty {field!r}")
+        row = {"context": normalize(record["title"]), "continuation": normalize(record["story"]), "source": f"{path.stem}:{record.get('model', '')}"}
+        for criterion, fields in DELTASCORE_MAPPING.items():
+            row[criterion] = sum(_check_rating(record.get(f), path, lineno, f, 1, 5) for f in fields) / len(fields)
+        rows.append(row)
+    return datasets.Dataset.from_list(rows, features=RATED_FEATURES)
+
+
+def grouped_split(dataset: datasets.Dataset, test_percent: int = 30, validation_percent: int = 15, seed: int = 42) -> datasets.DatasetDict:
+    """Split by context, so that no context appears on two sides."""
+
+    def bucket(context: str) -> int:
+        return int.from_bytes(hashlib.blake2b(f"{seed}:{context}".encode(), digest_size=8).digest(), "big") % 100
+
+    buckets = [bucket(c) for c in dataset["context"]]
+    test = [i for i, b in enumerate(buckets) if b < test_percent]
+    validation = [i for i, b in enumerate(buckets) if test_percent <= b < test_percent + validation_percent]
+    train = [i for i, b in enumerate(buckets) if b >= test_percent + validation_percent]
+    return datasets.DatasetDict({"train": dataset.select(train), "validation": dataset.select(validation), "test": dataset.select(test)})
+
+
+def read_story_cloze(path) -> datasets.Dataset:
+    """Story Cloze: context (4 sentences), two endings, and the index (0/1) of the right one."""
+    path = require_file(path)
+    rows = []
+    with path.open(encoding="utf-8", newline="") as handle:
+        reader = csv.DictReader(handle, delimiter="\t")
+        needed = [f"InputSentence{i}" for i in range(1, 5)] + ["RandomFifthSentenceQuiz1", "RandomFifthSentenceQuiz2", "AnswerRightEnding"]
+        missing = [c for c in needed if c not in (reader.fieldnames or [])]
+        if missing:
+            raise InputFormatError(path, 1, f"missing columns {missing}")
+        for row in reader:
+            answer = row["AnswerRightEnding"].strip()
+            if answer not in ("1", "2"):
+                raise InputFormatError(path, reader.line_num, f"AnswerRightEnding must be 1 or 2, got {answer!r}")
+            rows.append({
+                "context": normalize(" ".join(row[f"InputSentence{i}"] for i in range(1, 5))),
+                "ending_1": normalize(row["RandomFifthSentenceQuiz1"]),
+                "ending_2": normalize(row["RandomFifthSentenceQuiz2"]),
+                "right": int(answer) - 1,
+            })
+    return datasets.Dataset.from_list(rows)
+
+
+def cloze_pairs(stories: datasets.Dataset, seed: int = 42, exclude_keys=frozenset()) -> datasets.Dataset:
+    """(context, right, wrong) from stories of 5 sentences: the true last sentence vs another story's."""
+    usable = [s for s in stories["sentences"] if len(s) == 5 and textlib.leakage_key(s[0]) not in exclude_keys]
+    rng = random.Random(seed)
+    rows = []
+    for index, sentences in enumerate(usable):
+        other = rng.randrange(len(usable) - 1)
+        other += other >= index  # never the story itself
+        rows.append({"context": " ".join(sentences[:4]), "right": sentences[4], "wrong": usable[other][4]})
+    return datasets.Dataset.from_list(rows)

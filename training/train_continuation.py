@@ -1,0 +1,200 @@
+"""Train the continuation-quality scorer (Sagarkar et al., 2018).
+
+    storyeval-train-continuation --output-dir hub_cards/continuation-quality
+    storyeval-train-continuation --rated-pairs my_annotations.jsonl --output-dir out   # the paper's data shape
+
+Steps: fit the 4-gram LM and the co-occurrence statistics on the ROC and WP
+training stories; compute the features; train the charagram + feature network
+with the multi-task MAE loss (Adam, lr 1e-3, 25 epochs), plus a margin ranking
+loss on weak cloze pairs built from ROC stories (true last sentence above another
+story's); keep the epoch with the best mean Spearman on the validation contexts.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import random
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+from accelerate import Accelerator
+from accelerate.utils import set_seed
+from scipy import stats
+from tqdm.auto import tqdm
+
+from storyeval import text as textlib
+from storyeval.continuation.cooccurrence import CooccurrenceStats
+from storyeval.continuation.features import FEATURE_GROUPS, FeatureExtractor
+from storyeval.continuation.model import CRITERIA, ContinuationModel
+from storyeval.continuation.ngram_lm import NgramLM
+from storyeval_training import continuation_data, paths
+from storyeval_training.builders import ROCStories, WritingPrompts, load_split
+
+logger = logging.getLogger("storyeval_training.train_continuation")
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description="Train the continuation-quality scorer.")
+    p.add_argument("--output-dir", required=True)
+    p.add_argument("--rated-pairs", nargs="*", default=None, help="files in Sagarkar et al.'s shape (default: DeltaScore ratings)")
+    p.add_argument("--features", nargs="*", default=list(FEATURE_GROUPS), help=f"feature groups, from {list(FEATURE_GROUPS)}")
+    p.add_argument("--input-mode", default="sim+cont", choices=["cont", "sim+cont"])
+    p.add_argument("--epochs", type=int, default=25)
+    p.add_argument("--learning-rate", type=float, default=1e-3)
+    p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument("--cloze-pairs", type=int, default=20000, help="weak ROC cloze pairs (0 disables)")
+    p.add_argument("--ranking-weight", type=float, default=1.0)
+    p.add_argument("--ranking-margin", type=float, default=0.5)
+    p.add_argument("--lm-order", type=int, default=4)
+    p.add_argument("--seed", type=int, default=42)
+    p.add_argument("--resources-dir", default=None, help="reuse lm.npz / cooccurrence.npz from here")
+    p.add_argument("--cache-dir", default=None)
+    return p.parse_args(argv)
+
+
+def corpus_stories(cache_dir=None) -> list[list[str]]:
+    """Training stories of both corpora as sentence lists (already tokenised by the builders)."""
+    roc = load_split(ROCStories, "train", cache_dir=cache_dir)
+    wp = load_split(WritingPrompts, "train", cache_dir=cache_dir)
+    return list(roc["sentences"]) + [[c] + s for c, s in zip(wp["context"], wp["sentences"])]
+
+
+def fit_resources(stories: list[list[str]], order: int) -> tuple[NgramLM, CooccurrenceStats]:
+    started = time.perf_counter()
+    lm = NgramLM(order=order).fit(s.split() for story in stories for s in story)
+    logger.info("fitted a %d-gram LM on %d stories in %.0f s", order, len(stories), time.perf_counter() - started)
+    from storyeval import resources
+
+    stop = resources.stopwords()
+    documents = [[w for s in story for w in s.split() if w.isalpha() and w not in stop] for story in stories]
+    cooccurrence = CooccurrenceStats().fit(documents)
+    logger.info("fitted co-occurrence statistics (%d words) in %.0f s", len(cooccurrence.vocab), time.perf_counter() - started)
+    return lm, cooccurrence
+
+
+def featurize(extractor, contexts, continuations) -> torch.Tensor:
+    return torch.from_numpy(extractor([c.split() for c in contexts], [n.split() for n in continuations]))
+
+
+def mean_spearman(model, split, features) -> tuple[float, dict]:
+    model.eval()
+    with torch.no_grad():
+        predictions = model(split["context"], split["continuation"], features).numpy()
+    model.train()
+    per = {c: float(stats.spearmanr(predictions[:, i], split[c]).statistic) for i, c in enumerate(CRITERIA)}
+    per = {c: (v if np.isfinite(v) else 0.0) for c, v in per.items()}
+    return float(np.mean(list(per.values()))), per
+
+
+def train(args) -> dict:
+    set_seed(args.seed)
+    accelerator = Accelerator(cpu=True)
+    output = Path(args.output_dir)
+    output.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+
+    if args.rated_pairs:
+        import datasets
+
+        rated = datasets.concatenate_datasets([continuation_data.read_rated_pairs(p) for p in args.rated_pairs])
+    else:
+        root = paths.data_dir() / "continuation"
+        import datasets
+
+        rated = datasets.concatenate_datasets([continuation_data.read_deltascore(root / f"deltascore_crowdsource_{c}.jsonl") for c in ("roc", "wp")])
+    splits = continuation_data.grouped_split(rated, seed=args.seed)
+
+    # keep every evaluation context out of the corpus statistics and the cloze pairs
+    exclude = {textlib.leakage_key(c) for c in rated["context"]}
+    cloze_path = paths.data_dir() / "continuation" / "story_cloze_test_spring2016.tsv"
+    if cloze_path.is_file():
+        exclude |= {textlib.leakage_key(c) for c in continuation_data.read_story_cloze(cloze_path)["context"]}
+    if args.resources_dir:
+        lm = NgramLM.load(Path(args.resources_dir) / "lm.npz")
+        cooccurrence = CooccurrenceStats.load(Path(args.resources_dir) / "cooccurrence.npz")
+    else:
+        stories = [s for s in corpus_stories(args.cache_dir) if textlib.leakage_key(s[0]) not in exclude]
+        lm, cooccurrence = fit_resources(stories, args.lm_order)
+    extractor = FeatureExtractor(lm=lm if "lm" in args.features else None,
+                                 cooccurrence=cooccurrence if "pmi" in args.features else None,
+                                 groups=tuple(args.features))
+
+    features = {name: featurize(extractor, split["context"], split["continuation"]) for name, split in splits.items()}
+    targets = torch.tensor(np.stack([splits["train"][c] for c in CRITERIA], axis=1), dtype=torch.float32)
+
+    cloze = None
+    if args.cloze_pairs:
+        roc = load_split(ROCStories, "train", cache_dir=args.cache_dir)
+        cloze = continuation_data.cloze_pairs(roc, seed=args.seed, exclude_keys=frozenset(exclude))
+        cloze = cloze.select(range(min(args.cloze_pairs, len(cloze))))
+        cloze_right = featurize(extractor, cloze["context"], cloze["right"])
+        cloze_wrong = featurize(extractor, cloze["context"], cloze["wrong"])
+
+    model = ContinuationModel(num_features=len(extractor.names), input_mode=args.input_mode)
+    reference = torch.cat([features["train"]] + ([cloze_right, cloze_wrong] if cloze is not None else []))
+    if reference.shape[1]:
+        model.feature_mean.copy_(reference.mean(0))
+        model.feature_std.copy_(reference.std(0).clamp_min(1e-6))
+    optimizer = torch.optim.Adam(model.parameters(), lr=args.learning_rate)
+    model, optimizer = accelerator.prepare(model, optimizer)
+
+    # plain lists: row access on an Arrow table inside the loop is slow
+    train = splits["train"].to_dict()
+    if cloze is not None:
+        cloze = cloze.to_dict()
+    rng = random.Random(args.seed)
+    rated_index = list(range(len(splits["train"])))
+    cloze_index = list(range(len(cloze["context"]))) if cloze is not None else []
+    steps = max(len(rated_index), len(cloze_index) // 4) // args.batch_size + 1
+    best, history = None, []
+    for epoch in tqdm(range(args.epochs), desc="epochs"):
+        rng.shuffle(rated_index)
+        rng.shuffle(cloze_index)
+        for step in range(steps):
+            batch = [rated_index[(step * args.batch_size + k) % len(rated_index)] for k in range(args.batch_size)]
+            predictions = model([train["context"][i] for i in batch], [train["continuation"][i] for i in batch], features["train"][batch])
+            loss = (predictions - targets[batch]).abs().mean(0).sum()  # sum over criteria of the MAE
+            if cloze is not None and args.ranking_weight > 0:
+                picks = [cloze_index[(step * args.batch_size + k) % len(cloze_index)] for k in range(args.batch_size)]
+                contexts = [cloze["context"][i] for i in picks]
+                right = model(contexts, [cloze["right"][i] for i in picks], cloze_right[picks])
+                wrong = model(contexts, [cloze["wrong"][i] for i in picks], cloze_wrong[picks])
+                # the true ending should score higher on overall quality and relevance
+                margin = torch.relu(args.ranking_margin - (right[:, :2] - wrong[:, :2]))
+                loss = loss + args.ranking_weight * margin.mean()
+            optimizer.zero_grad()
+            accelerator.backward(loss)
+            optimizer.step()
+        score, per = mean_spearman(model, splits["validation"], features["validation"])
+        history.append({"epoch": epoch + 1, "validation_mean_spearman": score, **{f"validation_{k}": v for k, v in per.items()}})
+        if best is None or score > best["validation_mean_spearman"]:
+            best = history[-1]
+            model.save(output)
+    results = {
+        "best_validation": best,
+        "history": history,
+        "features": extractor.names,
+        "train_pairs": len(splits["train"]),
+        "validation_pairs": len(splits["validation"]),
+        "test_pairs": len(splits["test"]),
+        "cloze_pairs": len(cloze_index),
+        "training_minutes": round((time.perf_counter() - started) / 60, 1),
+        "args": vars(args),
+    }
+    lm.save(output / "lm.npz")
+    cooccurrence.save(output / "cooccurrence.npz")
+    (output / "scorer_config.json").write_text(json.dumps({"feature_groups": list(args.features), "criteria": list(CRITERIA)}, indent=2) + "\n")
+    (output / "training_results.json").write_text(json.dumps(results, indent=2) + "\n")
+    return results
+
+
+def main(argv=None) -> None:
+    logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.INFO)
+    train(parse_args(argv))
+
+
+if __name__ == "__main__":
+    main()
