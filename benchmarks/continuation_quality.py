@@ -63,12 +63,18 @@ def evaluate_checkpoint(folder: Path, batch_size: int = 512) -> dict:
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--checkpoint", default=str(CHECKOUT / "hub_cards" / "continuation-quality"))
+    parser.add_argument("--update-card", action="store_true", help="rewrite the checkpoint's model card with these figures")
     parser.add_argument("--ablation", action="store_true", help="retrain without each feature group (reuses the LM / PMI statistics)")
     args = parser.parse_args(argv)
     checkpoint = Path(args.checkpoint)
     payload = {"machine": machine(), "command": "python benchmarks/continuation_quality.py " + " ".join(argv or sys.argv[1:]),
                "checkpoint": str(checkpoint), "full": evaluate_checkpoint(checkpoint)}
     print("full:", json.dumps(payload["full"], indent=1))
+    if args.update_card:
+        from storyeval_training.model_card import write_continuation_card
+
+        results = json.loads((checkpoint / "training_results.json").read_text())
+        write_continuation_card(checkpoint, results, {**payload["full"], "command": payload["command"]})
     if args.ablation:
         from storyeval.continuation.features import FEATURE_GROUPS
         from storyeval_training import train_continuation

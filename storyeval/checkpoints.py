@@ -52,7 +52,7 @@ def resolve_checkpoint(metric: str, config_name: str, local_files_only: bool | N
         return Path(config_name).expanduser()
     if config_name in names:
         bundled = HUB_CARDS / names[config_name]
-        if (bundled / "config.json").is_file():
+        if (bundled / "model.safetensors").is_file():
             return bundled
         repo_id = f"{HUB_ORGANISATION}/{names[config_name]}"
     elif "/" in config_name and not Path(config_name).suffix:

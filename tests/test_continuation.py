@@ -129,3 +129,12 @@ def test_metric_bad_input(tiny_checkpoint, predictions, contexts, error, message
     metric = evaluate.load(METRIC_DIR, str(tiny_checkpoint))
     with pytest.raises(error, match=message):
         metric.compute(predictions=predictions, contexts=contexts)
+
+
+def test_bundled_checkpoint_scores_are_pinned(shared_data):
+    metric = evaluate.load(METRIC_DIR, "deltascore")
+    context = "[MALE] went to the store with his dog . he bought milk ."
+    results = metric.compute(predictions=["he gave the milk to the dog .", "a tiger ate the moon ."], contexts=[context, context])
+    assert results["overall"] == pytest.approx([4.9623, 2.6667], abs=2e-3)
+    assert results["relevance"] == pytest.approx([5.0665, 2.3542], abs=2e-3)
+    assert results["interestingness"] == pytest.approx([2.7736, 2.1609], abs=2e-3)

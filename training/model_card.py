@@ -49,7 +49,9 @@ def write_union_card(folder: Path, results: dict) -> None:
     dataset = args.get("dataset") or "roc"
     evaluation_path = folder / "evaluation.json"
     evaluation = json.loads(evaluation_path.read_text()) if evaluation_path.is_file() else None
-    base_model = "sentence-transformers/all-MiniLM-L6-v2" if args["model_name_or_path"] == "all-MiniLM-L6-v2" else args["model_name_or_path"]
+    base_model = args.get("base_model_name") or args["model_name_or_path"]
+    if base_model == "all-MiniLM-L6-v2":
+        base_model = "sentence-transformers/all-MiniLM-L6-v2"
     best = results.get("best_validation") or {}
     body = f"""
 # union-{dataset}
@@ -111,3 +113,80 @@ def _evaluation_text(evaluation: dict | None) -> str:
     for set_name, c in evaluation["correlations"].items():
         rows.append(f"| {set_name} | {c['pearson']:.4f} | {c['spearman']:.4f} | {c['kendall']:.4f} |")
     return f"Correlation with the UNION paper's human judgments (command: `{evaluation['command']}`):\n\n" + "\n".join(rows)
+
+
+SAGARKAR_CITATION = """@inproceedings{sagarkar-etal-2018-quality,
+  title = {Quality Signals in Generated Stories},
+  author = {Sagarkar, Manasvi and Wieting, John and Tu, Lifu and Gimpel, Kevin},
+  booktitle = {Proceedings of the Seventh Joint Conference on Lexical and Computational Semantics},
+  year = {2018},
+  pages = {192--202}
+}"""
+
+
+def write_continuation_card(folder: Path, results: dict, evaluation: dict | None = None) -> None:
+    """Model card for a continuation-quality checkpoint; ``evaluation`` is the benchmark's output."""
+    folder = Path(folder)
+    args, best = results["args"], results["best_validation"]
+    lines = ["---", "license: apache-2.0", "language: en", "library_name: storyeval",
+             "tags: [storyeval, story-evaluation, continuation-quality, reference-free-metric]",
+             "datasets: [rocstories, writingprompts, deltascore]"]
+    if evaluation:
+        lines += ["model-index:", "- name: continuation-quality", "  results:",
+                  "  - task: {type: text-classification, name: Continuation quality (Spearman with held-out ratings)}",
+                  "    dataset: {name: DeltaScore crowd ratings (held-out contexts), type: deltascore}", "    metrics:"]
+        lines += [f"    - {{type: spearmanr, name: {c}, value: {v['rho']:.4f}}}" for c, v in evaluation["spearman"].items()]
+        lines += ["  - task: {type: text-classification, name: Story Cloze (right ending scores higher)}",
+                  "    dataset: {name: Story Cloze Test Spring 2016, type: story_cloze}", "    metrics:"]
+        lines += [f"    - {{type: accuracy, name: {c}, value: {v:.4f}}}" for c, v in evaluation["story_cloze_accuracy"].items()]
+    lines.append("---")
+    if evaluation:
+        rows = ["| criterion | Spearman (held-out) | Story Cloze accuracy |", "|---|---|---|"]
+        rows += [f"| {c} | {evaluation['spearman'][c]['rho']:.3f} | {evaluation['story_cloze_accuracy'][c]:.3f} |" for c in evaluation["spearman"]]
+        evaluation_text = f"Measured by `{evaluation['command']}` on {evaluation['heldout_pairs']} held-out pairs ({evaluation['heldout_contexts']} contexts) and {evaluation['story_cloze_items']} Story Cloze items:\n\n" + "\n".join(rows)
+    else:
+        evaluation_text = "Not yet measured: run `python benchmarks/continuation_quality.py`."
+    body = f"""
+# continuation-quality
+
+Scores a story continuation given its context on overall quality, relevance and
+interestingness, after Sagarkar et al. (2018): charagram encodings of context
+and continuation (`{args["input_mode"]}` input) plus the features {", ".join(results["features"])},
+one 300-unit ReLU layer, three outputs. It backs `evaluate.load("metrics/continuation_quality")`.
+
+## Training data and procedure
+
+- The paper's 4,586 annotated pairs are not public. Rated pairs here: the DeltaScore crowd
+  ratings of ROC and WP continuations (1-5), mapped to our criteria as
+  overall = mean(fluency, coherence, logicality), relevance = relatedness,
+  interestingness = interestingness. Scores are on that 1-5 scale.
+- Split by context (no context on two sides): {results["train_pairs"]} training,
+  {results["validation_pairs"]} validation and {results["test_pairs"]} held-out test pairs.
+- Weak signal: {results["cloze_pairs"]} cloze pairs from ROC training stories (true fifth sentence vs
+  another story's), with a margin ranking loss (weight {args["ranking_weight"]}) on overall and relevance.
+- Features: a {args["lm_order"]}-gram interpolated Kneser-Ney LM and (P)PMI statistics (windows 10/25/50,
+  pairs seen more than 10 times) fitted on ROC and WP training stories, minus every story whose opening
+  matches an evaluation context; IDF from `wordfreq`; entity mentions from NLTK POS tags and name lists.
+- Adam, lr {args["learning_rate"]}, {args["epochs"]} epochs, batch {args["batch_size"]}; the epoch with the best
+  validation mean Spearman was kept (epoch {best["epoch"]}, {best["validation_mean_spearman"]:.3f}).
+  Training took {results["training_minutes"]} minutes on a 2-core CPU.
+
+## Evaluation
+
+{evaluation_text}
+
+## Limitations
+
+- About 200 rated pairs are far fewer than the paper's 4,586: the network mostly learns from the
+  features, and the held-out Spearman figures rest on a few dozen pairs.
+- The criteria are mapped from another annotation scheme; they are not the paper's O/R/I.
+- Entity mentions approximate coreference with name lists and POS tags.
+- As a reward for generation it can be gamed, e.g. by repeating context words to raise PMI.
+
+## Citation
+
+```bibtex
+{SAGARKAR_CITATION}
+```
+"""
+    (folder / "README.md").write_text("\n".join(lines) + "\n" + body.lstrip("\n"))

@@ -71,7 +71,8 @@ class ContinuationModel(nn.Module):
     def save(self, folder) -> None:
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
-        save_file({k: v.contiguous() for k, v in self.state_dict().items()}, folder / "model.safetensors")
+        # fp16 on disk halves the checkpoint; load() restores float32
+        save_file({k: v.detach().half().contiguous() for k, v in self.state_dict().items()}, folder / "model.safetensors")
         (folder / "model_config.json").write_text(json.dumps(self.config, indent=2) + "\n")
 
     @classmethod
