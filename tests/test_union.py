@@ -157,7 +157,7 @@ def test_training_smoke_run_writes_a_loadable_checkpoint(tmp_path, tokenizer):
     assert json.loads((tmp_path / "run" / "all_results.json").read_text())["completed_steps"] == 3
     assert (tmp_path / "run" / "step_2").is_dir()  # resumable state
     exported = UnionModel.from_pretrained(tmp_path / "export")
-    assert not exported.config.has_reconstruction_head and exported.dtype == torch.float16
+    assert exported.config.has_reconstruction_head and exported.dtype == torch.float16
     assert "## Training data and procedure" in (tmp_path / "export" / "README.md").read_text()
     resumed = train_union.train(train_union.parse_args(
         ["--pairs-dir", str(tmp_path / "pairs"), "--model-name-or-path", str(encoder_dir), "--output-dir", str(tmp_path / "run2"),

@@ -82,7 +82,7 @@ stories; they are not calibrated probabilities of human authorship.
 - Training time: {results["training_minutes"]} minutes on a 2-core CPU machine.
 - Checkpoint selection: best accuracy on held-out validation pairs (auto-constructed,
   never the human judgments): {best.get("accuracy", float("nan")):.4f} at step {best.get("step")}.
-- Exported in fp16 without the reconstruction head.
+- Exported in fp16 with its reconstruction head (scorers drop it when they load; training can resume from it).
 
 ## Evaluation
 

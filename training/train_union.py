@@ -60,6 +60,7 @@ def parse_args(argv=None):
     p.add_argument("--max-eval-pairs", type=int, default=2000)
     p.add_argument("--seed", type=int, default=42)
     p.add_argument("--negative-seeds", type=int, nargs="+", default=[42], help="one set of negatives per seed")
+    p.add_argument("--base-model-name", default=None, help="base_model for the model card (default: --model-name-or-path)")
     p.add_argument("--export-dir", default=None, help="also export the best model here (fp16, no recon head) with a model card")
     p.add_argument("--cache-dir", default=None, help="`datasets` cache")
     p.add_argument("--data-dir", default=None)
@@ -287,10 +288,17 @@ def train(args) -> dict:
     return results
 
 
-def export(best_dir: Path, export_dir: Path, results: dict) -> None:
-    """fp16, without the reconstruction head, with a model card: a Hub repo ready to push."""
+def export(best_dir: Path, export_dir: Path, results: dict, keep_reconstruction_head: bool = True) -> None:
+    """fp16 with a model card: a Hub repo ready to push.
+
+    The reconstruction head is kept by default: it reuses the input embeddings,
+    so it adds only ~0.2M parameters, and it lets training resume from the
+    export and the demo show which tokens the model would change. Scorers drop
+    it when they load.
+    """
     model = UnionModel.from_pretrained(best_dir)
-    model.drop_reconstruction_head()
+    if not keep_reconstruction_head:
+        model.drop_reconstruction_head()
     model.half().save_pretrained(export_dir)
     AutoTokenizer.from_pretrained(best_dir).save_pretrained(export_dir)
     (export_dir / "training_results.json").write_text(json.dumps({k: v for k, v in results.items() if k != "history"}, indent=2) + "\n")
