@@ -14,7 +14,6 @@ import argparse
 import json
 import logging
 import math
-import os
 import time
 from pathlib import Path
 
