@@ -138,3 +138,22 @@ def test_bundled_checkpoint_scores_are_pinned(shared_data):
     assert results["overall"] == pytest.approx([4.9623, 2.6667], abs=2e-3)
     assert results["relevance"] == pytest.approx([5.0665, 2.3542], abs=2e-3)
     assert results["interestingness"] == pytest.approx([2.7736, 2.1609], abs=2e-3)
+
+
+def test_cloze_pairs_mix_contradicted_and_other_story_endings():
+    import datasets
+
+    stories = datasets.Dataset.from_dict({"sentences": [
+        ["a .", "b .", "c .", "d .", "he was happy with the gift ."],
+        ["e .", "f .", "g .", "h .", "she did n't like the cake ."],
+        ["i .", "j .", "k .", "l .", "the end ."],
+        ["only four .", "b .", "c .", "d ."],  # not a five-sentence story: skipped
+    ]})
+    pairs = continuation_data.cloze_pairs(stories, seed=0, contradiction_share=1.0)
+    assert len(pairs) == 3
+    by_right = {p["right"]: p for p in pairs}
+    assert by_right["he was happy with the gift ."]["wrong"] in {"he was not happy with the gift .", "he was n't happy with the gift ."}
+    assert by_right["she did n't like the cake ."]["wrong"] == "she liked the cake ."
+    assert by_right["the end ."]["kind"] == "other_story"  # nothing to negate: another story's ending
+    assert all(p["wrong"] != p["right"] for p in pairs)
+    assert {p["kind"] for p in continuation_data.cloze_pairs(stories, seed=0, contradiction_share=0.0)} == {"other_story"}

@@ -135,13 +135,34 @@ def read_story_cloze(path) -> datasets.Dataset:
     return datasets.Dataset.from_list(rows)
 
 
-def cloze_pairs(stories: datasets.Dataset, seed: int = 42, exclude_keys=frozenset()) -> datasets.Dataset:
-    """(context, right, wrong) from stories of 5 sentences: the true last sentence vs another story's."""
+def cloze_pairs(stories: datasets.Dataset, seed: int = 42, exclude_keys=frozenset(), lexicon=None, contradiction_share: float = 0.5) -> datasets.Dataset:
+    """(context, right, wrong) from stories of 5 sentences.
+
+    ``right`` is the true last sentence. ``wrong`` is, for a ``contradiction_share``
+    of the stories, the true last sentence made to contradict itself (a negation
+    added or removed, or keywords swapped for ConceptNet antonyms, with UNION's
+    perturbation functions); for the rest, or when neither applies, the last
+    sentence of another story. Off-topic endings teach relevance; contradicting
+    ones teach what an on-topic but wrong ending looks like.
+    """
+    from storyeval_training.negatives.negation import alter_negation
+    from storyeval_training.negatives.substitution import substitute_keywords
+
     usable = [s for s in stories["sentences"] if len(s) == 5 and textlib.leakage_key(s[0]) not in exclude_keys]
     rng = random.Random(seed)
     rows = []
     for index, sentences in enumerate(usable):
-        other = rng.randrange(len(usable) - 1)
-        other += other >= index  # never the story itself
-        rows.append({"context": " ".join(sentences[:4]), "right": sentences[4], "wrong": usable[other][4]})
+        ending = sentences[4].split()
+        wrong, kind = None, "other_story"
+        if rng.random() < contradiction_share:
+            wrong = alter_negation(ending, rng)
+            kind = "negation"
+            if wrong is None and lexicon is not None:
+                substituted = substitute_keywords([ending], 0, rng, lexicon)
+                wrong, kind = (substituted[0], "antonym") if substituted else (None, kind)
+        if wrong is None:
+            other = rng.randrange(len(usable) - 1)
+            other += other >= index  # never the story itself
+            wrong, kind = usable[other][4].split(), "other_story"
+        rows.append({"context": " ".join(sentences[:4]), "right": sentences[4], "wrong": " ".join(wrong), "kind": kind})
     return datasets.Dataset.from_list(rows)

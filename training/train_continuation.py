@@ -46,6 +46,7 @@ def parse_args(argv=None):
     p.add_argument("--learning-rate", type=float, default=1e-3)
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--cloze-pairs", type=int, default=20000, help="weak ROC cloze pairs (0 disables)")
+    p.add_argument("--contradiction-share", type=float, default=0.5, help="share of cloze negatives that contradict the true ending")
     p.add_argument("--ranking-weight", type=float, default=1.0)
     p.add_argument("--ranking-margin", type=float, default=0.5)
     p.add_argument("--lm-order", type=int, default=4)
@@ -128,7 +129,11 @@ def train(args) -> dict:
     cloze = None
     if args.cloze_pairs:
         roc = load_split(ROCStories, "train", cache_dir=args.cache_dir)
-        cloze = continuation_data.cloze_pairs(roc, seed=args.seed, exclude_keys=frozenset(exclude))
+        from storyeval_training.negatives.substitution import KeywordLexicon
+
+        lexicon = KeywordLexicon.from_data_dir(paths.data_dir())
+        cloze = continuation_data.cloze_pairs(roc, seed=args.seed, exclude_keys=frozenset(exclude), lexicon=lexicon,
+                                              contradiction_share=args.contradiction_share)
         cloze = cloze.select(range(min(args.cloze_pairs, len(cloze))))
         cloze_right = featurize(extractor, cloze["context"], cloze["right"])
         cloze_wrong = featurize(extractor, cloze["context"], cloze["wrong"])
