@@ -165,6 +165,12 @@ def test_training_smoke_run_writes_a_loadable_checkpoint(tmp_path, tokenizer):
          "--resume-from-checkpoint", str(tmp_path / "run" / "step_2")]
     ))
     assert resumed["completed_steps"] == 3
+    # continuing from an exported (fp16) checkpoint trains in fp32
+    continued = train_union.train(train_union.parse_args(
+        ["--pairs-dir", str(tmp_path / "pairs"), "--model-name-or-path", str(tmp_path / "export"), "--output-dir", str(tmp_path / "run3"),
+         "--max-train-steps", "1", "--per-device-train-batch-size", "4", "--max-length", "32"]
+    ))
+    assert continued["completed_steps"] == 1 and UnionModel.from_pretrained(tmp_path / "run3" / "best").dtype == torch.float32
 
 
 def run_cli(args, capsys):

@@ -163,7 +163,8 @@ def train(args) -> dict:
     encoder_path = backbone_path(args.model_name_or_path)
     tokenizer = AutoTokenizer.from_pretrained(encoder_path)
     if (Path(encoder_path) / "config.json").is_file() and "storyeval-union" in (Path(encoder_path) / "config.json").read_text():
-        model = UnionModel.from_pretrained(encoder_path)  # continue from a UNION checkpoint
+        # continue from a UNION checkpoint; bundled ones are fp16 on disk, train in fp32
+        model = UnionModel.from_pretrained(encoder_path, dtype=torch.float32)
         model.config.recon_weight = args.recon_weight
     else:
         model = UnionModel.from_encoder(encoder_path, recon_weight=args.recon_weight, max_length=args.max_length, window_stride=args.max_length // 2)
