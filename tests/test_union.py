@@ -155,7 +155,7 @@ def test_training_smoke_run_writes_a_loadable_checkpoint(tmp_path, tokenizer):
     results = train_union.train(args)
     assert results["completed_steps"] == 3 and len(results["history"]) == 2
     assert json.loads((tmp_path / "run" / "all_results.json").read_text())["completed_steps"] == 3
-    assert (tmp_path / "run" / "step_2").is_dir()  # resumable state
+    assert (tmp_path / "run" / "step_2" / "trainer_state.json").is_file()  # resumable state
     exported = UnionModel.from_pretrained(tmp_path / "export")
     assert exported.config.has_reconstruction_head and exported.dtype == torch.float16
     assert "## Training data and procedure" in (tmp_path / "export" / "README.md").read_text()
@@ -164,7 +164,9 @@ def test_training_smoke_run_writes_a_loadable_checkpoint(tmp_path, tokenizer):
          "--max-train-steps", "3", "--per-device-train-batch-size", "4", "--max-length", "32",
          "--resume-from-checkpoint", str(tmp_path / "run" / "step_2")]
     ))
-    assert resumed["completed_steps"] == 3
+    # the resumed run keeps the evaluations it had already made
+    assert resumed["completed_steps"] == 3 and [m["step"] for m in resumed["history"]] == [2, 3]
+    assert resumed["best_validation"]["step"] in (2, 3)
     # continuing from an exported (fp16) checkpoint trains in fp32
     continued = train_union.train(train_union.parse_args(
         ["--pairs-dir", str(tmp_path / "pairs"), "--model-name-or-path", str(tmp_path / "export"), "--output-dir", str(tmp_path / "run3"),

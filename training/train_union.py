@@ -34,6 +34,9 @@ from storyeval_training.model_card import write_union_card
 logger = logging.getLogger("storyeval_training.train_union")
 
 
+TRAINER_STATE = "trainer_state.json"
+
+
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description="Train a UNION checkpoint.")
     p.add_argument("--dataset", choices=["roc", "wp"], help="builder to train on (negatives are built from it)")
@@ -219,17 +222,18 @@ def train(args) -> dict:
     num_epochs = math.ceil(max_train_steps / steps_per_epoch)
 
     completed_steps, start_epoch, resume_step = 0, 0, None
+    best, history, earlier_minutes = None, [], 0.0
     if args.resume_from_checkpoint:
         accelerator.load_state(args.resume_from_checkpoint)
         completed_steps = int(Path(args.resume_from_checkpoint).name.split("_")[-1])
         start_epoch, resume_step = divmod(completed_steps * args.gradient_accumulation_steps, len(train_loader))
+        best, history, earlier_minutes = load_trainer_state(Path(args.resume_from_checkpoint), output_dir, completed_steps)
         logger.info("resumed from %s at step %d", args.resume_from_checkpoint, completed_steps)
 
     logger.info(
         "training on %d examples (%d pairs), %d steps, batch %d x %d processes",
         len(train_set), len(train_set) // 2, max_train_steps, args.per_device_train_batch_size, accelerator.num_processes,
     )
-    best, history = None, []
     progress = tqdm(range(max_train_steps), initial=completed_steps, disable=not accelerator.is_local_main_process, desc="training")
     out_of_time = False
     model.train()
@@ -252,11 +256,9 @@ def train(args) -> dict:
             if args.time_budget_minutes and time.perf_counter() - started > 60 * args.time_budget_minutes:
                 out_of_time = True
             last = completed_steps >= max_train_steps or out_of_time
-            if completed_steps % args.checkpointing_steps == 0:
-                accelerator.save_state(str(output_dir / f"step_{completed_steps}"))
             if completed_steps % args.eval_steps == 0 or last:
                 metrics = evaluate(model, eval_loader, accelerator)
-                metrics.update(step=completed_steps, epoch=epoch, minutes=round((time.perf_counter() - started) / 60, 1))
+                metrics.update(step=completed_steps, epoch=epoch, minutes=round(earlier_minutes + (time.perf_counter() - started) / 60, 1))
                 history.append(metrics)
                 logger.info("eval %s", json.dumps(metrics))
                 if best is None or metrics["accuracy"] > best["accuracy"]:
@@ -265,12 +267,18 @@ def train(args) -> dict:
                     if accelerator.is_main_process:
                         accelerator.unwrap_model(model).save_pretrained(output_dir / "best")
                         tokenizer.save_pretrained(output_dir / "best")
+            if completed_steps % args.checkpointing_steps == 0:
+                state_dir = output_dir / f"step_{completed_steps}"
+                accelerator.save_state(str(state_dir))
+                if accelerator.is_main_process:
+                    minutes = earlier_minutes + (time.perf_counter() - started) / 60
+                    (state_dir / TRAINER_STATE).write_text(json.dumps({"best": best, "history": history, "minutes": minutes}) + "\n")
             if last:
                 break
         if completed_steps >= max_train_steps or out_of_time:
             break
 
-    minutes = round((time.perf_counter() - started) / 60, 1)
+    minutes = round(earlier_minutes + (time.perf_counter() - started) / 60, 1)
     results = {
         "best_validation": best,
         "history": history,
@@ -286,6 +294,22 @@ def train(args) -> dict:
             export(output_dir / "best", Path(args.export_dir), results)
     accelerator.end_training()
     return results
+
+
+def load_trainer_state(state_dir: Path, output_dir: Path, step: int) -> tuple[dict | None, list, float]:
+    """Best metrics, eval history and minutes spent up to ``step``, so a resumed
+    run keeps selecting against what it had already seen."""
+    if (state_dir / TRAINER_STATE).is_file():
+        state = json.loads((state_dir / TRAINER_STATE).read_text())
+        return state["best"], state["history"], state["minutes"]
+    # states saved before trainer_state.json existed: rebuild from the run's results
+    results_file = output_dir / "all_results.json"
+    if not results_file.is_file():
+        logger.warning("no %s in %s and no %s: best-checkpoint tracking starts afresh", TRAINER_STATE, state_dir, results_file)
+        return None, [], 0.0
+    history = [m for m in json.loads(results_file.read_text())["history"] if m["step"] <= step]
+    best = max(history, key=lambda m: m["accuracy"], default=None)
+    return best, history, history[-1]["minutes"] if history else 0.0
 
 
 def export(best_dir: Path, export_dir: Path, results: dict, keep_reconstruction_head: bool = True) -> None:
