@@ -27,6 +27,8 @@ RUNTIME = [
 ]
 
 TRAIN = ["accelerate>=1.0"]
+# the Gradio demo, and Playwright to drive a system Chromium in its browser test
+DEMO = ["gradio>=5.0", "playwright>=1.45"]
 DEV = ["pytest>=8", "hypothesis>=6.100"]
 
 setup(
@@ -42,7 +44,7 @@ setup(
     + [f"storyeval_training.{p}" for p in find_packages(where="training")],
     package_dir={"storyeval_training": "training"},
     install_requires=RUNTIME,
-    extras_require={"train": TRAIN, "dev": DEV, "all": TRAIN + DEV},
+    extras_require={"train": TRAIN, "demo": DEMO, "dev": DEV, "all": TRAIN + DEMO + DEV},
     entry_points={
         "console_scripts": [
             "storyeval=storyeval.cli:main",

@@ -27,6 +27,7 @@ from tqdm.auto import tqdm
 from storyeval import checkpoints
 
 FORMATS = (".txt", ".jsonl", ".csv")
+STORY_METRICS = ["union"]  # metrics that score a story on its own
 CHUNK = 1024  # stories read, scored and written at a time
 
 
@@ -149,23 +150,54 @@ def score_file(args) -> dict:
     return summary
 
 
+def push(args) -> int:
+    from storyeval.hub import PushError, push_folder
+
+    try:
+        report = push_folder(args.folder, args.repo_id, dry_run=args.dry_run, private=args.private)
+    except (PushError, KeyError, OSError) as error:
+        print(f"storyeval: error: {error}", file=sys.stderr)
+        return 1
+    for check in report.checks:
+        print(f"ok: {check}", file=sys.stderr)
+    action = "would upload" if args.dry_run else "uploaded"
+    print(f"{action} {len(report.files)} files to {report.kind} repo {args.repo_id}", file=sys.stderr)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="storyeval", description="Reference-free story metrics.")
     commands = parser.add_subparsers(dest="command", required=True)
     score = commands.add_parser("score", help="score a .txt / .jsonl / .csv file of stories")
     score.add_argument("input", help="stories: .txt (one per line), .jsonl or .csv")
     score.add_argument("-o", "--output", help="output file (default: stdout), same format as the input")
-    score.add_argument("--metric", default="union", choices=sorted(checkpoints.REGISTRY))
+    score.add_argument("--metric", default="union", choices=STORY_METRICS)
     score.add_argument("--config", default="roc", help="checkpoint: a config name, a folder or a Hub repo id")
     score.add_argument("--column", "--field", default="story", help="the story column (.csv) or field (.jsonl)")
     score.add_argument("--batch-size", type=int, default=16)
     score.add_argument("--device", default=None, help="e.g. cpu, cuda, cuda:1 (default: CUDA if available)")
     score.add_argument("--quiet", action="store_true", help="no progress bar")
+    demo = commands.add_parser("demo", help="start the Gradio demo (needs the [demo] extra)")
+    demo.add_argument("--metric", choices=["all", *STORY_METRICS, "continuation_quality"], default="all")
+    demo.add_argument("--host", default="127.0.0.1")
+    demo.add_argument("--port", type=int, default=7860)
+    push = commands.add_parser("push", help="push a checkpoint, metric or dataset folder to the Hugging Face Hub")
+    push.add_argument("folder", help="e.g. hub_cards/union-roc, metrics/union, spaces/storyeval")
+    push.add_argument("--repo-id", required=True, help="owner/name on the Hub")
+    push.add_argument("--dry-run", action="store_true", help="validate offline (card, files, checkpoint load); upload nothing")
+    push.add_argument("--private", action="store_true")
     return parser
 
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command == "demo":
+        from storyeval.demo import launch
+
+        launch(args.metric, args.host, args.port)
+        return 0
+    if args.command == "push":
+        return push(args)
     if args.batch_size < 1:
         print("storyeval: error: --batch-size must be positive", file=sys.stderr)
         return 2

@@ -120,3 +120,14 @@ def _load_union(checkpoint: str, device: str, preprocess: bool) -> SequenceScore
         model.drop_reconstruction_head()  # scoring never needs it
     tokenizer = AutoTokenizer.from_pretrained(checkpoint)
     return SequenceScorer(model, tokenizer, model.config.max_length, model.config.window_stride, device, preprocess)
+
+
+def load_scorer(metric: str, checkpoint: str | Path, device=None):
+    """The scorer for ``metric`` from a checkpoint folder, loaded once per folder and device."""
+    if metric == "union":
+        return load_union_scorer(checkpoint, device)
+    if metric == "continuation_quality":
+        from storyeval.continuation.scorer import load_continuation_scorer
+
+        return load_continuation_scorer(str(checkpoint), None if device is None else str(device))
+    raise KeyError(f"no scorer for metric {metric!r}")

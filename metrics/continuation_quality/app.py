@@ -1,6 +1,8 @@
-"""Gradio demo of the continuation-quality metric (the Space's entry point)."""
-import evaluate
-from evaluate.utils import launch_gradio_widget
+"""Gradio demo of the continuation-quality metric (the Space's entry point).
 
-module = evaluate.load("continuation_quality.py")
-launch_gradio_widget(module)
+evaluate's ``launch_gradio_widget`` uses ``gr.inputs``, which Gradio 4 removed,
+so the demo is built with ``gr.Blocks`` in ``storyeval.demo``.
+"""
+from storyeval.demo import build_demo
+
+build_demo(metrics=("continuation_quality",), title="Continuation quality").launch()

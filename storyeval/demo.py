@@ -1,0 +1,201 @@
+"""Gradio demos: one per metric, and a combined one with all metrics side by side.
+
+    storyeval demo                         # combined app on http://127.0.0.1:7860
+    storyeval demo --metric union --port 8000
+
+``evaluate``'s ``launch_gradio_widget`` builds on ``gr.inputs``, which Gradio 4
+removed, so the apps are written with ``gr.Blocks`` directly.
+
+Which sentence drags a story down: the story is rescored with each sentence
+left out (leave-one-out, with UNION). A sentence whose removal raises the score
+the most is the one the model objects to most. This costs one extra forward
+pass per sentence, batched, which is cheap for the short stories a demo takes.
+
+Every handler turns bad input (an empty box, a huge paste, a malformed upload)
+into a message in the page's status line; nothing reaches the user as a
+stack trace.
+"""
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from storyeval import checkpoints, text as textlib
+
+logger = logging.getLogger(__name__)
+
+MAX_CHARS = 10_000  # a pasted story or context; longer texts belong in `storyeval score`
+MAX_SENTENCES = 60  # leave-one-out costs a forward pass per sentence
+MAX_UPLOAD_STORIES = 2_000
+HISTOGRAM_BINS = 10
+
+METRIC_TITLES = {
+    "union": "UNION (roc)",
+    "plot_coherence": "Plot coherence (roc)",
+    "continuation_quality": "Continuation quality",
+}
+
+
+class DemoInputError(ValueError):
+    """Bad input, shown to the user as it is."""
+
+
+def _scorer(metric: str):
+    """The metric's default scorer, loaded once (the loaders cache)."""
+    from storyeval.scoring import load_scorer
+
+    if metric not in checkpoints.REGISTRY:
+        raise DemoInputError(f"{METRIC_TITLES.get(metric, metric)}: no checkpoint is registered yet")
+    return load_scorer(metric, checkpoints.resolve_checkpoint(metric, "default"))
+
+
+def _check_text(value, what: str, required: bool = True) -> str:
+    value = (value or "").strip()
+    if not value:
+        if required:
+            raise DemoInputError(f"The {what} is empty: paste some text first.")
+        return ""
+    if len(value) > MAX_CHARS:
+        raise DemoInputError(
+            f"The {what} has {len(value):,} characters; this demo takes at most {MAX_CHARS:,}. "
+            "Score long texts with the `storyeval score` command instead."
+        )
+    return value
+
+
+def score_story(story: str, context: str = "", metrics=("union", "plot_coherence", "continuation_quality")) -> tuple[list[list], list[list]]:
+    """Rows of (metric, score, note), and the leave-one-out rows (sentence #, sentence, score without it, change)."""
+    story = _check_text(story, "story")
+    context = _check_text(context, "context", required=False)
+    sentences = textlib.split_sentences(story)
+    if len(sentences) > MAX_SENTENCES:
+        raise DemoInputError(f"The story has {len(sentences)} sentences; this demo takes at most {MAX_SENTENCES}.")
+    rows, attribution = [], []
+    for metric in metrics:
+        try:
+            scorer = _scorer(metric)
+        except (DemoInputError, FileNotFoundError, KeyError) as error:
+            rows.append([METRIC_TITLES.get(metric, metric), None, f"unavailable: {error}"])
+            continue
+        if metric == "continuation_quality":
+            # the last sentence, given the context box and the sentences before it
+            preceding = " ".join(([context] if context else []) + sentences[:-1])
+            if not preceding:
+                rows.append([METRIC_TITLES[metric], None, "needs a context or a story of two or more sentences"])
+                continue
+            scores = scorer.score([preceding], [sentences[-1]])
+            for criterion, values in scores.items():
+                rows.append([f"{METRIC_TITLES[metric]}: {criterion}", round(values[0], 4), "last sentence given what precedes it"])
+            continue
+        full_text = " ".join(([context] if context else []) + [story])
+        variants = [full_text]
+        if metric == "union" and len(sentences) > 1:
+            variants += [" ".join(([context] if context else []) + sentences[:i] + sentences[i + 1 :]) for i in range(len(sentences))]
+        scores = scorer.score(variants, batch_size=16)
+        rows.append([METRIC_TITLES[metric], round(scores[0], 4), "probability the story reads as human-written"])
+        if len(variants) > 1:
+            attribution = [[i + 1, sentence, round(without, 4), round(without - scores[0], 4)] for i, (sentence, without) in enumerate(zip(sentences, scores[1:]))]
+    return rows, attribution
+
+
+def highlight(attribution: list[list]) -> list[tuple[str, float | None]]:
+    """(sentence, weight) pairs for ``gr.HighlightedText``: positive weight = removing it helps."""
+    if not attribution:
+        return []
+    largest = max(abs(row[3]) for row in attribution) or 1.0
+    return [(row[1] + " ", round(row[3] / largest, 3)) for row in attribution]
+
+
+def score_upload(path: str | None, field: str = "story") -> tuple[list[list], list[list], str]:
+    """Score an uploaded .txt/.jsonl/.csv file with UNION: table rows, histogram rows, summary."""
+    from storyeval.cli import FORMATS, InputError, read_stories
+
+    if not path:
+        raise DemoInputError("No file uploaded: choose a .txt (one story per line), .jsonl or .csv file.")
+    path = Path(path)
+    fmt = path.suffix.lower()
+    if fmt not in FORMATS:
+        raise DemoInputError(f"Unsupported file type {fmt or '(none)'}: upload one of {', '.join(FORMATS)}.")
+    stories = []
+    try:
+        for _, story in read_stories(path, fmt, field or "story"):
+            stories.append(story)
+            if len(stories) > MAX_UPLOAD_STORIES:
+                raise DemoInputError(f"The file has more than {MAX_UPLOAD_STORIES:,} stories; use `storyeval score` for large files.")
+    except InputError as error:
+        raise DemoInputError(f"Malformed file: {error}".replace(str(path), path.name)) from None
+    except UnicodeDecodeError:
+        raise DemoInputError("Malformed file: it is not UTF-8 text.") from None
+    if not stories:
+        raise DemoInputError("The file holds no stories.")
+    for story in stories:
+        _check_text(story, "story")
+    scores = _scorer("union").score(stories, batch_size=16)
+    table = [[i + 1, round(s, 4), story if len(story) <= 120 else story[:117] + "..."] for i, (s, story) in enumerate(zip(scores, stories))]
+    counts = [0] * HISTOGRAM_BINS
+    for s in scores:
+        counts[min(int(s * HISTOGRAM_BINS), HISTOGRAM_BINS - 1)] += 1
+    histogram = [[f"{b / HISTOGRAM_BINS:.1f}-{(b + 1) / HISTOGRAM_BINS:.1f}", c] for b, c in enumerate(counts)]
+    summary = f"{len(scores)} stories scored with UNION (roc): mean {sum(scores) / len(scores):.4f}, min {min(scores):.4f}, max {max(scores):.4f}."
+    return table, histogram, summary
+
+
+def _message(error: Exception) -> str:
+    if isinstance(error, (DemoInputError, ValueError, TypeError, KeyError, FileNotFoundError)):
+        return f"**Error:** {error.args[0] if error.args else error}"
+    logger.exception("demo handler failed")
+    return f"**Error:** the scorer failed ({type(error).__name__}); the server log has the details."
+
+
+def build_demo(metrics=("union", "plot_coherence", "continuation_quality"), title: str = "storyeval"):
+    import gradio as gr
+    import pandas as pd
+
+    story_metrics = [m for m in metrics if m != "continuation_quality"]
+
+    def on_score(story, context):
+        try:
+            rows, attribution = score_story(story, context, metrics)
+        except Exception as error:  # every failure becomes a message in the page
+            return _message(error), None, [], None
+        return "Scored.", pd.DataFrame(rows, columns=["metric", "score", "note"]), highlight(attribution), (
+            pd.DataFrame(attribution, columns=["#", "sentence", "score without it", "change"]) if attribution else None
+        )
+
+    def on_upload(path, field):
+        try:
+            table, histogram, summary = score_upload(path, field)
+        except Exception as error:
+            return _message(error), None, None
+        return summary, pd.DataFrame(table, columns=["#", "UNION", "story"]), pd.DataFrame(histogram, columns=["score", "stories"])
+
+    with gr.Blocks(title=title) as demo:
+        gr.Markdown(f"# {title}\nLearned, reference-free scores for generated stories. Higher is better for every score.")
+        status = gr.Markdown(elem_id="status")
+        with gr.Tab("Score a story"):
+            context = gr.Textbox(label="Context (optional): the prompt or the sentences before the story", lines=2, elem_id="context")
+            story = gr.Textbox(label="Story", lines=6, elem_id="story")
+            button = gr.Button("Score", variant="primary", elem_id="score-button")
+            scores = gr.Dataframe(label="Scores", elem_id="scores", interactive=False)
+            if "union" in metrics:
+                gr.Markdown(
+                    "**Which sentence drags the score down?** Each sentence is left out in turn and the story is rescored "
+                    "with UNION; red marks sentences whose removal raises the score."
+                )
+            highlighted = gr.HighlightedText(label="Leave-one-out (UNION)", elem_id="highlight", visible="union" in metrics)
+            attribution = gr.Dataframe(label="Score with each sentence left out", elem_id="attribution", interactive=False, visible="union" in metrics)
+            button.click(on_score, [story, context], [status, scores, highlighted, attribution])
+        if "union" in story_metrics:
+            with gr.Tab("Score a file"):
+                upload = gr.File(label="Stories: .txt (one per line), .jsonl or .csv", file_types=[".txt", ".jsonl", ".csv"], type="filepath", elem_id="upload")
+                field = gr.Textbox(value="story", label="Field / column holding the story (.jsonl, .csv)", elem_id="field")
+                upload_button = gr.Button("Score file", elem_id="upload-button")
+                histogram = gr.BarPlot(x="score", y="stories", title="Distribution of UNION scores", elem_id="histogram")
+                file_scores = gr.Dataframe(label="Scores", elem_id="file-scores", interactive=False)
+                upload_button.click(on_upload, [upload, field], [status, file_scores, histogram])
+    return demo
+
+
+def launch(metric: str = "all", host: str = "127.0.0.1", port: int = 7860) -> None:
+    metrics = ("union", "plot_coherence", "continuation_quality") if metric == "all" else (metric,)
+    build_demo(metrics).launch(server_name=host, server_port=port)
