@@ -22,6 +22,7 @@ import datasets
 from storyeval import resources
 from storyeval_training import paths
 from storyeval_training.builders import BUILDERS, prepare
+from storyeval_training.model_card import write_negatives_card
 from storyeval_training.negatives.sampler import NegativeSampler
 from storyeval_training.negatives.substitution import KeywordLexicon
 
@@ -156,6 +157,7 @@ def main(argv=None):
     stats = {split: technique_counts(pairs[split]) for split in pairs}
     stats["seconds"] = round(time.perf_counter() - started, 1)
     Path(args.output_dir, "negatives_stats.json").write_text(json.dumps(stats, indent=2) + "\n")
+    write_negatives_card(Path(args.output_dir), args.dataset, args.seed, stats)
     for split in pairs:
         print(f"{split}: {json.dumps(stats[split])}")
     print(f"built {sum(len(p) for p in pairs.values())} pairs in {stats['seconds']} s -> {args.output_dir}")

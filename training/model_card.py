@@ -190,3 +190,64 @@ one 300-unit ReLU layer, three outputs. It backs `evaluate.load("metrics/continu
 ```
 """
     (folder / "README.md").write_text("\n".join(lines) + "\n" + body.lstrip("\n"))
+
+
+def write_negatives_card(folder: Path, dataset: str, seed: int, stats: dict) -> None:
+    """A dataset card for a folder of UNION (human, negative) pairs, with its technique counts."""
+    source = {"roc": "ROCStories", "wp": "WritingPrompts"}[dataset]
+    rows = "\n".join(
+        f"| {split} | {s['pairs']:,} | "
+        + ", ".join(f"{name} {count:,}" for name, count in s["per_technique"].items())
+        + " | "
+        + ", ".join(f"{n}: {count:,}" for n, count in s["per_number_of_techniques"].items())
+        + " |"
+        for split, s in stats.items()
+        if isinstance(s, dict)
+    )
+    total = sum(s["pairs"] for s in stats.values() if isinstance(s, dict))
+    size = "n<1K" if total < 1_000 else "1K<n<10K" if total < 10_000 else "10K<n<100K" if total < 100_000 else "100K<n<1M"
+    card = f"""---
+pretty_name: UNION negative samples ({source})
+license: other
+language: [en]
+task_categories: [text-classification]
+tags: [storyeval, union, story-evaluation, negative-sampling]
+size_categories: [{size}]
+---
+# UNION negative samples for {source}
+
+Pairs of a human-written story and a perturbed copy of it, made as in UNION (Guan &
+Huang, EMNLP 2020) by `storyeval-build-negatives --dataset {dataset} --seed {seed}` from
+the storyeval `{dataset}` builder. They train the `union-{dataset}` checkpoints.
+
+## Fields
+
+- `human`: the story, preprocessed by the builder (tokenised, names delexicalised).
+- `negative`: the perturbed story. The first sentence (the leading context) is never
+  perturbed, and a negative never equals its source.
+- `original`: the story the negative was made from.
+- `techniques`: the techniques applied, in order.
+
+## How the negatives are made
+
+The sampler draws 1, 2, 3 or 4 techniques (probabilities .5/.2/.2/.1), without
+replacement, from repetition (.1), substitution (.3), reordering (.4) and negation
+alteration (.2); seed {seed}. Substitution swaps keywords for ConceptNet antonyms
+or same-POS keywords, or sentences for ones from other stories of the same split.
+
+| split | pairs | applications per technique | negatives by number of techniques |
+|---|---|---|---|
+{rows}
+
+## Licence
+
+The stories keep the terms of their source ({source}); the perturbation code is
+Apache-2.0.
+
+## Citation
+
+```bibtex
+{UNION_CITATION}
+```
+"""
+    (Path(folder) / "README.md").write_text(card, encoding="utf-8")

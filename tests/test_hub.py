@@ -1,0 +1,128 @@
+"""`storyeval push`: what --dry-run validates, and what a real push sends to the Hub."""
+import shutil
+from pathlib import Path
+
+import datasets
+import pytest
+
+from storyeval import checkpoints, cli, hub
+from storyeval_training.build_negatives import PAIR_FEATURES, technique_counts
+from storyeval_training.model_card import write_negatives_card
+
+CHECKOUT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def union_folder(tmp_path):
+    bundled = checkpoints.HUB_CARDS / "union-roc"
+    if not (bundled / "model.safetensors").is_file():
+        pytest.skip("bundled union-roc checkpoint not in this checkout")
+    folder = tmp_path / "union-roc"
+    shutil.copytree(bundled, folder)
+    return folder
+
+
+@pytest.fixture
+def negatives_folder(tmp_path):
+    rows = {
+        "id": ["a", "b"],
+        "context": ["he sat .", "she ran ."],
+        "human": ["he sat . he ate .", "she ran . she won ."],
+        "negative": ["he sat . he did not eat .", "she ran . she won . she won ."],
+        "original": ["he sat . he ate .", "she ran . she won ."],
+        "techniques": [["negation"], ["repetition"]],
+    }
+    pairs = datasets.DatasetDict({"train": datasets.Dataset.from_dict(rows, features=PAIR_FEATURES)})
+    folder = tmp_path / "negatives"
+    pairs.save_to_disk(str(folder))
+    write_negatives_card(folder, "roc", 42, {"train": technique_counts(pairs["train"]), "seconds": 1.0})
+    return folder
+
+
+def test_dry_run_accepts_the_bundled_checkpoint_and_loads_it(union_folder):
+    report = hub.validate_folder(union_folder)
+    assert report.kind == "model"
+    assert "model.safetensors" in report.files and "README.md" in report.files
+    assert any(check.startswith("union checkpoint loads") for check in report.checks)
+
+
+@pytest.mark.parametrize("metric", ["union", "continuation_quality"])
+def test_dry_run_accepts_each_metric_folder_as_a_space(metric):
+    report = hub.validate_folder(CHECKOUT / "metrics" / metric)
+    assert report.kind == "space"
+    assert {"app.py", "README.md", "requirements.txt", f"{metric}.py"} <= set(report.files)
+
+
+def test_dry_run_accepts_the_combined_space_and_the_dataset_cards():
+    assert hub.validate_folder(CHECKOUT / "spaces" / "storyeval").kind == "space"
+    for name in ("rocstories", "writingprompts"):
+        assert hub.validate_folder(CHECKOUT / "hub_cards" / "datasets" / name).kind == "dataset"
+
+
+def test_negatives_folder_carries_a_valid_dataset_card(negatives_folder):
+    report = hub.validate_folder(negatives_folder)
+    assert report.kind == "dataset"
+    card = (negatives_folder / "README.md").read_text()
+    assert "| train | 2 | negation 1, repetition 1 | 1: 2 |" in card
+    assert any("dataset loads" in check for check in report.checks)
+
+
+def test_dry_run_rejects_a_card_without_results(union_folder):
+    readme = union_folder / "README.md"
+    text = readme.read_text()
+    readme.write_text(text.replace(text[text.index("model-index:") : text.index("\n---", 4)], "tags: [x]"))
+    with pytest.raises(hub.PushError, match="model-index"):
+        hub.validate_folder(union_folder)
+
+
+def test_dry_run_rejects_broken_yaml_and_missing_cards(union_folder):
+    readme = union_folder / "README.md"
+    readme.write_text("---\nlicense: [apache\n---\n# card\n")
+    with pytest.raises(hub.PushError, match="does not parse"):
+        hub.validate_folder(union_folder)
+    readme.unlink()
+    with pytest.raises(hub.PushError, match="no README.md"):
+        hub.validate_folder(union_folder)
+
+
+def test_dry_run_rejects_an_oversized_checkpoint(union_folder, monkeypatch):
+    monkeypatch.setattr(hub, "MAX_CHECKPOINT_MB", 1)
+    with pytest.raises(hub.PushError, match="over the 1 MB limit"):
+        hub.validate_folder(union_folder)
+
+
+def test_dry_run_rejects_unknown_folders(tmp_path):
+    with pytest.raises(hub.PushError, match="no such folder"):
+        hub.validate_folder(tmp_path / "missing")
+    (tmp_path / "notes.txt").write_text("hello")
+    with pytest.raises(hub.PushError, match="not a checkpoint"):
+        hub.validate_folder(tmp_path)
+
+
+def test_push_creates_the_repo_and_uploads_the_folder(negatives_folder, monkeypatch):
+    calls = []
+
+    class RecordingApi:
+        def __init__(self, token=None):
+            pass
+
+        def create_repo(self, repo_id, **kwargs):
+            calls.append(("create_repo", repo_id, kwargs))
+
+        def upload_folder(self, **kwargs):
+            calls.append(("upload_folder", kwargs["repo_id"], kwargs))
+
+    import huggingface_hub
+
+    monkeypatch.setattr(huggingface_hub, "HfApi", RecordingApi)
+    hub.push_folder(negatives_folder, "someone/union-negatives-roc")
+    assert [c[0] for c in calls] == ["create_repo", "upload_folder"]
+    assert calls[0][2]["repo_type"] == "dataset" and calls[0][2]["exist_ok"]
+    assert calls[1][2]["folder_path"] == str(negatives_folder)
+
+
+def test_cli_dry_run_reports_and_fails_clearly(negatives_folder, tmp_path, capsys):
+    assert cli.main(["push", str(negatives_folder), "--repo-id", "someone/x", "--dry-run"]) == 0
+    assert "would upload" in capsys.readouterr().err
+    assert cli.main(["push", str(tmp_path / "missing"), "--repo-id", "someone/x", "--dry-run"]) == 1
+    assert "no such folder" in capsys.readouterr().err
