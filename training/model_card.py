@@ -154,6 +154,13 @@ interestingness, after Sagarkar et al. (2018): charagram encodings of context
 and continuation (`{args["input_mode"]}` input) plus the features {", ".join(results["features"])},
 one 300-unit ReLU layer, three outputs. It backs `evaluate.load("metrics/continuation_quality")`.
 
+## Intended use
+
+Ranking candidate next sentences for a story, or comparing story generators on how
+well their continuations fit the preceding context, as one signal among others.
+The scores are on the 1-5 scale of the training ratings but are not calibrated
+ratings; compare them within a study, not across studies.
+
 ## Training data and procedure
 
 - The paper's 4,586 annotated pairs are not public. Rated pairs here: the DeltaScore crowd
