@@ -1,0 +1,234 @@
+"""Plot extraction, the plot manipulations and the build-plots command, on hand-made plots and tiny files."""
+import json
+import random
+from collections import Counter
+
+import datasets
+import pytest
+
+from storyeval_training.plots import build_plots
+from storyeval_training.plots.extraction import extract_storyline, extract_verb_argument_plot, verb_argument_plot
+from storyeval_training.plots.manipulation import (
+    REORDER_FALLBACK,
+    TECHNIQUES,
+    PlotLexicon,
+    apply_technique,
+    insert_contradiction,
+    insert_repetition,
+    manipulate_plot,
+    reorder_nonlogically,
+    substitute_randomly,
+    swap_sentence_plots,
+)
+
+# The first story of the plot-guided ROC dev file, as the builder gives it.
+ROC_STORY = [
+    "bob was trying to fall asleep when the phone rang .",
+    "it was the fedex man calling from his apartment lobby .",
+    "he told him he had a package for him .",
+    "bob tried to control his anger and not yell .",
+    "he asked as calmly as possible why fedex did n't just bring it to him .",
+]
+PLOT = [["made breakfast", "kitchen"], ["happy"], ["ate breakfast"], ["left", "school bus"]]
+ANTONYMS = "happy|||/r/Antonym|||sad unhappy\nhappy|||/r/NotDesires|||\nup|||/r/Antonym|||down\n"
+TRIPLES = [
+    ("HasPrerequisite", "eat breakfast", "make breakfast", "train"),
+    ("Causes", "wake up", "get out of bed", "train"),
+    ("NotCapableOf", "cat", "fly", "valid"),
+    ("AtLocation", "cat", "house", "test"),  # not a relation the manipulations use
+]
+POOL = [["dog", "barked"], ["rain", "fell"], ["won", "lottery"]]
+
+
+def write_lexicon(root, selected=True):
+    folder = root / "lexicon" / "conceptnet100k"
+    folder.mkdir(parents=True, exist_ok=True)
+    (root / "lexicon" / "conceptnet_antonym.txt").write_text(ANTONYMS)
+    if selected:
+        (folder / "selected_relations_all_splits.tsv").write_text("".join("\t".join(t) + "\n" for t in TRIPLES))
+    else:
+        for split in ("train", "valid", "test"):
+            rows = [t[:3] for t in TRIPLES if t[3] == split]
+            (folder / f"{split}.txt").write_text("".join("\t".join(t) + "\n" for t in rows))
+
+
+@pytest.fixture(scope="module")
+def lexicon(tmp_path_factory):
+    root = tmp_path_factory.mktemp("data")
+    write_lexicon(root)
+    return PlotLexicon.from_data_dir(root)
+
+
+def phrases(plot):
+    return Counter(p for sentence in plot for p in sentence)
+
+
+# ---- extraction -----------------------------------------------------------
+
+
+def test_storyline_keywords_come_from_their_sentence():
+    storyline = extract_storyline(ROC_STORY, max_keywords_per_sentence=3)
+    assert len(storyline) == len(ROC_STORY)
+    for sentence, keywords in zip(ROC_STORY, storyline):
+        assert 1 <= len(keywords) <= 3
+        for keyword in keywords:
+            assert f" {keyword} " in f" {sentence} "  # a phrase of the sentence, word for word
+            assert keyword not in ("was", "the", "it", "he")
+    assert "phone rang" in storyline[0] and "apartment lobby" in storyline[1]
+    assert extract_storyline(ROC_STORY, max_keywords_per_sentence=3) == storyline  # deterministic
+
+
+def test_storyline_skips_name_placeholders_and_honours_the_limit():
+    storyline = extract_storyline(["[MALE] asked [FEMALE] for help with the heavy boxes ."], max_keywords_per_sentence=1)
+    assert len(storyline[0]) == 1
+    assert not any("male" in keyword for keyword in storyline[0])
+    assert extract_storyline(["", "."]) == [[], []]
+
+
+def test_verb_argument_plot_has_the_release_shape():
+    assert verb_argument_plot("Maria hit the voicemail button on her answering machine .") == ["Maria", "hit", "the voicemail button"]
+    plot = verb_argument_plot("i wanted to let you know our office received a crank call from this number .")
+    # "you" is ARG1 of "let" and ARG0 of "know": written once
+    assert plot == ["i", "wanted", "let", "you", "know", "our office", "received", "a crank call"]
+    assert extract_verb_argument_plot(["It was green .", "We pushed our spacecraft to their limits ."]) == [[], ["We", "pushed", "our spacecraft"]]
+
+
+# ---- manipulations ----------------------------------------------------------
+
+
+def test_reorder_flips_a_conceptnet_ordered_pair(lexicon):
+    for seed in range(10):
+        out = reorder_nonlogically(PLOT, random.Random(seed), lexicon)
+        assert out[0][0] == "ate breakfast"
+        assert out[2][0].endswith("made breakfast")
+        assert out[2][0].split()[0] in ("made", "then", "later", "subsequently")
+        assert out[1:2] + out[3:] == PLOT[1:2] + PLOT[3:] and out[0][1:] == PLOT[0][1:]
+
+
+def test_reorder_matches_a_concept_across_phrases_of_one_sentence(lexicon):
+    plot = [["i", "woke"], ["got", "out of bed"], ["bus"]]  # WP-style: verb and arguments apart
+    for seed in range(5):
+        out = reorder_nonlogically(plot, random.Random(seed), lexicon)
+        assert out[0] == ["i", "got", "out of bed"] and out[1][0].endswith("woke") and out[2] == ["bus"]
+
+
+def test_reorder_without_a_pair_falls_back_to_swapping_sentence_plots(lexicon):
+    plot = [["dog"], ["ate breakfast"], ["made breakfast"]]  # already in the wrong order
+    assert reorder_nonlogically(plot, random.Random(0), lexicon) is None
+    out, name = apply_technique("reorder_nonlogically", plot, random.Random(0), POOL, lexicon)
+    assert name == REORDER_FALLBACK
+    assert sorted(out) == sorted(plot) and out != plot
+    assert swap_sentence_plots([["a"], ["a"]], random.Random(0)) is None
+
+
+def test_contradiction_inserts_an_antonym_next_to_its_phrase(lexicon):
+    out = insert_contradiction([["party"], ["happy"], ["school"]], random.Random(0), lexicon)
+    assert out[1][0] == "happy" and out[1][1] in ("sad", "unhappy")
+    assert out[0] == ["party"] and out[2] == ["school"]
+
+
+def test_contradiction_uses_negated_relations(lexicon):
+    out = insert_contradiction([["the cat", "garden"]], random.Random(0), lexicon)
+    assert out == [["the cat", "fly", "garden"]]
+    assert insert_contradiction([["garden"], ["up"]], random.Random(0), lexicon) is None  # stopword antonyms are ignored
+
+
+def test_repetition_only_repeats_existing_phrases():
+    for seed in range(30):
+        out = insert_repetition(PLOT, random.Random(seed))
+        assert len(out) == len(PLOT) and out != PLOT
+        assert set(phrases(out)) <= set(phrases(PLOT))
+        grew = phrases(out) - phrases(PLOT)
+        assert grew  # some phrase now appears more often
+    assert insert_repetition([[], []], random.Random(0)) is None
+
+
+def test_substitution_takes_sentence_plots_from_the_pool():
+    for seed in range(10):
+        out = substitute_randomly(PLOT, random.Random(seed), POOL)
+        assert len(out) == len(PLOT)
+        replaced = [sentence for sentence, original in zip(out, PLOT) if sentence != original]
+        assert replaced and all(sentence in POOL for sentence in replaced)
+    assert substitute_randomly(PLOT, random.Random(0), []) is None
+    assert substitute_randomly(PLOT, random.Random(0), [PLOT[1]]) is None  # only the story's own sentence plots
+
+
+def test_sampler_applies_two_to_four_distinct_techniques_reproducibly(lexicon):
+    counts, seen = Counter(), Counter()
+    for seed in range(40):
+        out, techniques = manipulate_plot(PLOT, random.Random(seed), POOL, lexicon)
+        assert out != PLOT and len(out) == len(PLOT)
+        assert 2 <= len(techniques) <= 4 and len(set(techniques)) == len(techniques)
+        assert set(techniques) <= {*TECHNIQUES, REORDER_FALLBACK}
+        assert not {"reorder_nonlogically", REORDER_FALLBACK} <= set(techniques)
+        assert manipulate_plot(PLOT, random.Random(seed), POOL, lexicon) == (out, techniques)
+        counts[len(techniques)] += 1
+        seen.update(techniques)
+    assert set(counts) == {2, 3, 4}
+    # the fallback only when an earlier technique broke the breakfast pair
+    assert set(TECHNIQUES) <= set(seen) and seen["reorder_nonlogically"] > seen[REORDER_FALLBACK]
+    assert PLOT == [["made breakfast", "kitchen"], ["happy"], ["ate breakfast"], ["left", "school bus"]]  # input untouched
+
+
+def test_sampler_rejects_a_plot_without_phrases(lexicon):
+    with pytest.raises(ValueError, match="without phrases"):
+        manipulate_plot([[], []], random.Random(0), POOL, lexicon)
+
+
+# ---- lexicon ----------------------------------------------------------------------
+
+
+def test_lexicon_reads_the_split_files_without_the_selected_file(tmp_path):
+    write_lexicon(tmp_path, selected=False)
+    lexicon = PlotLexicon.from_data_dir(tmp_path)
+    assert lexicon.followers[("make", "breakfast")] == {("eat", "breakfast")}
+    assert lexicon.negated == {("cat",): ["fly"]}
+    assert "up" not in lexicon.antonyms and lexicon.antonyms["happy"] == ["sad", "unhappy"]
+
+
+def test_missing_lexicon_files_are_named(tmp_path):
+    with pytest.raises(FileNotFoundError, match="conceptnet_antonym.txt"):
+        PlotLexicon.from_data_dir(tmp_path)
+    (tmp_path / "lexicon").mkdir()
+    (tmp_path / "lexicon" / "conceptnet_antonym.txt").write_text(ANTONYMS)
+    with pytest.raises(FileNotFoundError, match="train.txt"):
+        PlotLexicon.from_data_dir(tmp_path)
+
+
+def test_real_lexicon_flips_breakfast(shared_data):
+    lexicon = PlotLexicon.from_data_dir(shared_data)
+    out = reorder_nonlogically([["made breakfast"], ["ate breakfast"]], random.Random(0), lexicon)
+    assert out[0] == ["ate breakfast"] and out[1][0].endswith("made breakfast")
+
+
+# ---- the command ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("plot_source", ["paper", "extracted"])
+def test_build_command_writes_a_loadable_dataset(tmp_path, monkeypatch, plot_source):
+    (tmp_path / "human").mkdir()
+    monkeypatch.setenv("STORYEVAL_DATA", str(tmp_path))  # the builders' leakage filter reads human/ there
+    write_lexicon(tmp_path)
+    (tmp_path / "roc").mkdir()
+    lines = [
+        f"title {i} <EOT> made breakfast\t#\tate breakfast\t#\thappy <EOL> "
+        f"</s> story {i} : tom made breakfast . </s> he ate breakfast at {i} . </s> he was happy . @"
+        for i in range(12)
+    ]
+    # the LM split comes without manipulated plots, so no manplts file is needed
+    (tmp_path / "roc" / "rocstories_lm_dev.txt").write_text("\n".join(lines) + "\n")
+    out = tmp_path / "plots"
+    build_plots.main(
+        ["--dataset", "roc", "--output-dir", str(out), "--data-dir", str(tmp_path), "--cache-dir", str(tmp_path / "cache"),
+         "--plot-source", plot_source, "--limit", "0", "--seed", "7"]
+    )
+    rows = datasets.load_from_disk(str(out))
+    assert set(rows.column_names) == {"id", "story", "sentences", "plot", "manipulated_plot", "techniques"}
+    assert len(rows) >= 8  # the 90% train share of 12 stories, give or take the hash
+    for row in rows:
+        assert row["manipulated_plot"] != row["plot"] and 2 <= len(row["techniques"]) <= 4
+        assert len(row["plot"]) == len(row["sentences"]) == 3
+        if plot_source == "paper":
+            assert row["plot"] == [["made breakfast"], ["ate breakfast"], ["happy"]]
+    stats = json.loads((out / "plots_stats.json").read_text())
+    assert stats["stories"] == len(rows) and sum(stats["per_number_of_techniques"].values()) == len(rows)

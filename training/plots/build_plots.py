@@ -1,0 +1,158 @@
+"""Build plot-guided data: each story with its plot and a manipulated plot.
+
+    storyeval-build-plots --dataset roc --output-dir outputs/roc-plots
+    storyeval-build-plots --dataset wp --plot-source extracted --limit 500 --output-dir outputs/wp-plots
+
+Stages 1-2 of Ghazarian et al. (2021): the plot comes from the release
+(``--plot-source paper``, the builder's ``plot`` field) or is extracted from
+the story (``--plot-source extracted``: yake storylines for ROC, verb-argument
+plots for WP), and 2-4 manipulations turn it into an implausible plot. The
+rows (id, story, sentences, plot, manipulated_plot, techniques) are saved with
+``Dataset.save_to_disk``; ``plots_stats.json`` beside them counts the
+techniques applied.
+
+The WP release's plots often cover more sentences than its stories keep (and
+the builder cuts stories at 200 words), so a plot is cut to its story's
+sentences: every sentence plot then has its sentence.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import random
+import time
+from collections import Counter
+from pathlib import Path
+
+import datasets
+from tqdm.auto import tqdm
+
+from storyeval_training import paths
+from storyeval_training.builders import BUILDERS, load_split
+from storyeval_training.plots.extraction import extract_plot
+from storyeval_training.plots.manipulation import PlotLexicon, manipulate_plot
+
+logger = logging.getLogger("storyeval_training.plots.build_plots")
+
+PLOT_SOURCES = ("paper", "extracted")
+DEFAULT_LIMIT = 5000
+
+PLOT_FEATURES = datasets.Features(
+    {
+        "id": datasets.Value("string"),
+        "story": datasets.Value("string"),
+        "sentences": datasets.List(datasets.Value("string")),
+        "plot": datasets.List(datasets.List(datasets.Value("string"))),
+        "manipulated_plot": datasets.List(datasets.List(datasets.Value("string"))),
+        "techniques": datasets.List(datasets.Value("string")),
+    }
+)
+
+
+def story_plots(stories: datasets.Dataset, dataset: str, plot_source: str) -> list[list[list[str]]]:
+    """One plot per story, cut to the story's sentences."""
+    if plot_source not in PLOT_SOURCES:
+        raise KeyError(f"unknown plot source {plot_source!r}; choose from {PLOT_SOURCES}")
+    plots = []
+    for example in tqdm(stories, desc=f"plots ({plot_source})", unit="story"):
+        if plot_source == "paper":
+            plot = example["plot"]
+        else:
+            plot = extract_plot(dataset, example["sentences"])
+        plots.append([list(sentence) for sentence in plot[: len(example["sentences"])]])
+    return plots
+
+
+def manipulate_all(stories: datasets.Dataset, plots: list, seed: int, lexicon: PlotLexicon) -> tuple[datasets.Dataset, int]:
+    """Manipulate every plot; returns the rows and how many stories had no plot to manipulate."""
+    # substitution draws sentence plots from the same split, so splits stay disjoint
+    pool = [sentence for plot in plots for sentence in plot if sentence]
+    rows = {name: [] for name in PLOT_FEATURES}
+    skipped = 0
+    for example, plot in tqdm(zip(stories, plots), total=len(plots), desc="manipulating", unit="story"):
+        if not any(plot):  # e.g. the official ROC CSV, which has no storylines
+            skipped += 1
+            continue
+        # one generator per story: the same output whatever the order or --limit
+        manipulated, techniques = manipulate_plot(plot, random.Random(f"{seed}:{example['id']}"), pool, lexicon)
+        for name, value in (
+            ("id", example["id"]),
+            ("story", example["story"]),
+            ("sentences", example["sentences"]),
+            ("plot", plot),
+            ("manipulated_plot", manipulated),
+            ("techniques", techniques),
+        ):
+            rows[name].append(value)
+    return datasets.Dataset.from_dict(rows, features=PLOT_FEATURES), skipped
+
+
+def build(
+    dataset: str,
+    split: str = "train",
+    plot_source: str = "paper",
+    seed: int = 42,
+    limit: int | None = DEFAULT_LIMIT,
+    data_dir: str | None = None,
+    cache_dir: str | None = None,
+) -> tuple[datasets.Dataset, int]:
+    """(story, plot, manipulated plot) rows for one split of ``dataset`` ('roc' or 'wp'), and the skipped count."""
+    if dataset not in BUILDERS:
+        raise KeyError(f"unknown dataset {dataset!r}; choose from {sorted(BUILDERS)}")
+    root = Path(data_dir) if data_dir else paths.data_dir()
+    lexicon = PlotLexicon.from_data_dir(root)  # first: a missing lexicon fails before the slow part
+    stories = load_split(BUILDERS[dataset], split, cache_dir=cache_dir, data_dir=str(root / dataset))
+    if limit:
+        stories = stories.select(range(min(limit, len(stories))))
+    plots = story_plots(stories, dataset, plot_source)
+    return manipulate_all(stories, plots, seed, lexicon)
+
+
+def technique_counts(rows: datasets.Dataset) -> dict:
+    per_technique, per_count = Counter(), Counter()
+    for techniques in rows["techniques"]:
+        per_technique.update(techniques)
+        per_count[len(techniques)] += 1
+    return {
+        "stories": len(rows),
+        "per_technique": dict(sorted(per_technique.items())),
+        "per_number_of_techniques": dict(sorted(per_count.items())),
+    }
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--dataset", choices=sorted(BUILDERS), required=True)
+    parser.add_argument("--output-dir", required=True, help="where Dataset.save_to_disk writes the rows")
+    parser.add_argument("--split", default="train", choices=["train", "validation", "test"])
+    parser.add_argument("--plot-source", choices=PLOT_SOURCES, default="paper", help="the release's plots, or plots extracted from the stories")
+    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--limit", type=int, default=DEFAULT_LIMIT, help="use only the first N stories of the split (0: all)")
+    parser.add_argument("--data-dir", default=None, help="data root (default: $STORYEVAL_DATA or ../shared/data)")
+    parser.add_argument("--cache-dir", default=None, help="`datasets` cache folder")
+    args = parser.parse_args(argv)
+    if args.limit < 0:
+        parser.error("--limit must be 0 (all) or positive")
+    return args
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    started = time.perf_counter()
+    rows, skipped = build(args.dataset, args.split, args.plot_source, args.seed, args.limit, args.data_dir, args.cache_dir)
+    if skipped:
+        logger.warning("%d stories have no plot (%s source) and were left out", skipped, args.plot_source)
+    rows.save_to_disk(args.output_dir)
+    stats = technique_counts(rows)
+    stats.update(skipped_without_plot=skipped, dataset=args.dataset, split=args.split, plot_source=args.plot_source, seed=args.seed)
+    stats["seconds"] = round(time.perf_counter() - started, 1)
+    Path(args.output_dir, "plots_stats.json").write_text(json.dumps(stats, indent=2) + "\n")
+    for technique, count in stats["per_technique"].items():
+        logger.info("%s: %d stories", technique, count)
+    print(f"built {len(rows)} manipulated plots in {stats['seconds']} s -> {args.output_dir}")
+
+
+if __name__ == "__main__":
+    main()
