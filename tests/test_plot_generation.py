@@ -1,0 +1,177 @@
+"""Plot-guided stages 3-4: the plot -> story generator and adversarial filtering, on tiny random models."""
+import json
+import math
+import random
+
+import datasets
+import pytest
+import torch
+from transformers import AutoTokenizer, BertConfig, BertModel, EncoderDecoderModel
+
+from storyeval import checkpoints
+from storyeval_training.plots import adversarial_filter as af
+from storyeval_training.plots import generator
+
+PLOT = [["[MALE]", "bar"], ["phone", "floor"], ["bartender"]]
+STORY = "[MALE] was at the bar . he noticed a phone on the floor . he did n't keep it and gave it to the bartender ."
+
+
+@pytest.fixture(scope="module")
+def tiny_encoder(tmp_path_factory):
+    """A random 1-layer BERT with the real MiniLM vocabulary, saved with its tokenizer."""
+    torch.manual_seed(0)
+    folder = tmp_path_factory.mktemp("tiny-bert")
+    config = BertConfig(vocab_size=30522, hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32, max_position_embeddings=64)
+    BertModel(config).save_pretrained(folder)
+    AutoTokenizer.from_pretrained(checkpoints.backbone_path()).save_pretrained(folder)
+    return folder
+
+
+def plots_dataset(n: int, prefix: str) -> datasets.Dataset:
+    """Rows shaped like the plots builder's output."""
+    sentences = STORY.split(" . ")
+    return datasets.Dataset.from_dict(
+        {
+            "id": [f"{prefix}-{i}" for i in range(n)],
+            "story": [STORY] * n,
+            "sentences": [sentences] * n,
+            "plot": [PLOT] * n,
+            "manipulated_plot": [[["bartender"], ["phone", "floor"], ["[MALE]", "bar"]]] * n,
+            "techniques": [["reorder"]] * n,
+        }
+    )
+
+
+@pytest.fixture(scope="module")
+def trained_generator(tiny_encoder, tmp_path_factory):
+    run = tmp_path_factory.mktemp("generator-run")
+    plots_dataset(8, "train").save_to_disk(str(run / "plots"))
+    results = generator.train(generator.parse_args(
+        ["--plots-dir", str(run / "plots"), "--model-name-or-path", str(tiny_encoder), "--output-dir", str(run / "out"),
+         "--max-train-steps", "2", "--eval-steps", "1", "--per-device-train-batch-size", "4",
+         "--max-source-length", "32", "--max-target-length", "40"]
+    ))
+    return run, results
+
+
+def test_plot_to_text():
+    assert generator.plot_to_text([["kw1", "kw2"], ["kw3"]]) == "kw1 ; kw2 # kw3"
+    assert generator.plot_to_text([["a"], [], [" b "]]) == "a # # b"
+    assert generator.plot_to_text([]) == ""
+
+
+def test_decoding_restores_the_corpus_format(tiny_encoder):
+    tokenizer = AutoTokenizer.from_pretrained(tiny_encoder)
+    ids = tokenizer(STORY + " it was 8:00 , a well-known [FEMALE] 's bar .")["input_ids"]
+    assert generator.decode_story(tokenizer, ids) == STORY + " it was 8:00 , a well-known [FEMALE] 's bar ."
+
+
+@pytest.mark.filterwarnings("ignore:Version v4.12.0:FutureWarning")  # EncoderDecoderModel's note on every loss
+def test_encoder_only_checkpoint_becomes_an_encoder_decoder(tiny_encoder):
+    model, tokenizer = generator.build_generator(str(tiny_encoder))
+    assert isinstance(model, EncoderDecoderModel)
+    assert model.config.decoder.is_decoder and model.config.decoder.add_cross_attention
+    assert model.config.decoder_start_token_id == tokenizer.cls_token_id
+    assert model.generation_config.eos_token_id == tokenizer.sep_token_id
+    assert model.config.pad_token_id == tokenizer.pad_token_id and model.config.vocab_size == 30522
+    source = tokenizer([generator.plot_to_text(PLOT)], return_tensors="pt")
+    labels = tokenizer([STORY], return_tensors="pt")["input_ids"][:, 1:]
+    loss = model(input_ids=source["input_ids"], attention_mask=source["attention_mask"], labels=labels).loss
+    assert math.isfinite(loss.item())
+
+    stories = generator.generate_stories(model, tokenizer, [PLOT, [["x"]]], num_candidates=3, max_new_tokens=6, batch_size=1, seed=0)
+    assert len(stories) == 2 and all(len(s) == 3 and all(isinstance(t, str) for t in s) for s in stories)
+    again = generator.generate_stories(model, tokenizer, [PLOT, [["x"]]], num_candidates=3, max_new_tokens=6, batch_size=1, seed=0)
+    assert again == stories  # a seed fixes the samples
+
+
+def test_training_writes_a_loadable_generator(trained_generator):
+    run, results = trained_generator
+    assert results["completed_steps"] == 2 and len(results["history"]) == 2
+    assert json.loads((run / "out" / "all_results.json").read_text())["best_validation"]["loss"] > 0
+    model, _ = generator.build_generator(str(run / "out" / "best"))  # a saved generator loads as seq2seq
+    assert isinstance(model, EncoderDecoderModel)
+    assert model.generation_config.max_new_tokens == 40 and model.generation_config.top_k == 50
+    info = json.loads((run / "out" / "best" / generator.GENERATOR_INFO).read_text())
+    assert info["max_source_length"] == 32 and len(info["train_ids"]) == 7  # one of 8 held out
+
+
+def test_generate_command_writes_candidates(trained_generator, tmp_path):
+    run, _ = trained_generator
+    plots = datasets.concatenate_datasets([plots_dataset(3, "new"), plots_dataset(2, "train")])
+    no_manipulated = plots_dataset(1, "bare").map(lambda ex: {"manipulated_plot": []})
+    datasets.DatasetDict({"validation": datasets.concatenate_datasets([plots, no_manipulated])}).save_to_disk(str(tmp_path / "plots"))
+    summary = generator.generate_negatives(generator.parse_generate_args(
+        ["--plots-dir", str(tmp_path / "plots"), "--model-name-or-path", str(run / "out" / "best"), "--output-dir", str(tmp_path / "neg"),
+         "--num-candidates", "2", "--max-new-tokens", "5", "--batch-size", "2"]
+    ))
+    written = datasets.load_from_disk(str(tmp_path / "neg"))["validation"]
+    # stories the generator trained on are skipped, as are rows without a manipulated plot
+    train_ids = set(json.loads((run / "out" / "best" / generator.GENERATOR_INFO).read_text())["train_ids"])
+    assert written.column_names == ["id", "story", "candidates"]
+    assert all(i.startswith("new-") or i not in train_ids for i in written["id"]) and not any(i.startswith("bare") for i in written["id"])
+    assert all(len(c) == 2 for c in written["candidates"]) and written[0]["story"] == STORY
+    stats = summary["splits"]["validation"]
+    assert stats["skipped_without_manipulated_plot"] == 1 and stats["generated"] == 2 * len(written)
+    assert stats["stories_per_second"] > 0
+
+
+# ---------------------------------------------------------------- adversarial filtering
+
+WORDS = "the a he she went to store park dog cat saw found gave took happy sad home friend car ball".split()
+
+
+def synthetic_stories(seed: int, n: int, candidates_per_story: int = 6):
+    """Humans and human-looking candidates share one distribution; the
+    even-indexed candidates carry an obvious marker word and are easy."""
+    rng = random.Random(seed)
+
+    def sentence():
+        return " ".join(rng.choice(WORDS) for _ in range(rng.randint(5, 9))) + " ."
+
+    def story():
+        return " ".join(sentence() for _ in range(4))
+
+    humans = [story() for _ in range(n)]
+    candidates = [[story() + (" zzzz qqqq zzzz qqqq ." if j % 2 == 0 else "") for j in range(candidates_per_story)] for _ in range(n)]
+    return humans, candidates
+
+
+def test_filter_keeps_the_human_looking_candidates():
+    humans, candidates = synthetic_stories(0, 80)
+    selected, history = af.adversarial_filter(humans, candidates, keep=3, rounds=8, seed=1)
+    assert all(len(s) == 3 for s in selected)
+    easy_kept = sum(i % 2 == 0 for s in selected for i in s)
+    assert easy_kept <= 0.05 * 240  # about half of the first random selection was marked
+    assert history[-1]["error"] > history[0]["error"]  # the selection got harder to reject
+    assert history[-1]["swaps"] < history[0]["swaps"]
+
+
+def test_filter_is_deterministic_for_a_seed():
+    humans, candidates = synthetic_stories(2, 30)
+    first = af.adversarial_filter(humans, candidates, keep=2, rounds=3, seed=5)
+    assert af.adversarial_filter(humans, candidates, keep=2, rounds=3, seed=5) == first
+
+
+def test_filter_rejects_bad_input():
+    with pytest.raises(ValueError, match="at least two"):
+        af.adversarial_filter(["a ."], [["b ."]])
+    with pytest.raises(ValueError, match="candidate lists"):
+        af.adversarial_filter(["a .", "b ."], [["c ."]])
+
+
+def test_filter_command_writes_groups_and_history(tmp_path):
+    humans, candidates = synthetic_stories(3, 20)
+    candidates[0] = [humans[0], "", humans[0].replace(" .", ".")] + candidates[0][:2]  # copies and an empty one
+    datasets.Dataset.from_dict({"id": [f"s{i}" for i in range(20)], "story": humans, "candidates": candidates}).save_to_disk(str(tmp_path / "neg"))
+    summary = af.run(af.parse_args(["--candidates-dir", str(tmp_path / "neg"), "--output-dir", str(tmp_path / "af"), "--rounds", "2"]))
+    pairs = datasets.load_from_disk(str(tmp_path / "af"))
+    assert pairs.column_names == ["group", "id", "story", "label"]
+    report = summary["splits"]["train"]
+    # story 0 has only 2 usable candidates left: dropped so every group is 1 human + 3 negatives
+    assert report["dropped_stories_with_too_few_candidates"] == 1 and report["dropped_empty_or_copied_candidates"] == 3
+    assert len(pairs) == 19 * 4 and sum(pairs["label"]) == 19
+    first_group = pairs.filter(lambda ex: ex["group"] == 0)
+    assert list(first_group["label"]) == [1, 0, 0, 0] and first_group["story"][0] == humans[1]
+    saved = json.loads((tmp_path / "af" / "adversarial_filter_history.json").read_text())
+    assert saved["splits"]["train"]["history"][0]["round"] == 1
