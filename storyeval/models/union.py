@@ -26,6 +26,11 @@ class UnionConfig(PreTrainedConfig):
 
     ``max_length`` is the scoring window in tokens and ``window_stride`` the
     step between windows for stories longer than that (see the scorer).
+    ``delexicalize`` says whether the training stories had their person names
+    replaced by placeholders, so that the scorer prepares text the same way.
+    ``metric`` names the storyeval metric the checkpoint backs: the
+    plot-coherence classifier is this architecture without the reconstruction
+    head, trained on implausible stories generated from manipulated plots.
     """
 
     model_type = "storyeval-union"
@@ -37,6 +42,8 @@ class UnionConfig(PreTrainedConfig):
     max_length: int = 512
     window_stride: int = 256
     classifier_dropout: float = 0.1
+    delexicalize: bool = True
+    metric: str = "union"
 
 
 @dataclasses.dataclass

@@ -1,0 +1,8 @@
+"""Gradio demo of the plot-coherence metric (the Space's entry point).
+
+evaluate's ``launch_gradio_widget`` uses ``gr.inputs``, which Gradio 4 removed,
+so the demo is built with ``gr.Blocks`` in ``storyeval.demo``.
+"""
+from storyeval.demo import build_demo
+
+build_demo(metrics=("plot_coherence",), title="Plot coherence").launch()

@@ -1,0 +1,120 @@
+"""Plot-coherence classifier: AF data reading, leakage rule, training smoke run, evaluate module."""
+import csv
+import math
+from pathlib import Path
+
+import evaluate
+import pytest
+import torch
+from transformers import AutoTokenizer, BertConfig, BertModel
+
+from storyeval import checkpoints, hub
+from storyeval.models import UnionConfig, UnionModel
+from storyeval.scoring import load_plot_coherence_scorer
+from storyeval_training import train_plot_coherence
+from storyeval_training.builders.common import InputFormatError
+
+METRIC_DIR = str(Path(__file__).resolve().parent.parent / "metrics" / "plot_coherence")
+JUDGED = "a week after the little girl 's dog died , she had a new puppy ."
+
+
+def write_af_tsv(path, groups):
+    lines, index = [], 0
+    for human, negatives in groups:
+        for label, story in [(1, human)] + [(0, n) for n in negatives]:
+            lines.append(f"{index}\t{label}\t{index}\t{story}")
+            index += 1
+    path.write_text("\n".join(lines) + "\n")
+
+
+@pytest.fixture
+def data_root(tmp_path):
+    """A data folder with a tiny AF file and one human-judged story."""
+    root = tmp_path / "data"
+    (root / "roc").mkdir(parents=True)
+    (root / "human" / "plot_amt_roc").mkdir(parents=True)
+    with (root / "human" / "plot_amt_roc" / "amt_roc.csv").open("w", newline="") as handle:
+        csv.writer(handle).writerows([["WorkerId", "Input.text1", "Answer.text1"], ["w", f"{JUDGED} </s> she loved it . </s>", "4"]])
+    groups = [(f"bob sat down {i} . he ate lunch . he went home .", [f"bob sat down {i} . he ate ate ate . home home ."] * 3)
+              for i in range(12)]
+    groups.append((f"{JUDGED} she loved it .", ["she hated it . " * 3] * 3))  # leaks: must be dropped
+    write_af_tsv(root / "roc" / "af_manplts_valid.tsv", groups)
+    write_af_tsv(root / "roc" / "af_manplts_test.tsv", groups[:2])
+    return root
+
+
+def test_read_af_tsv_groups_each_human_story_with_its_negatives(tmp_path):
+    path = tmp_path / "af.tsv"
+    write_af_tsv(path, [("a b . c .", ["x .", "y .", "z ."]), ("d e .", ["w </s> v ."])])
+    assert train_plot_coherence.read_af_tsv(path) == [("a b . c .", ["x .", "y .", "z ."]), ("d e .", ["w v ."])]
+    path.write_text("0\t0\t0\tnegative first\n")
+    with pytest.raises(InputFormatError, match="af.tsv:1: a negative before any human story"):
+        train_plot_coherence.read_af_tsv(path)
+    path.write_text("0\t1\tno story column\n")
+    with pytest.raises(InputFormatError, match="af.tsv:1: expected"):
+        train_plot_coherence.read_af_tsv(path)
+
+
+def test_build_pairs_drops_leaked_groups_and_never_pairs_a_story_with_itself(data_root):
+    groups = train_plot_coherence.read_af_tsv(data_root / "roc" / "af_manplts_valid.tsv")
+    groups.append(("same story .", ["same story .", "other story ."]))
+    pairs, dropped = train_plot_coherence.build_pairs(groups, data_root / "human")
+    assert dropped == 1
+    rows = [row for split in pairs.values() for row in split]
+    assert not any(JUDGED in row["human"] for row in rows)
+    assert all(row["human"] != row["negative"] for row in rows)
+    assert len(rows) == 12 * 3 + 1
+    train_humans = set(pairs["train"]["human"])
+    assert not train_humans & set(pairs["validation"]["human"])  # split by group
+
+
+def test_paper_negatives_are_roc_only():
+    with pytest.raises(SystemExit):
+        train_plot_coherence.parse_args(["--dataset", "wp", "--output-dir", "x"])
+
+
+def test_training_smoke_run_exports_a_plot_coherence_checkpoint(data_root, tmp_path):
+    tokenizer = AutoTokenizer.from_pretrained(checkpoints.backbone_path())
+    encoder_dir = tmp_path / "encoder"
+    BertModel(BertConfig(hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32,
+                         max_position_embeddings=64)).save_pretrained(encoder_dir)
+    tokenizer.save_pretrained(encoder_dir)
+    export = tmp_path / "export"
+    results = train_plot_coherence.main([
+        "--data-dir", str(data_root), "--model-name-or-path", str(encoder_dir), "--output-dir", str(tmp_path / "run"),
+        "--max-train-steps", "2", "--eval-steps", "1", "--max-length", "32", "--export-dir", str(export),
+    ])
+    assert results["completed_steps"] == 2 and results["args"]["leakage_dropped_groups"] == 1
+    model = UnionModel.from_pretrained(export)
+    assert model.config.metric == "plot_coherence" and not model.config.delexicalize
+    assert not model.config.has_reconstruction_head and model.dtype == torch.float16
+    card = (export / "README.md").read_text()
+    assert "# plot-coherence-roc" in card and "AF_ManPlts" in card
+    assert hub.checkpoint_metric(export) == "plot_coherence"
+
+    # the evaluate module scores with it; names are kept, as in the paper's data
+    scorer = load_plot_coherence_scorer(export)
+    assert scorer.windows("Bob sat.") == scorer.windows("bob sat .")
+    metric = evaluate.load(METRIC_DIR, str(export))
+    scores = metric.compute(predictions=["bob sat down . he ate lunch .", "he ate ate ate ."])["scores"]
+    assert len(scores) == 2 and all(0.0 <= s <= 1.0 for s in scores)
+
+
+def test_metric_rejects_bad_input_and_unknown_configs(tmp_path):
+    with pytest.raises(KeyError, match="unknown plot_coherence config 'nope'"):
+        evaluate.load(METRIC_DIR, "nope")
+    folder = tmp_path / "tiny"
+    UnionModel(UnionConfig(encoder=BertConfig(hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32,
+                                              max_position_embeddings=64).to_dict(),
+                           has_reconstruction_head=False, max_length=16, window_stride=8, metric="plot_coherence",
+                           delexicalize=False)).save_pretrained(folder)
+    AutoTokenizer.from_pretrained(checkpoints.backbone_path()).save_pretrained(folder)
+    metric = evaluate.load(METRIC_DIR, str(folder))
+    assert metric.compute(predictions=[])["scores"] == [] and math.isnan(metric.compute(predictions=[])["mean_score"])
+    with pytest.raises(ValueError, match="empty"):
+        metric.compute(predictions=["fine .", "  "])
+    with pytest.raises(TypeError):
+        metric.compute(predictions=["fine .", None])
+    long_story = "bob sat down and ate a big lunch . " * 20  # far beyond the 16-token window: scored in windows
+    assert len(load_plot_coherence_scorer(folder).windows(long_story)) > 5
+    assert 0.0 <= metric.compute(predictions=[long_story])["scores"][0] <= 1.0

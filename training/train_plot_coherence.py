@@ -1,0 +1,181 @@
+"""Train the plot-coherence classifier (Ghazarian et al., NAACL 2021, stage 5).
+
+    storyeval-train-plot-coherence --negatives paper --output-dir outputs/pc-roc-paper
+    storyeval-train-plot-coherence --negatives generated --generated-dir outputs/af-roc --output-dir outputs/pc-roc
+
+A classifier of human-written (1) versus implausible (0) stories. Two sources of
+implausible stories:
+
+* ``paper``: the paper's released AF_ManPlts negatives for ROC (BART stories
+  from manipulated plots, chosen by adversarial filtering), read from
+  ``roc/af_manplts_{valid,test}.tsv``;
+* ``generated``: our own, from ``storyeval-adversarial-filter``'s output
+  (``story``, ``label``, ``group`` rows).
+
+Groups (a human story and its negatives) whose human story opens a
+human-judged evaluation item are dropped (the leakage rule) and counted. The
+rest are split by group, 95/5, into train and validation pairs; the best
+checkpoint is chosen by validation accuracy, never by the human judgments.
+
+The model is UNION's architecture without the reconstruction head (an encoder
+and a sigmoid head on the first token), trained by UNION's accelerate loop with
+the paper's classifier settings: learning rate 2e-5, batch 8, 3 epochs. ROC
+stories fit 128 tokens; for WP, training reads the first ``--max-length``
+tokens and scoring covers the whole story with overlapping windows whose scores
+are averaged (the paper used a 1,024-token Longformer instead).
+Multi-GPU: ``accelerate launch -m storyeval_training.train_plot_coherence ...``.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import logging
+from pathlib import Path
+
+import datasets
+
+from storyeval import text as textlib
+from storyeval.checkpoints import OFFLINE_BACKBONE
+from storyeval_training import paths, train_union
+from storyeval_training.build_negatives import PAIR_FEATURES
+from storyeval_training.builders.common import InputFormatError, human_judged_keys, open_lines
+from storyeval_training.model_card import write_plot_coherence_card
+
+logger = logging.getLogger("storyeval_training.train_plot_coherence")
+
+PAPER_AF_FILES = ("af_manplts_valid.tsv", "af_manplts_test.tsv")
+DEFAULT_MAX_LENGTH = {"roc": 128, "wp": 512}
+VALIDATION_PERCENT = 5
+
+
+def read_af_tsv(path) -> list[tuple[str, list[str]]]:
+    """(human story, its negatives) groups from an ``index \\t label \\t group \\t story`` file.
+
+    Each human story (label 1) is followed by its negatives (label 0).
+    """
+    groups: list[tuple[str, list[str]]] = []
+    for lineno, line in open_lines(path):
+        fields = line.split("\t")
+        if len(fields) != 4 or fields[1] not in ("0", "1"):
+            raise InputFormatError(path, lineno, "expected 'index \\t label(0/1) \\t group \\t story'")
+        story = " ".join(fields[3].replace("</s>", " ").split())
+        if fields[1] == "1":
+            groups.append((story, []))
+        elif not groups:
+            raise InputFormatError(path, lineno, "a negative before any human story")
+        else:
+            groups[-1][1].append(story)
+    return groups
+
+
+def read_generated(folder) -> list[tuple[str, list[str]]]:
+    """(human story, kept negatives) groups from ``storyeval-adversarial-filter``'s output."""
+    rows = datasets.load_from_disk(str(folder))
+    by_group: dict = {}
+    for story, label, group in zip(rows["story"], rows["label"], rows["group"]):
+        human, negatives = by_group.setdefault(group, [None, []])
+        if label == 1:
+            by_group[group][0] = story
+        else:
+            negatives.append(story)
+    return [(human, negatives) for human, negatives in by_group.values() if human is not None and negatives]
+
+
+def _bucket(human: str, seed: int) -> int:
+    digest = hashlib.blake2b(f"{seed}:{human}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") % 100
+
+
+def build_pairs(groups, human_dir, seed: int = 42, source: str = "paper") -> tuple[datasets.DatasetDict, int]:
+    """Train/validation (human, negative) pairs, and how many groups the leakage rule dropped."""
+    leaked = human_judged_keys(str(human_dir))
+    kept = [(human, negatives) for human, negatives in groups if textlib.leakage_key(human) not in leaked]
+    dropped = len(groups) - len(kept)
+    if len(kept) < 2:
+        raise ValueError(f"{len(kept)} groups left after the leakage rule: need at least 2 (train and validation)")
+    buckets = [_bucket(human, seed) for human, _ in kept]
+    lowest = min(range(len(kept)), key=buckets.__getitem__)  # a tiny corpus still gets one validation group
+    rows = {"train": {name: [] for name in PAIR_FEATURES}, "validation": {name: [] for name in PAIR_FEATURES}}
+    for index, (human, negatives) in enumerate(kept):
+        split = rows["validation" if buckets[index] < VALIDATION_PERCENT or index == lowest else "train"]
+        group_id = hashlib.blake2b(human.encode(), digest_size=8).hexdigest()
+        context = (textlib.split_sentences(human) or [human])[0]
+        for k, negative in enumerate(negatives):
+            if negative == human:  # a negative identical to its source teaches nothing
+                continue
+            for name, value in (("id", f"{group_id}-{k}"), ("context", context), ("human", human), ("negative", negative),
+                                ("original", human), ("techniques", [source])):
+                split[name].append(value)
+    pairs = datasets.DatasetDict({s: datasets.Dataset.from_dict(r, features=PAIR_FEATURES) for s, r in rows.items()})
+    return pairs, dropped
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description="Train a plot-coherence classifier.")
+    p.add_argument("--dataset", choices=["roc", "wp"], default="roc")
+    p.add_argument("--negatives", choices=["paper", "generated"], default="paper",
+                   help="paper: the released AF_ManPlts stories (ROC); generated: --generated-dir")
+    p.add_argument("--generated-dir", help="storyeval-adversarial-filter output (with --negatives generated)")
+    p.add_argument("--model-name-or-path", default=OFFLINE_BACKBONE)
+    p.add_argument("--output-dir", required=True)
+    p.add_argument("--export-dir", default=None, help="export the best model here (fp16) with a model card")
+    p.add_argument("--learning-rate", type=float, default=2e-5)
+    p.add_argument("--per-device-train-batch-size", type=int, default=8)
+    p.add_argument("--num-train-epochs", type=float, default=3)
+    p.add_argument("--max-train-steps", type=int, default=None)
+    p.add_argument("--time-budget-minutes", type=float, default=None)
+    p.add_argument("--max-length", type=int, default=None, help="training tokens (default: 128 for roc, 512 for wp)")
+    p.add_argument("--eval-steps", type=int, default=500)
+    p.add_argument("--checkpointing-steps", type=int, default=1000)
+    p.add_argument("--resume-from-checkpoint", default=None)
+    p.add_argument("--max-train-pairs", type=int, default=None)
+    p.add_argument("--seed", type=int, default=42)
+    p.add_argument("--base-model-name", default=None)
+    p.add_argument("--data-dir", default=None, help="data root (default: $STORYEVAL_DATA or ../shared/data)")
+    args = p.parse_args(argv)
+    if args.negatives == "generated" and not args.generated_dir:
+        p.error("--negatives generated needs --generated-dir")
+    if args.negatives == "paper" and args.dataset != "roc":
+        p.error("the paper released AF_ManPlts negatives for ROC only; use --negatives generated for wp")
+    return args
+
+
+def main(argv=None) -> dict:
+    args = parse_args(argv)
+    logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.INFO)
+    root = Path(args.data_dir) if args.data_dir else paths.data_dir()
+    if args.negatives == "paper":
+        groups = [g for name in PAPER_AF_FILES for g in read_af_tsv(root / "roc" / name)]
+    else:
+        groups = read_generated(args.generated_dir)
+    pairs, dropped = build_pairs(groups, root / "human", args.seed, args.negatives)
+    logger.info("leakage rule: dropped %d of %d groups; %d train / %d validation pairs",
+                dropped, len(groups), len(pairs["train"]), len(pairs["validation"]))
+    pairs_dir = Path(args.output_dir) / "pairs"
+    pairs.save_to_disk(str(pairs_dir))
+
+    union_argv = [
+        "--pairs-dir", str(pairs_dir), "--output-dir", args.output_dir,
+        "--model-name-or-path", args.model_name_or_path,
+        "--learning-rate", str(args.learning_rate),
+        "--per-device-train-batch-size", str(args.per_device_train_batch_size),
+        "--num-train-epochs", str(args.num_train_epochs),
+        "--max-length", str(args.max_length or DEFAULT_MAX_LENGTH[args.dataset]),
+        "--eval-steps", str(args.eval_steps), "--checkpointing-steps", str(args.checkpointing_steps),
+        "--max-eval-pairs", "0", "--recon-weight", "0", "--seed", str(args.seed),
+        "--base-model-name", args.base_model_name or args.model_name_or_path,
+    ]
+    for flag, value in (("--max-train-steps", args.max_train_steps), ("--time-budget-minutes", args.time_budget_minutes),
+                        ("--resume-from-checkpoint", args.resume_from_checkpoint), ("--max-train-pairs", args.max_train_pairs),
+                        ("--export-dir", args.export_dir)):
+        if value is not None:
+            union_argv += [flag, str(value)]
+    union_args = train_union.parse_args(union_argv)
+    # recorded in all_results.json and the model card
+    union_args.dataset, union_args.negatives, union_args.leakage_dropped_groups = args.dataset, args.negatives, dropped
+    overrides = {"metric": "plot_coherence", "delexicalize": False, "has_reconstruction_head": False}
+    return train_union.train(union_args, config_overrides=overrides, write_card=write_plot_coherence_card)
+
+
+if __name__ == "__main__":
+    main()
