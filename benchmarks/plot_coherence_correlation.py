@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import json
 import sys
 import time
 from collections import defaultdict
@@ -81,6 +82,7 @@ def main(argv=None):
     parser.add_argument("--checkpoint", action="append", default=[], help="label=folder or config name (repeatable)")
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--output", default="plot_coherence_correlation", help="name of the results file")
+    parser.add_argument("--update-card", action="store_true", help="write evaluation.json + model card into each checkpoint folder")
     args = parser.parse_args(argv)
     checkpoints = {}
     for spec in args.checkpoint:
@@ -114,7 +116,18 @@ def main(argv=None):
         result["seconds"] = round(time.perf_counter() - started, 2)
         payload["checkpoints"][label] = {"path": str(path), "roc": result}
         print(f"{label} on ROC: " + _row(result))
+        if args.update_card:
+            _update_card(Path(path), result, payload["command"])
     print("wrote", write_results(args.output, payload))
+
+
+def _update_card(folder: Path, result: dict, command: str) -> None:
+    from storyeval_training.model_card import write_plot_coherence_card
+
+    (folder / "evaluation.json").write_text(json.dumps({"command": command, "correlations": result}, indent=2) + "\n")
+    results_path = folder / "training_results.json"
+    if results_path.is_file():
+        write_plot_coherence_card(folder, json.loads(results_path.read_text()))
 
 
 def _row(r: dict) -> str:
