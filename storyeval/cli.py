@@ -3,6 +3,7 @@
     storyeval score stories.txt                       # one story per line -> one score per line
     storyeval score stories.jsonl --field story -o scored.jsonl
     storyeval score stories.csv --column text --metric union --config wp
+    storyeval score stories.txt --metric plot_coherence --config roc
 
 Input is read and scored in chunks, so files larger than memory stream
 through. The output has the input's format: a score per line for ``.txt``;
@@ -27,7 +28,7 @@ from tqdm.auto import tqdm
 from storyeval import checkpoints
 
 FORMATS = (".txt", ".jsonl", ".csv")
-STORY_METRICS = ["union"]  # metrics that score a story on its own
+STORY_METRICS = ["union", "plot_coherence"]  # metrics that score a story on its own
 CHUNK = 1024  # stories read, scored and written at a time
 
 
@@ -89,12 +90,9 @@ def count_records(path: Path, fmt: str) -> int | None:
 
 
 def load_scorer(metric: str, config: str, device):
-    path = checkpoints.resolve_checkpoint(metric, config)
-    if metric == "union":
-        from storyeval.scoring import load_union_scorer
+    from storyeval import scoring
 
-        return load_union_scorer(path, device=device)
-    raise KeyError(f"unknown metric {metric!r}; choose from {sorted(checkpoints.REGISTRY)}")
+    return scoring.load_scorer(metric, checkpoints.resolve_checkpoint(metric, config), device=device)
 
 
 def score_file(args) -> dict:

@@ -8,7 +8,7 @@ import pytest
 import torch
 from transformers import AutoTokenizer, BertConfig, BertModel
 
-from storyeval import checkpoints, hub
+from storyeval import checkpoints, cli, hub
 from storyeval.models import UnionConfig, UnionModel
 from storyeval.scoring import load_plot_coherence_scorer
 from storyeval_training import train_plot_coherence
@@ -118,3 +118,18 @@ def test_metric_rejects_bad_input_and_unknown_configs(tmp_path):
     long_story = "bob sat down and ate a big lunch . " * 20  # far beyond the 16-token window: scored in windows
     assert len(load_plot_coherence_scorer(folder).windows(long_story)) > 5
     assert 0.0 <= metric.compute(predictions=[long_story])["scores"][0] <= 1.0
+
+
+def test_cli_scores_a_file_with_a_plot_coherence_checkpoint(tmp_path, capsys):
+    folder = tmp_path / "tiny"
+    UnionModel(UnionConfig(encoder=BertConfig(hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32,
+                                              max_position_embeddings=64).to_dict(),
+                           has_reconstruction_head=False, max_length=16, window_stride=8, metric="plot_coherence",
+                           delexicalize=False)).save_pretrained(folder)
+    AutoTokenizer.from_pretrained(checkpoints.backbone_path()).save_pretrained(folder)
+    stories = tmp_path / "stories.txt"
+    stories.write_text("bob sat down . he ate lunch .\nhe ate ate ate .\n")
+    assert cli.main(["score", str(stories), "--metric", "plot_coherence", "--config", str(folder), "--quiet"]) == 0
+    scores = [float(line) for line in capsys.readouterr().out.split()]
+    assert len(scores) == 2 and all(0.0 <= s <= 1.0 for s in scores)
+    assert scores == pytest.approx(load_plot_coherence_scorer(folder).score(["bob sat down . he ate lunch .", "he ate ate ate ."]), abs=1e-4)

@@ -79,7 +79,7 @@ stories; they are not calibrated probabilities of human authorship.
 - Hyperparameters: batch {args["per_device_train_batch_size"]}, learning rate {args["learning_rate"]},
   max length {args["max_length"]}, {results["completed_steps"]} steps on {results["train_pairs"]} pairs,
   seed {args["seed"]}.
-- Training time: {results["training_minutes"]} minutes on a 2-core CPU machine.
+- Training time: {results["training_minutes"]} minutes on a 2-core CPU machine.{_run_notes(results)}
 - Checkpoint selection: best accuracy on held-out validation pairs (auto-constructed,
   never the human judgments): {best.get("accuracy", float("nan")):.4f} at step {best.get("step")}.
 - Exported in fp16 with its reconstruction head (scorers drop it when they load; training can resume from it).
@@ -104,6 +104,11 @@ stories; they are not calibrated probabilities of human authorship.
 ```
 """
     (folder / "README.md").write_text(_front_matter(dataset, base_model, evaluation) + "\n" + body.lstrip("\n"))
+
+
+def _run_notes(results: dict) -> str:
+    """Facts about the run the loop cannot know (interruptions, resumes), from ``notes`` in training_results.json."""
+    return "".join(f"\n- {note}" for note in results.get("notes", []))
 
 
 def _evaluation_text(evaluation: dict | None) -> str:
