@@ -1,10 +1,12 @@
 """Shared pieces of the benchmarks: data paths, human judgments, correlations, machine info."""
 from __future__ import annotations
 
+import csv
 import json
 import os
 import platform
 import subprocess
+from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
@@ -33,6 +35,26 @@ def read_union_human(set_name: str) -> tuple[list[str], np.ndarray]:
         stories.append(fields[1])
         scores.append(sum(votes) / len(votes))
     return stories, np.array(scores)
+
+
+AMT_RATED_TEXTS = 5  # Input.text1..5 / Answer.text1..5 per AMT row
+
+
+def normalise(text: str) -> str:
+    return " ".join(text.split())
+
+
+def read_amt_ratings() -> dict[str, list[float]]:
+    """The plot paper's AMT set: normalised story text -> its 0-5 plausibility ratings."""
+    path = data_dir() / "human" / "plot_amt_roc" / "amt_roc.csv"
+    ratings: dict[str, list[float]] = defaultdict(list)
+    with path.open(encoding="utf-8", newline="") as handle:
+        for row in csv.DictReader(handle):
+            for i in range(1, AMT_RATED_TEXTS + 1):
+                text, rating = row[f"Input.text{i}"], row[f"Answer.text{i}"]
+                if text.strip():
+                    ratings[normalise(text)].append(float(rating))
+    return dict(ratings)
 
 
 def correlations(metric_scores, human_scores) -> dict:

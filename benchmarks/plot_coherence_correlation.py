@@ -15,38 +15,18 @@ nothing here may be used to choose a checkpoint or a hyperparameter.
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import sys
 import time
-from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import correlations, data_dir, machine, write_results  # noqa: E402
+from common import correlations, data_dir, machine, normalise, read_amt_ratings, write_results  # noqa: E402
 
 # Table 5 of Ghazarian et al. (2021), ROC, RoBERTa trained on manipulated plots: (Spearman, Kendall), as printed
 PAPER_TABLE5 = {"spearman": 0.558, "kendall": 0.410}
-RATED_TEXTS = 5  # Input.text1..5 / Answer.text1..5 per AMT row
-
-
-def normalise(text: str) -> str:
-    return " ".join(text.split())
-
-
-def read_ratings() -> dict[str, list[float]]:
-    """Normalised story text -> its AMT ratings (each HIT row rates five stories)."""
-    path = data_dir() / "human" / "plot_amt_roc" / "amt_roc.csv"
-    ratings: dict[str, list[float]] = defaultdict(list)
-    with path.open(encoding="utf-8", newline="") as handle:
-        for row in csv.DictReader(handle):
-            for i in range(1, RATED_TEXTS + 1):
-                text, rating = row[f"Input.text{i}"], row[f"Answer.text{i}"]
-                if text.strip():
-                    ratings[normalise(text)].append(float(rating))
-    return dict(ratings)
 
 
 def read_paper_scores() -> tuple[list[str], np.ndarray]:
@@ -91,7 +71,7 @@ def main(argv=None):
         label, config = spec.split("=", 1)
         checkpoints[label] = config
 
-    ratings = read_ratings()
+    ratings = read_amt_ratings()
     texts, paper_scores = read_paper_scores()
     human = human_scores(texts, ratings)
     payload = {

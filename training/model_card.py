@@ -334,7 +334,7 @@ Scores rank stories; they are not calibrated probabilities.
   without its reconstruction head); binary cross-entropy.
 - Hyperparameters: batch {args["per_device_train_batch_size"]}, learning rate {args["learning_rate"]},
   max length {args["max_length"]} tokens, {results["completed_steps"]} steps on {results["train_pairs"]} pairs, seed {args["seed"]}.
-- Training time: {results["training_minutes"]} minutes on a 2-core CPU machine.
+- Training time: {results["training_minutes"]} minutes on a 2-core CPU machine.{_run_notes(results)}
 - Checkpoint selection: best accuracy on the validation pairs (never the human
   judgments): {best.get("accuracy", float("nan")):.4f} at step {best.get("step")}.
 - Text is lower-cased and Treebank-tokenised; names are kept, as in the paper's data.

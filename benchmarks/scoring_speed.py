@@ -1,6 +1,7 @@
-"""Scoring speed, memory and cold-load time of a UNION checkpoint on this machine.
+"""Scoring speed, memory and cold-load time of a story-metric checkpoint on this machine.
 
-    python benchmarks/union_speed.py [--checkpoint hub_cards/union-roc]
+    python benchmarks/scoring_speed.py                     # union, hub_cards/union-roc
+    python benchmarks/scoring_speed.py --metric plot_coherence --checkpoint hub_cards/plot-coherence-roc --skip-bert-base
 
 Each measurement runs in a fresh process: cold load (imports included),
 stories/s over 1,000 ROC test stories with peak RSS, and the same for a
@@ -21,7 +22,7 @@ CHILD = r"""
 import json, resource, sys, time
 started = time.perf_counter()
 import torch
-from storyeval.scoring import load_union_scorer, SequenceScorer
+from storyeval.scoring import load_scorer, SequenceScorer
 checkpoint, kind, stories_path, batch_size = sys.argv[1:5]
 if kind == "bert-base":
     from transformers import AutoTokenizer, BertConfig
@@ -30,7 +31,7 @@ if kind == "bert-base":
     model = UnionModel(UnionConfig(encoder=BertConfig().to_dict(), has_reconstruction_head=False))
     scorer = SequenceScorer(model, AutoTokenizer.from_pretrained(checkpoint), 512, 256, "cpu")
 else:
-    scorer = load_union_scorer(checkpoint, device="cpu")
+    scorer = load_scorer(kind, checkpoint, device="cpu")
 load_seconds = time.perf_counter() - started
 stories = [line.rstrip("\n") for line in open(stories_path, encoding="utf-8")]
 scorer.score(stories[:32], batch_size=int(batch_size))  # warm-up
@@ -58,6 +59,7 @@ def run(checkpoint: str, kind: str, stories_path: str, batch_size: int) -> dict:
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--metric", default="union", choices=["union", "plot_coherence"])
     parser.add_argument("--checkpoint", default=str(CHECKOUT / "hub_cards" / "union-roc"))
     parser.add_argument("--stories", type=int, default=1000)
     parser.add_argument("--batch-size", type=int, default=32)
@@ -67,9 +69,9 @@ def main(argv=None):
     stories_path.parent.mkdir(parents=True, exist_ok=True)
     stories_path.write_text("\n".join(roc_test_stories(args.stories)) + "\n", encoding="utf-8")
     try:
-        ours = run(args.checkpoint, "union", str(stories_path), args.batch_size)
+        ours = run(args.checkpoint, args.metric, str(stories_path), args.batch_size)
         print("ours:", json.dumps(ours))
-        payload = {"machine": machine(), "command": "python benchmarks/union_speed.py " + " ".join(argv or sys.argv[1:]), "checkpoint": args.checkpoint, "batch_size": args.batch_size, "ours": ours}
+        payload = {"machine": machine(), "command": "python benchmarks/scoring_speed.py " + " ".join(argv or sys.argv[1:]), "metric": args.metric, "checkpoint": args.checkpoint, "batch_size": args.batch_size, "ours": ours}
         if not args.skip_bert_base:
             bert = run(args.checkpoint, "bert-base", str(stories_path), args.batch_size)
             print("bert-base-sized:", json.dumps(bert))
@@ -78,7 +80,7 @@ def main(argv=None):
             print(f"speed-up: {payload['speedup_vs_bert_base']:.1f}x")
     finally:
         stories_path.unlink(missing_ok=True)
-    print("wrote", write_results("union_speed", payload))
+    print("wrote", write_results(f"{args.metric}_speed", payload))
 
 
 if __name__ == "__main__":
