@@ -92,7 +92,8 @@ def score_story(story: str, context: str = "", metrics=("union", "plot_coherence
         if metric == "union" and len(sentences) > 1:
             variants += [" ".join(([context] if context else []) + sentences[:i] + sentences[i + 1 :]) for i in range(len(sentences))]
         scores = scorer.score(variants, batch_size=16)
-        rows.append([METRIC_TITLES[metric], round(scores[0], 4), "probability the story reads as human-written"])
+        meaning = "probability the story reads as human-written" if metric == "union" else "probability the story is plausible"
+        rows.append([METRIC_TITLES[metric], round(scores[0], 4), meaning])
         if len(variants) > 1:
             attribution = [[i + 1, sentence, round(without, 4), round(without - scores[0], 4)] for i, (sentence, without) in enumerate(zip(sentences, scores[1:]))]
     return rows, attribution

@@ -133,3 +133,17 @@ def test_cli_scores_a_file_with_a_plot_coherence_checkpoint(tmp_path, capsys):
     scores = [float(line) for line in capsys.readouterr().out.split()]
     assert len(scores) == 2 and all(0.0 <= s <= 1.0 for s in scores)
     assert scores == pytest.approx(load_plot_coherence_scorer(folder).score(["bob sat down . he ate lunch .", "he ate ate ate ."]), abs=1e-4)
+
+
+def test_bundled_roc_checkpoint_scores_are_pinned():
+    if not (checkpoints.HUB_CARDS / "plot-coherence-roc" / "model.safetensors").is_file():
+        pytest.skip("bundled plot-coherence-roc checkpoint not in this checkout")
+    opening = "Ken went to the bar with his friends."
+    stories = [
+        f"{opening} He noticed a phone on the floor. He picked it up and looked around. Nobody claimed it. He gave it to the bartender.",
+        f"{opening} He gave it to the bartender. Nobody claimed it. He noticed a phone on the floor. He picked it up and looked around.",
+        f"{opening}" + " He noticed a phone on the floor." * 4,
+    ]
+    scores = evaluate.load(METRIC_DIR, "roc").compute(predictions=stories)["scores"]
+    # the plausible order beats the shuffled copy and the repetitive one
+    assert scores == pytest.approx([0.9377, 0.4022, 0.6723], abs=2e-3)

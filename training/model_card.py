@@ -306,7 +306,8 @@ def write_plot_coherence_card(folder: Path, results: dict) -> None:
     lines.append("---")
     source = {
         "paper": "the paper's released AF_ManPlts stories: for each human ROC story, three implausible stories "
-                 "that a fine-tuned BART wrote from manipulated storylines, chosen by adversarial filtering",
+                 "that a fine-tuned BART wrote from manipulated storylines, chosen by adversarial filtering "
+                 "(its `valid` and `test` files; the paper trained on a larger split that is not released)",
         "generated": "stories our plot-conditioned generator wrote from manipulated plots "
                      "(`storyeval-build-plots`, `storyeval-generate-negatives`), chosen by adversarial filtering",
     }[args.get("negatives", "paper")]
@@ -333,7 +334,8 @@ Scores rank stories; they are not calibrated probabilities.
 - Backbone: `{base_model}` with a sigmoid head on the first token (UNION's architecture
   without its reconstruction head); binary cross-entropy.
 - Hyperparameters: batch {args["per_device_train_batch_size"]}, learning rate {args["learning_rate"]},
-  max length {args["max_length"]} tokens, {results["completed_steps"]} steps on {results["train_pairs"]} pairs, seed {args["seed"]}.
+  max length {args["max_length"]} tokens, {args["num_train_epochs"]:g} epoch(s) (the paper: 3),
+  {results["completed_steps"]} steps on {results["train_pairs"]} pairs, seed {args["seed"]}.
 - Training time: {results["training_minutes"]} minutes on a 2-core CPU machine.{_run_notes(results)}
 - Checkpoint selection: best accuracy on the validation pairs (never the human
   judgments): {best.get("accuracy", float("nan")):.4f} at step {best.get("step")}.
