@@ -107,6 +107,8 @@ def test_scores_a_story_and_marks_the_sentence_that_drags_it_down(page):
     union = re.search(r"UNION \(roc\)\s+(0\.\d+|1\.0+)", scores)
     assert union, scores
     assert 0.0 <= float(union.group(1)) <= 1.0
+    if (CHECKOUT / "hub_cards" / "plot-coherence-roc" / "model.safetensors").is_file():
+        assert re.search(r"Plot coherence \(roc\)\s+(0\.\d+|1\.0+)", scores), scores
     assert re.search(r"overall\s+-?\d+\.\d+", scores) and "relevance" in scores and "interestingness" in scores
     # leave-one-out: one row per sentence, each with the score without it
     attribution = page.inner_text("#attribution")
