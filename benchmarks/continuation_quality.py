@@ -79,7 +79,8 @@ def main(argv=None):
         from storyeval.continuation.features import FEATURE_GROUPS
         from storyeval_training import train_continuation
 
-        payload["ablation"] = {}
+        ablation = {"machine": payload["machine"], "command": payload["command"], "checkpoint": str(checkpoint),
+                    "variants": {"all (bundled checkpoint)": payload["full"]}}
         variants = {f"-{group}": [g for g in FEATURE_GROUPS if g != group] for group in FEATURE_GROUPS}
         variants["no features (charagram only)"] = []
         for name, groups in variants.items():
@@ -87,8 +88,10 @@ def main(argv=None):
                 train_continuation.train(train_continuation.parse_args(
                     ["--output-dir", tmp, "--resources-dir", str(checkpoint), "--features", *groups]
                 ))
-                payload["ablation"][name] = evaluate_checkpoint(Path(tmp))
-            print(name, json.dumps(payload["ablation"][name]["spearman"]), json.dumps(payload["ablation"][name]["story_cloze_accuracy"]))
+                ablation["variants"][name] = evaluate_checkpoint(Path(tmp))
+            print(name, json.dumps(ablation["variants"][name]["spearman"]), json.dumps(ablation["variants"][name]["story_cloze_accuracy"]))
+        # its own file, so rerunning the main figures keeps the ablation
+        print("wrote", write_results("continuation_quality_ablation", ablation))
     print("wrote", write_results("continuation_quality", payload))
 
 

@@ -27,13 +27,18 @@ INPUT_MODES = ("cont", "sim+cont")
 
 
 @functools.lru_cache(maxsize=200_000)
+def _word_ngram_ids(word: str, orders: tuple[int, ...], buckets: int) -> tuple[int, ...]:
+    # cached per word: words recur across texts far more often than whole texts do
+    marked = f"#{word}#"
+    return tuple(
+        zlib.crc32(marked[i : i + n].encode()) % buckets for n in orders for i in range(max(len(marked) - n + 1, 1))
+    )
+
+
+@functools.lru_cache(maxsize=200_000)
 def char_ngram_ids(text: str, orders=(2, 3, 4), buckets: int = 1 << 13) -> tuple[int, ...]:
     """Hashed character n-grams of every word; cached, since training revisits the same texts."""
-    ids = []
-    for word in text.lower().split():
-        marked = f"#{word}#"
-        for n in orders:
-            ids.extend(zlib.crc32(marked[i : i + n].encode()) % buckets for i in range(max(len(marked) - n + 1, 1)))
+    ids = [i for word in text.lower().split() for i in _word_ngram_ids(word, tuple(orders), buckets)]
     return tuple(ids) or (0,)
 
 
