@@ -175,3 +175,16 @@ def test_filter_command_writes_groups_and_history(tmp_path):
     assert list(first_group["label"]) == [1, 0, 0, 0] and first_group["story"][0] == humans[1]
     saved = json.loads((tmp_path / "af" / "adversarial_filter_history.json").read_text())
     assert saved["splits"]["train"]["history"][0]["round"] == 1
+
+
+def test_zero_rounds_keeps_a_random_selection_as_the_unfiltered_baseline(tmp_path):
+    humans, candidates = synthetic_stories(3, 20)
+    datasets.Dataset.from_dict({"id": [f"s{i}" for i in range(20)], "story": humans, "candidates": candidates}).save_to_disk(str(tmp_path / "neg"))
+    summary = af.run(af.parse_args(["--candidates-dir", str(tmp_path / "neg"), "--output-dir", str(tmp_path / "random"), "--rounds", "0"]))
+    pairs = datasets.load_from_disk(str(tmp_path / "random"))
+    assert summary["splits"]["train"]["history"] == []
+    assert len(pairs) == 20 * 4 and sum(pairs["label"]) == 20
+    negatives = [story for story, label in zip(pairs["story"], pairs["label"]) if label == 0]
+    assert set(negatives) <= {c for row in candidates for c in row}
+    with pytest.raises(SystemExit):
+        af.parse_args(["--candidates-dir", "x", "--output-dir", "y", "--rounds", "-1"])

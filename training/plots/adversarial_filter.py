@@ -327,12 +327,12 @@ def parse_args(argv=None):
     p.add_argument("--candidates-dir", required=True, help="output of storyeval-generate-negatives (id, story, candidates)")
     p.add_argument("--output-dir", required=True)
     p.add_argument("--keep", type=int, default=3, help="negatives kept per human story")
-    p.add_argument("--rounds", type=int, default=10)
+    p.add_argument("--rounds", type=int, default=10, help="0 keeps a random selection: the baseline without filtering")
     p.add_argument("--splits", nargs="*", default=None, help="splits of a DatasetDict to filter (default: all)")
     p.add_argument("--seed", type=int, default=42)
     args = p.parse_args(argv)
-    if args.keep < 1 or args.rounds < 1:
-        p.error("--keep and --rounds must be positive")
+    if args.keep < 1 or args.rounds < 0:
+        p.error("--keep must be positive and --rounds not negative")
     return args
 
 
@@ -350,7 +350,10 @@ def run(args) -> dict:
     for name, rows in splits.items():
         outputs[name], reports[name] = filter_split(rows, args.keep, args.rounds, args.seed)
         errors = [r["error"] for r in reports[name]["history"]]
-        logger.info("%s: %d groups; committee error %.3f -> %.3f over %d rounds", name, reports[name]["stories"], errors[0], errors[-1], len(errors))
+        if errors:
+            logger.info("%s: %d groups; committee error %.3f -> %.3f over %d rounds", name, reports[name]["stories"], errors[0], errors[-1], len(errors))
+        else:
+            logger.info("%s: %d groups; %d random candidates each, not filtered", name, reports[name]["stories"], args.keep)
     output_dir = Path(args.output_dir)
     (outputs["train"] if single else datasets.DatasetDict(outputs)).save_to_disk(str(output_dir))
     summary = {"args": vars(args), "splits": reports}
