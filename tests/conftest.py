@@ -19,3 +19,15 @@ def shared_data() -> Path:
     if not (root / "roc").is_dir():
         pytest.skip(f"shared data not found at {root} (set STORYEVAL_DATA)")
     return root
+
+
+@pytest.fixture(scope="session")
+def pinned_stories() -> list[str]:
+    """Three stories whose scores the bundled checkpoints pin: a human-written
+    story, its shuffled copy and a repetitive one."""
+    opening = "Ken went to the bar with his friends."
+    return [
+        f"{opening} He noticed a phone on the floor. He picked it up and looked around. Nobody claimed it. He gave it to the bartender.",
+        f"{opening} He gave it to the bartender. Nobody claimed it. He noticed a phone on the floor. He picked it up and looked around.",
+        f"{opening}" + " He noticed a phone on the floor." * 4,
+    ]

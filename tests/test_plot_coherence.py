@@ -100,50 +100,44 @@ def test_training_smoke_run_exports_a_plot_coherence_checkpoint(data_root, tmp_p
     assert len(scores) == 2 and all(0.0 <= s <= 1.0 for s in scores)
 
 
-def test_metric_rejects_bad_input_and_unknown_configs(tmp_path):
-    with pytest.raises(KeyError, match="unknown plot_coherence config 'nope'"):
-        evaluate.load(METRIC_DIR, "nope")
+@pytest.fixture
+def tiny_checkpoint(tmp_path):
+    """A random 1-layer plot-coherence checkpoint with a 16-token window."""
     folder = tmp_path / "tiny"
     UnionModel(UnionConfig(encoder=BertConfig(hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32,
                                               max_position_embeddings=64).to_dict(),
                            has_reconstruction_head=False, max_length=16, window_stride=8, metric="plot_coherence",
                            delexicalize=False)).save_pretrained(folder)
     AutoTokenizer.from_pretrained(checkpoints.backbone_path()).save_pretrained(folder)
-    metric = evaluate.load(METRIC_DIR, str(folder))
+    return folder
+
+
+def test_metric_rejects_bad_input_and_unknown_configs(tiny_checkpoint):
+    with pytest.raises(KeyError, match="unknown plot_coherence config 'nope'"):
+        evaluate.load(METRIC_DIR, "nope")
+    metric = evaluate.load(METRIC_DIR, str(tiny_checkpoint))
     assert metric.compute(predictions=[])["scores"] == [] and math.isnan(metric.compute(predictions=[])["mean_score"])
     with pytest.raises(ValueError, match="empty"):
         metric.compute(predictions=["fine .", "  "])
     with pytest.raises(TypeError):
         metric.compute(predictions=["fine .", None])
     long_story = "bob sat down and ate a big lunch . " * 20  # far beyond the 16-token window: scored in windows
-    assert len(load_plot_coherence_scorer(folder).windows(long_story)) > 5
+    assert len(load_plot_coherence_scorer(tiny_checkpoint).windows(long_story)) > 5
     assert 0.0 <= metric.compute(predictions=[long_story])["scores"][0] <= 1.0
 
 
-def test_cli_scores_a_file_with_a_plot_coherence_checkpoint(tmp_path, capsys):
-    folder = tmp_path / "tiny"
-    UnionModel(UnionConfig(encoder=BertConfig(hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32,
-                                              max_position_embeddings=64).to_dict(),
-                           has_reconstruction_head=False, max_length=16, window_stride=8, metric="plot_coherence",
-                           delexicalize=False)).save_pretrained(folder)
-    AutoTokenizer.from_pretrained(checkpoints.backbone_path()).save_pretrained(folder)
+def test_cli_scores_a_file_with_a_plot_coherence_checkpoint(tiny_checkpoint, tmp_path, capsys):
     stories = tmp_path / "stories.txt"
     stories.write_text("bob sat down . he ate lunch .\nhe ate ate ate .\n")
-    assert cli.main(["score", str(stories), "--metric", "plot_coherence", "--config", str(folder), "--quiet"]) == 0
+    assert cli.main(["score", str(stories), "--metric", "plot_coherence", "--config", str(tiny_checkpoint), "--quiet"]) == 0
     scores = [float(line) for line in capsys.readouterr().out.split()]
     assert len(scores) == 2 and all(0.0 <= s <= 1.0 for s in scores)
-    assert scores == pytest.approx(load_plot_coherence_scorer(folder).score(["bob sat down . he ate lunch .", "he ate ate ate ."]), abs=1e-4)
+    assert scores == pytest.approx(load_plot_coherence_scorer(tiny_checkpoint).score(["bob sat down . he ate lunch .", "he ate ate ate ."]), abs=1e-4)
 
 
-def test_bundled_roc_checkpoint_scores_are_pinned():
+def test_bundled_roc_checkpoint_scores_are_pinned(pinned_stories):
     if not (checkpoints.HUB_CARDS / "plot-coherence-roc" / "model.safetensors").is_file():
         pytest.skip("bundled plot-coherence-roc checkpoint not in this checkout")
-    opening = "Ken went to the bar with his friends."
-    stories = [
-        f"{opening} He noticed a phone on the floor. He picked it up and looked around. Nobody claimed it. He gave it to the bartender.",
-        f"{opening} He gave it to the bartender. Nobody claimed it. He noticed a phone on the floor. He picked it up and looked around.",
-        f"{opening}" + " He noticed a phone on the floor." * 4,
-    ]
-    scores = evaluate.load(METRIC_DIR, "roc").compute(predictions=stories)["scores"]
+    scores = evaluate.load(METRIC_DIR, "roc").compute(predictions=pinned_stories)["scores"]
     # the plausible order beats the shuffled copy and the repetitive one
     assert scores == pytest.approx([0.9377, 0.4022, 0.6723], abs=2e-3)

@@ -230,15 +230,9 @@ def test_cli_bad_input_is_a_clear_error(tiny_checkpoint, tmp_path, capsys, name,
     "config, expected",
     [("roc", [0.7833, 0.1105, 0.1397]), ("wp", [0.6872, 0.5457, 0.2382])],
 )
-def test_bundled_checkpoint_scores_are_pinned(config, expected):
+def test_bundled_checkpoint_scores_are_pinned(config, expected, pinned_stories):
     if not (checkpoints.HUB_CARDS / f"union-{config}" / "model.safetensors").is_file():
         pytest.skip(f"bundled union-{config} checkpoint not in this checkout")
-    opening = "Ken went to the bar with his friends."
-    stories = [
-        f"{opening} He noticed a phone on the floor. He picked it up and looked around. Nobody claimed it. He gave it to the bartender.",
-        f"{opening} He gave it to the bartender. Nobody claimed it. He noticed a phone on the floor. He picked it up and looked around.",
-        f"{opening}" + " He noticed a phone on the floor." * 4,
-    ]
-    scores = evaluate.load(METRIC_DIR, config).compute(predictions=stories)["scores"]
+    scores = evaluate.load(METRIC_DIR, config).compute(predictions=pinned_stories)["scores"]
     # the human-written order beats its shuffled and repetitive copies
     assert scores == pytest.approx(expected, abs=2e-3)
