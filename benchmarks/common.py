@@ -1,6 +1,7 @@
 """Shared pieces of the benchmarks: data paths, human judgments, correlations, machine info."""
 from __future__ import annotations
 
+import argparse
 import csv
 import json
 import os
@@ -55,6 +56,22 @@ def read_amt_ratings() -> dict[str, list[float]]:
                 if text.strip():
                     ratings[normalise(text)].append(float(rating))
     return dict(ratings)
+
+
+def checkpoint_spec(value: str) -> tuple[str, str]:
+    """argparse type of ``--checkpoint label=folder_or_config``."""
+    label, sep, config = value.partition("=")
+    if not (sep and label and config):
+        raise argparse.ArgumentTypeError(f"expects label=folder_or_config, got {value!r}")
+    return label, config
+
+
+def metric_checkpoint_spec(value: str) -> tuple[str, str, str]:
+    """argparse type of ``--checkpoint metric:label=folder_or_config``."""
+    metric, sep, rest = value.partition(":")
+    if not (sep and metric):
+        raise argparse.ArgumentTypeError(f"expects metric:label=folder_or_config, got {value!r}")
+    return (metric, *checkpoint_spec(rest))
 
 
 def correlations(metric_scores, human_scores) -> dict:

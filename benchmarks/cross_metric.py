@@ -19,11 +19,11 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import CHECKOUT, correlations, machine, read_amt_ratings, read_union_human, write_results  # noqa: E402
+from common import CHECKOUT, correlations, machine, metric_checkpoint_spec, read_amt_ratings, read_union_human, write_results  # noqa: E402
 
 DEFAULT_CHECKPOINTS = [
-    f"union:union-roc={CHECKOUT / 'hub_cards' / 'union-roc'}",
-    f"plot_coherence:plot-coherence-roc={CHECKOUT / 'hub_cards' / 'plot-coherence-roc'}",
+    ("union", "union-roc", str(CHECKOUT / "hub_cards" / "union-roc")),
+    ("plot_coherence", "plot-coherence-roc", str(CHECKOUT / "hub_cards" / "plot-coherence-roc")),
 ]
 
 
@@ -37,7 +37,8 @@ def human_sets() -> dict[str, tuple[list[str], np.ndarray]]:
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--checkpoint", action="append", default=[], help="metric:label=folder_or_config (repeatable)")
+    parser.add_argument("--checkpoint", action="append", default=[], type=metric_checkpoint_spec,
+                        help="metric:label=folder_or_config (repeatable)")
     parser.add_argument("--batch-size", type=int, default=32)
     args = parser.parse_args(argv)
 
@@ -46,12 +47,7 @@ def main(argv=None):
 
     payload = {"machine": machine(), "command": "python benchmarks/cross_metric.py " + " ".join(argv or sys.argv[1:]), "checkpoints": {}}
     sets = human_sets()
-    for spec in args.checkpoint or DEFAULT_CHECKPOINTS:
-        try:
-            metric, rest = spec.split(":", 1)
-            label, config = rest.split("=", 1)
-        except ValueError:
-            parser.error(f"--checkpoint expects metric:label=folder_or_config, got {spec!r}")
+    for metric, label, config in args.checkpoint or DEFAULT_CHECKPOINTS:
         path = resolve_checkpoint(metric, config)
         scorer = load_scorer(metric, path)
         entry = payload["checkpoints"][label] = {"metric": metric, "path": str(path), "sets": {}}

@@ -28,6 +28,8 @@ def main(argv=None):
     parser.add_argument("--num-candidates", type=int, default=6)
     parser.add_argument("--batch-size", type=int, default=16, help="plots per generate call")
     args = parser.parse_args(argv)
+    if min(args.plots, args.num_candidates, args.batch_size) < 1:
+        parser.error("--plots, --num-candidates and --batch-size must be positive")
 
     import torch
 

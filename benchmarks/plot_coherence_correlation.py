@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import correlations, data_dir, machine, normalise, read_amt_ratings, write_results  # noqa: E402
+from common import checkpoint_spec, correlations, data_dir, machine, normalise, read_amt_ratings, write_results  # noqa: E402
 
 # Table 5 of Ghazarian et al. (2021), ROC, RoBERTa trained on manipulated plots: (Spearman, Kendall), as printed
 PAPER_TABLE5 = {"spearman": 0.558, "kendall": 0.410}
@@ -59,17 +59,12 @@ def reproduce_paper(texts: list[str], human: np.ndarray, paper_scores: np.ndarra
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--checkpoint", action="append", default=[], help="label=folder or config name (repeatable)")
+    parser.add_argument("--checkpoint", action="append", default=[], type=checkpoint_spec, help="label=folder or config name (repeatable)")
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--output", default="plot_coherence_correlation", help="name of the results file")
     parser.add_argument("--update-card", action="store_true", help="write evaluation.json + model card into each checkpoint folder")
     args = parser.parse_args(argv)
-    checkpoints = {}
-    for spec in args.checkpoint:
-        if "=" not in spec:
-            parser.error(f"--checkpoint expects label=folder_or_config, got {spec!r}")
-        label, config = spec.split("=", 1)
-        checkpoints[label] = config
+    checkpoints = dict(args.checkpoint)
 
     ratings = read_amt_ratings()
     texts, paper_scores = read_paper_scores()

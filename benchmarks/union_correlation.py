@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import CHECKOUT, correlations, data_dir, machine, read_union_human, write_results  # noqa: E402
+from common import CHECKOUT, checkpoint_spec, correlations, data_dir, machine, read_union_human, write_results  # noqa: E402
 
 # Table 5 of Guan & Huang (2020), UNION row: (Pearson, Spearman, Kendall)
 PAPER_TABLE5 = {"roc": (0.3687, 0.4599, 0.3386), "wp": (0.3663, 0.4493, 0.3293)}
@@ -40,7 +40,8 @@ def reproduce_paper(set_name: str) -> dict:
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--checkpoint", action="append", default=[], help="label=path (repeatable); default: bundled union-roc/-wp")
+    parser.add_argument("--checkpoint", action="append", default=[], type=checkpoint_spec,
+                        help="label=path (repeatable); default: bundled union-roc/-wp")
     parser.add_argument("--sets", nargs="+", default=["roc", "wp"], choices=["roc", "wp"])
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--output", default="union_correlation", help="name of the results file")
@@ -49,7 +50,7 @@ def main(argv=None):
 
     from storyeval.scoring import load_union_scorer
 
-    checkpoints = dict(c.split("=", 1) for c in args.checkpoint) or {
+    checkpoints = dict(args.checkpoint) or {
         "union-roc": str(CHECKOUT / "hub_cards" / "union-roc"),
         "union-wp": str(CHECKOUT / "hub_cards" / "union-wp"),
     }

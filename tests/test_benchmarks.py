@@ -1,0 +1,28 @@
+"""The benchmark commands' argument checks (the benchmarks themselves are not timed tests)."""
+import argparse
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+import common  # noqa: E402
+import generation_speed  # noqa: E402
+
+
+def test_checkpoint_specs_parse_and_bad_ones_are_clear_errors():
+    assert common.checkpoint_spec("ours=runs/a=b") == ("ours", "runs/a=b")
+    assert common.metric_checkpoint_spec("union:ours=roc") == ("union", "ours", "roc")
+    for bad in ("no-label", "=path", "label="):
+        with pytest.raises(argparse.ArgumentTypeError, match="label=folder_or_config"):
+            common.checkpoint_spec(bad)
+    for bad in ("ours=roc", ":ours=roc", "union:ours"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            common.metric_checkpoint_spec(bad)
+
+
+@pytest.mark.parametrize("flag", ["--plots", "--num-candidates", "--batch-size"])
+def test_generation_speed_rejects_non_positive_counts(flag, capsys):
+    with pytest.raises(SystemExit):
+        generation_speed.main(["--model-name-or-path", "x", flag, "0"])
+    assert "must be positive" in capsys.readouterr().err
