@@ -35,6 +35,11 @@ METRIC_TITLES = {
     "continuation_quality": "Continuation quality",
 }
 
+STORY_SCORE_MEANINGS = {
+    "union": "probability the story reads as human-written",
+    "plot_coherence": "probability the story is plausible",
+}
+
 
 class DemoInputError(ValueError):
     """Bad input, shown to the user as it is."""
@@ -92,8 +97,7 @@ def score_story(story: str, context: str = "", metrics=("union", "plot_coherence
         if metric == "union" and len(sentences) > 1:
             variants += [" ".join(([context] if context else []) + sentences[:i] + sentences[i + 1 :]) for i in range(len(sentences))]
         scores = scorer.score(variants, batch_size=16)
-        meaning = "probability the story reads as human-written" if metric == "union" else "probability the story is plausible"
-        rows.append([METRIC_TITLES[metric], round(scores[0], 4), meaning])
+        rows.append([METRIC_TITLES[metric], round(scores[0], 4), STORY_SCORE_MEANINGS[metric]])
         if len(variants) > 1:
             attribution = [[i + 1, sentence, round(without, 4), round(without - scores[0], 4)] for i, (sentence, without) in enumerate(zip(sentences, scores[1:]))]
     return rows, attribution
