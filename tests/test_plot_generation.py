@@ -100,7 +100,8 @@ def test_generate_command_writes_candidates(trained_generator, tmp_path):
     run, _ = trained_generator
     plots = datasets.concatenate_datasets([plots_dataset(3, "new"), plots_dataset(2, "train")])
     no_manipulated = plots_dataset(1, "bare").map(lambda ex: {"manipulated_plot": []})
-    datasets.DatasetDict({"validation": datasets.concatenate_datasets([plots, no_manipulated])}).save_to_disk(str(tmp_path / "plots"))
+    overlong = plots_dataset(1, "long").map(lambda ex: {"manipulated_plot": [["bartender"] * 40]})  # > the 32 source tokens
+    datasets.DatasetDict({"validation": datasets.concatenate_datasets([plots, no_manipulated, overlong])}).save_to_disk(str(tmp_path / "plots"))
     summary = generator.generate_negatives(generator.parse_generate_args(
         ["--plots-dir", str(tmp_path / "plots"), "--model-name-or-path", str(run / "out" / "best"), "--output-dir", str(tmp_path / "neg"),
          "--num-candidates", "2", "--max-new-tokens", "5", "--batch-size", "2"]
@@ -109,11 +110,21 @@ def test_generate_command_writes_candidates(trained_generator, tmp_path):
     # stories the generator trained on are skipped, as are rows without a manipulated plot
     train_ids = set(json.loads((run / "out" / "best" / generator.GENERATOR_INFO).read_text())["train_ids"])
     assert written.column_names == ["id", "story", "candidates"]
-    assert all(i.startswith("new-") or i not in train_ids for i in written["id"]) and not any(i.startswith("bare") for i in written["id"])
+    assert all(i.startswith("new-") or i not in train_ids for i in written["id"])
+    assert not any(i.startswith(("bare", "long")) for i in written["id"])
     assert all(len(c) == 2 for c in written["candidates"]) and written[0]["story"] == STORY
     stats = summary["splits"]["validation"]
     assert stats["skipped_without_manipulated_plot"] == 1 and stats["generated"] == 2 * len(written)
-    assert stats["stories_per_second"] > 0
+    assert stats["skipped_plots_longer_than_source_window"] == 1 and stats["stories_per_second"] > 0
+
+
+def test_generation_rejects_empty_and_overlong_plots(trained_generator):
+    run, _ = trained_generator
+    model, tokenizer = generator.build_generator(str(run / "out" / "best"))
+    with pytest.raises(ValueError, match=r"plots \[1\] have no phrases"):
+        generator.generate_stories(model, tokenizer, [PLOT, [[], [" "]]], max_new_tokens=3)
+    with pytest.raises(ValueError, match="1 plot\\(s\\) exceed max_source_length=32 .*not truncated silently"):
+        generator.generate_stories(model, tokenizer, [PLOT, [["bartender"] * 40]], max_new_tokens=3, max_source_length=32)
 
 
 # ---------------------------------------------------------------- adversarial filtering

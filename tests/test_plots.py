@@ -175,6 +175,15 @@ def test_sampler_rejects_a_plot_without_phrases(lexicon):
         manipulate_plot([[], []], random.Random(0), POOL, lexicon)
 
 
+def test_a_story_without_verbs_has_no_wp_plot_and_is_skipped_and_counted(lexicon):
+    verbless = ["It was green .", "A quiet night ."]
+    assert extract_verb_argument_plot(verbless) == [[], []]
+    stories = datasets.Dataset.from_dict({"id": ["verbless", "ok"], "story": [" ".join(verbless), "x"], "sentences": [verbless, ["x"]]})
+    plots = [extract_verb_argument_plot(verbless), [["We", "pushed", "our spacecraft"]]]
+    rows, skipped = build_plots.manipulate_all(stories, plots, 0, lexicon)
+    assert skipped == 1 and rows["id"] == ["ok"]
+
+
 # ---- lexicon ----------------------------------------------------------------------
 
 

@@ -67,6 +67,11 @@ def plot_to_text(plot: list[list[str]]) -> str:
     return re.sub(r"\s+", " ", f" {SENTENCE_MARKER} ".join(sentences)).strip()
 
 
+def plot_token_lengths(tokenizer: PreTrainedTokenizerBase, plots: list[list[list[str]]]) -> list[int]:
+    """Source tokens per plot, special tokens included, untruncated."""
+    return [len(ids) for ids in tokenizer([plot_to_text(p) for p in plots])["input_ids"]]
+
+
 def build_generator(model_name_or_path: str = OFFLINE_BACKBONE) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
     """A seq2seq model and its tokenizer.
 
@@ -173,8 +178,18 @@ def generate_stories(
         max_new_tokens = model.generation_config.max_new_tokens or MAX_NEW_TOKENS["roc"]
     max_new_tokens = _clamp(max_new_tokens, decoder_length_limit(model), "max_new_tokens")
     max_source_length = _clamp(max_source_length, encoder_length_limit(model), "max_source_length")
-    model.eval()
     sources = [plot_to_text(p) for p in plots]
+    empty = [i for i, plot in enumerate(plots) if not any(phrase.strip() for phrases in plot for phrase in phrases)]
+    if empty:
+        raise ValueError(f"plots {empty[:5]} have no phrases: there is nothing to generate a story from")
+    too_long = [(i, n) for i, n in enumerate(plot_token_lengths(tokenizer, plots)) if n > max_source_length]
+    if too_long:
+        shown = ", ".join(f"plot {i} has {n}" for i, n in too_long[:5])
+        raise ValueError(
+            f"{len(too_long)} plot(s) exceed max_source_length={max_source_length} tokens ({shown}); "
+            "plots are not truncated silently: raise max_source_length or shorten them"
+        )
+    model.eval()
     # similar lengths in a batch waste little on padding; the order is restored below
     order = sorted(range(len(sources)), key=lambda i: len(sources[i]), reverse=True)
     stories: list[list[str]] = [[] for _ in sources]
@@ -488,11 +503,16 @@ def generate_negatives(args) -> dict:
     splits = {"train": loaded} if single else {name: loaded[name] for name in (args.splits or loaded)}
     outputs, summary = {}, {"args": vars(args), "splits": {}}
     for offset, (name, rows) in enumerate(splits.items()):
-        with_plot = [i for i, plot in enumerate(rows["manipulated_plot"]) if any(plot)]
+        manipulated_plots = list(rows["manipulated_plot"])
+        with_plot = [i for i, plot in enumerate(manipulated_plots) if any(plot)]
         ids = list(rows["id"])
         usable = [i for i in with_plot if ids[i] not in skip_ids]
         if args.max_examples:
             usable = usable[: args.max_examples]
+        # a plot longer than the source window is left out and counted, never cut short
+        lengths = plot_token_lengths(tokenizer, [manipulated_plots[i] for i in usable])
+        too_long = sum(n > max_source_length for n in lengths)
+        usable = [i for i, n in zip(usable, lengths) if n <= max_source_length]
         rows = rows.select(usable)
         started = time.perf_counter()
         candidates = generate_stories(
@@ -515,14 +535,17 @@ def generate_negatives(args) -> dict:
             "stories": len(rows),
             "skipped_without_manipulated_plot": len(ids) - len(with_plot),
             "skipped_generator_train_stories": sum(ids[i] in skip_ids for i in with_plot),
+            "skipped_plots_longer_than_source_window": too_long,
             "generated": generated,
             "seconds": round(seconds, 1),
             "stories_per_second": round(generated / seconds, 2) if seconds else None,
         }
         logger.info(
-            "%s: %d stories from %d manipulated plots in %.0f s (%.2f stories/s on %s); skipped %d without a manipulated plot, %d the generator trained on",
+            "%s: %d stories from %d manipulated plots in %.0f s (%.2f stories/s on %s); skipped %d without a manipulated plot, "
+            "%d the generator trained on, %d longer than %d source tokens",
             name, generated, len(rows), seconds, generated / max(seconds, 1e-9), device,
             summary["splits"][name]["skipped_without_manipulated_plot"], summary["splits"][name]["skipped_generator_train_stories"],
+            too_long, max_source_length,
         )
     output_dir = Path(args.output_dir)
     result = outputs["train"] if single else datasets.DatasetDict(outputs)
