@@ -39,7 +39,7 @@ started = time.perf_counter()
 scorer.score(stories, batch_size=int(batch_size))
 seconds = time.perf_counter() - started
 print(json.dumps({"load_seconds": load_seconds, "score_seconds": seconds, "stories": len(stories),
-                  "stories_per_second": len(stories) / seconds,
+                  "stories_per_second": len(stories) / seconds, "torch_threads": torch.get_num_threads(),
                   "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
 
