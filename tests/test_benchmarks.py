@@ -8,6 +8,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 import common  # noqa: E402
 import generation_speed  # noqa: E402
+import scoring_speed  # noqa: E402
 
 
 def test_checkpoint_specs_parse_and_bad_ones_are_clear_errors():
@@ -26,3 +27,9 @@ def test_generation_speed_rejects_non_positive_counts(flag, capsys):
     with pytest.raises(SystemExit):
         generation_speed.main(["--model-name-or-path", "x", flag, "0"])
     assert "must be positive" in capsys.readouterr().err
+
+
+def test_scoring_speed_rejects_zero_repeats(capsys):
+    with pytest.raises(SystemExit):
+        scoring_speed.main(["--repeats", "0"])
+    assert "--repeats must be at least 1" in capsys.readouterr().err
