@@ -496,6 +496,7 @@ def generate_negatives(args) -> dict:
     info_file = Path(args.model_name_or_path) / GENERATOR_INFO
     info = json.loads(info_file.read_text()) if info_file.is_file() else {}
     max_source_length = args.max_source_length or info.get("max_source_length") or MAX_SOURCE_LENGTH["roc"]
+    max_source_length = _clamp(max_source_length, encoder_length_limit(model), "max_source_length")
     skip_ids = set() if args.keep_generator_train_stories else set(info.get("train_ids", []))
 
     loaded = datasets.load_from_disk(args.plots_dir)
@@ -507,12 +508,12 @@ def generate_negatives(args) -> dict:
         with_plot = [i for i, plot in enumerate(manipulated_plots) if any(plot)]
         ids = list(rows["id"])
         usable = [i for i in with_plot if ids[i] not in skip_ids]
-        if args.max_examples:
-            usable = usable[: args.max_examples]
         # a plot longer than the source window is left out and counted, never cut short
         lengths = plot_token_lengths(tokenizer, [manipulated_plots[i] for i in usable])
         too_long = sum(n > max_source_length for n in lengths)
         usable = [i for i, n in zip(usable, lengths) if n <= max_source_length]
+        if args.max_examples:
+            usable = usable[: args.max_examples]
         rows = rows.select(usable)
         started = time.perf_counter()
         candidates = generate_stories(
