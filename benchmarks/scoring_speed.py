@@ -3,9 +3,10 @@
     python benchmarks/scoring_speed.py                     # union, hub_cards/union-roc
     python benchmarks/scoring_speed.py --metric plot_coherence --checkpoint hub_cards/plot-coherence-roc --skip-bert-base
 
-Each measurement runs in a fresh process: cold load (imports included),
-stories/s over 1,000 ROC test stories with peak RSS, and the same for a
-BERT-base-sized scorer (random weights, same code path) for the speed ratio.
+Each measurement runs in a fresh process: cold load (imports included, and
+also reported on their own), stories/s over 1,000 ROC test stories with peak
+RSS, and the same for a BERT-base-sized scorer (random weights, same code
+path) for the speed ratio.
 Runs on this machine vary by about 15%, so each is repeated and the median kept.
 """
 from __future__ import annotations
@@ -25,6 +26,8 @@ import json, resource, sys, time
 started = time.perf_counter()
 import torch
 from storyeval.scoring import load_scorer, SequenceScorer
+import storyeval.models  # transformers' modeling code, else imported inside the load
+import_seconds = time.perf_counter() - started
 checkpoint, kind, stories_path, batch_size = sys.argv[1:5]
 if kind == "bert-base":
     from transformers import AutoTokenizer, BertConfig
@@ -40,7 +43,7 @@ scorer.score(stories[:32], batch_size=int(batch_size))  # warm-up
 started = time.perf_counter()
 scorer.score(stories, batch_size=int(batch_size))
 seconds = time.perf_counter() - started
-print(json.dumps({"load_seconds": load_seconds, "score_seconds": seconds, "stories": len(stories),
+print(json.dumps({"load_seconds": load_seconds, "import_seconds": import_seconds, "score_seconds": seconds, "stories": len(stories),
                   "stories_per_second": len(stories) / seconds, "torch_threads": torch.get_num_threads(),
                   "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
@@ -60,7 +63,7 @@ def run(checkpoint: str, kind: str, stories_path: str, batch_size: int, repeats:
     for _ in range(repeats):
         out = subprocess.run([sys.executable, "-c", CHILD, checkpoint, kind, stories_path, str(batch_size)], check=True, capture_output=True, text=True)
         runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
-    summary = {key: statistics.median(r[key] for r in runs) for key in ("load_seconds", "stories_per_second", "peak_rss_mb")}
+    summary = {key: statistics.median(r[key] for r in runs) for key in ("load_seconds", "import_seconds", "stories_per_second", "peak_rss_mb")}
     return {**summary, "torch_threads": runs[0]["torch_threads"], "stories": runs[0]["stories"], "runs": runs}
 
 
