@@ -100,8 +100,9 @@ def test_generate_command_writes_candidates(trained_generator, tmp_path):
     run, _ = trained_generator
     plots = datasets.concatenate_datasets([plots_dataset(3, "new"), plots_dataset(2, "train")])
     no_manipulated = plots_dataset(1, "bare").map(lambda ex: {"manipulated_plot": []})
+    blank = plots_dataset(1, "blank").map(lambda ex: {"manipulated_plot": [[" "], []]})  # phrases, but all blank
     overlong = plots_dataset(1, "long").map(lambda ex: {"manipulated_plot": [["bartender"] * 40]})  # > the 32 source tokens
-    datasets.DatasetDict({"validation": datasets.concatenate_datasets([plots, no_manipulated, overlong])}).save_to_disk(str(tmp_path / "plots"))
+    datasets.DatasetDict({"validation": datasets.concatenate_datasets([plots, no_manipulated, blank, overlong])}).save_to_disk(str(tmp_path / "plots"))
     summary = generator.generate_negatives(generator.parse_generate_args(
         ["--plots-dir", str(tmp_path / "plots"), "--model-name-or-path", str(run / "out" / "best"), "--output-dir", str(tmp_path / "neg"),
          "--num-candidates", "2", "--max-new-tokens", "5", "--batch-size", "2"]
@@ -111,10 +112,10 @@ def test_generate_command_writes_candidates(trained_generator, tmp_path):
     train_ids = set(json.loads((run / "out" / "best" / generator.GENERATOR_INFO).read_text())["train_ids"])
     assert written.column_names == ["id", "story", "candidates"]
     assert all(i.startswith("new-") or i not in train_ids for i in written["id"])
-    assert not any(i.startswith(("bare", "long")) for i in written["id"])
+    assert not any(i.startswith(("bare", "blank", "long")) for i in written["id"])
     assert all(len(c) == 2 for c in written["candidates"]) and written[0]["story"] == STORY
     stats = summary["splits"]["validation"]
-    assert stats["skipped_without_manipulated_plot"] == 1 and stats["generated"] == 2 * len(written)
+    assert stats["skipped_without_manipulated_plot"] == 2 and stats["generated"] == 2 * len(written)
     assert stats["skipped_plots_longer_than_source_window"] == 1 and stats["stories_per_second"] > 0
 
 

@@ -67,9 +67,14 @@ def plot_to_text(plot: list[list[str]]) -> str:
     return re.sub(r"\s+", " ", f" {SENTENCE_MARKER} ".join(sentences)).strip()
 
 
-def plot_token_lengths(tokenizer: PreTrainedTokenizerBase, plots: list[list[list[str]]]) -> list[int]:
-    """Source tokens per plot, special tokens included, untruncated."""
-    return [len(ids) for ids in tokenizer([plot_to_text(p) for p in plots])["input_ids"]]
+def has_phrases(plot: list[list[str]]) -> bool:
+    """Whether any sentence of ``plot`` holds a non-blank phrase to generate from."""
+    return any(phrase.strip() for phrases in plot for phrase in phrases)
+
+
+def source_token_lengths(tokenizer: PreTrainedTokenizerBase, sources: list[str]) -> list[int]:
+    """Tokens per ``plot_to_text`` source, special tokens included, untruncated."""
+    return [len(ids) for ids in tokenizer(sources)["input_ids"]]
 
 
 def build_generator(model_name_or_path: str = OFFLINE_BACKBONE) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
@@ -179,10 +184,10 @@ def generate_stories(
     max_new_tokens = _clamp(max_new_tokens, decoder_length_limit(model), "max_new_tokens")
     max_source_length = _clamp(max_source_length, encoder_length_limit(model), "max_source_length")
     sources = [plot_to_text(p) for p in plots]
-    empty = [i for i, plot in enumerate(plots) if not any(phrase.strip() for phrases in plot for phrase in phrases)]
+    empty = [i for i, plot in enumerate(plots) if not has_phrases(plot)]
     if empty:
         raise ValueError(f"plots {empty[:5]} have no phrases: there is nothing to generate a story from")
-    too_long = [(i, n) for i, n in enumerate(plot_token_lengths(tokenizer, plots)) if n > max_source_length]
+    too_long = [(i, n) for i, n in enumerate(source_token_lengths(tokenizer, sources)) if n > max_source_length]
     if too_long:
         shown = ", ".join(f"plot {i} has {n}" for i, n in too_long[:5])
         raise ValueError(
@@ -505,11 +510,11 @@ def generate_negatives(args) -> dict:
     outputs, summary = {}, {"args": vars(args), "splits": {}}
     for offset, (name, rows) in enumerate(splits.items()):
         manipulated_plots = list(rows["manipulated_plot"])
-        with_plot = [i for i, plot in enumerate(manipulated_plots) if any(plot)]
+        with_plot = [i for i, plot in enumerate(manipulated_plots) if has_phrases(plot)]
         ids = list(rows["id"])
         usable = [i for i in with_plot if ids[i] not in skip_ids]
         # a plot longer than the source window is left out and counted, never cut short
-        lengths = plot_token_lengths(tokenizer, [manipulated_plots[i] for i in usable])
+        lengths = source_token_lengths(tokenizer, [plot_to_text(manipulated_plots[i]) for i in usable])
         too_long = sum(n > max_source_length for n in lengths)
         usable = [i for i, n in zip(usable, lengths) if n <= max_source_length]
         if args.max_examples:
