@@ -103,8 +103,14 @@ def machine() -> dict:
         "python": platform.python_version(),
         "torch": torch.__version__,
         "torch_threads": torch.get_num_threads(),
-        "commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=CHECKOUT, capture_output=True, text=True).stdout.strip(),
+        "commit": _git("rev-parse", "--short", "HEAD"),
+        # tracked files that differ from that commit while the benchmark ran (none for a clean tree)
+        "uncommitted_changes": _git("diff", "--name-only", "HEAD").split(),
     }
+
+
+def _git(*args) -> str:
+    return subprocess.run(["git", *args], cwd=CHECKOUT, capture_output=True, text=True).stdout.strip()
 
 
 def write_results(name: str, payload: dict) -> Path:

@@ -6,7 +6,8 @@
 Each measurement runs in a fresh process: cold load (imports included, and
 also reported on their own), stories/s over 1,000 ROC test stories with peak
 RSS, and the same for a BERT-base-sized scorer (random weights, same code
-path) for the speed ratio.
+path and dtype) for the speed ratio. With ``--dtype bfloat16`` it also reports
+how far the bfloat16 scores are from float32 ones on the same stories.
 Runs on this machine vary by about 15%, so each is repeated and the median kept.
 """
 from __future__ import annotations
@@ -28,7 +29,7 @@ import torch
 from storyeval.scoring import load_scorer, SequenceScorer
 import storyeval.models  # transformers' modeling code, else imported inside the load
 import_seconds = time.perf_counter() - started
-checkpoint, kind, stories_path, batch_size = sys.argv[1:5]
+checkpoint, kind, stories_path, batch_size, dtype = sys.argv[1:6]
 if kind == "bert-base":
     from transformers import AutoTokenizer, BertConfig
     from storyeval.models import UnionConfig, UnionModel
@@ -39,13 +40,13 @@ else:
     scorer = load_scorer(kind, checkpoint, device="cpu")
 load_seconds = time.perf_counter() - started
 stories = [line.rstrip("\n") for line in open(stories_path, encoding="utf-8")]
-scorer.score(stories[:32], batch_size=int(batch_size))  # warm-up
+scorer.score(stories[:32], batch_size=int(batch_size), dtype=dtype)  # warm-up
 started = time.perf_counter()
-scorer.score(stories, batch_size=int(batch_size))
+scores = scorer.score(stories, batch_size=int(batch_size), dtype=dtype)
 seconds = time.perf_counter() - started
 print(json.dumps({"load_seconds": load_seconds, "import_seconds": import_seconds, "score_seconds": seconds, "stories": len(stories),
                   "stories_per_second": len(stories) / seconds, "torch_threads": torch.get_num_threads(),
-                  "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+                  "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "scores": scores}))
 """
 
 
@@ -57,14 +58,26 @@ def roc_test_stories(n: int) -> list[str]:
     return [" ".join(parse_plot_guided_line(line, path, i)["sentences"]) for i, line in enumerate(lines, 1)]
 
 
-def run(checkpoint: str, kind: str, stories_path: str, batch_size: int, repeats: int) -> dict:
-    """The median of ``repeats`` fresh-process measurements, each one kept under "runs"."""
-    runs = []
+def run(checkpoint: str, kind: str, stories_path: str, batch_size: int, repeats: int, dtype: str) -> dict:
+    """The median of ``repeats`` fresh-process measurements, each one kept under "runs" (scores apart)."""
+    runs, scores = [], None
     for _ in range(repeats):
-        out = subprocess.run([sys.executable, "-c", CHILD, checkpoint, kind, stories_path, str(batch_size)], check=True, capture_output=True, text=True)
+        out = subprocess.run([sys.executable, "-c", CHILD, checkpoint, kind, stories_path, str(batch_size), dtype], check=True, capture_output=True, text=True)
         runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
+        scores = runs[-1].pop("scores")
     summary = {key: statistics.median(r[key] for r in runs) for key in ("load_seconds", "import_seconds", "stories_per_second", "peak_rss_mb")}
-    return {**summary, "torch_threads": runs[0]["torch_threads"], "stories": runs[0]["stories"], "runs": runs}
+    return {**summary, "torch_threads": runs[0]["torch_threads"], "stories": runs[0]["stories"], "runs": runs, "scores": scores}
+
+
+def score_agreement(scores: list[float], reference: list[float]) -> dict:
+    from scipy import stats
+
+    differences = [abs(a - b) for a, b in zip(scores, reference)]
+    return {
+        "max_abs_difference": max(differences),
+        "mean_abs_difference": sum(differences) / len(differences),
+        "spearman_with_float32": stats.spearmanr(scores, reference).statistic,
+    }
 
 
 def main(argv=None):
@@ -75,6 +88,7 @@ def main(argv=None):
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--skip-bert-base", action="store_true")
     parser.add_argument("--repeats", type=int, default=3, help="fresh processes per scorer; the median is reported")
+    parser.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"])
     args = parser.parse_args(argv)
     if args.repeats < 1:
         parser.error("--repeats must be at least 1")
@@ -82,18 +96,25 @@ def main(argv=None):
     stories_path.parent.mkdir(parents=True, exist_ok=True)
     stories_path.write_text("\n".join(roc_test_stories(args.stories)) + "\n", encoding="utf-8")
     try:
-        ours = run(args.checkpoint, args.metric, str(stories_path), args.batch_size, args.repeats)
+        ours = run(args.checkpoint, args.metric, str(stories_path), args.batch_size, args.repeats, args.dtype)
+        scores = ours.pop("scores")
         print("ours:", json.dumps({k: v for k, v in ours.items() if k != "runs"}))
-        payload = {"machine": machine(), "command": "python benchmarks/scoring_speed.py " + " ".join(argv or sys.argv[1:]), "metric": args.metric, "checkpoint": args.checkpoint, "batch_size": args.batch_size, "ours": ours}
+        payload = {"machine": machine(), "command": "python benchmarks/scoring_speed.py " + " ".join(argv or sys.argv[1:]), "metric": args.metric, "checkpoint": args.checkpoint, "batch_size": args.batch_size, "dtype": args.dtype, "ours": ours}
+        if args.dtype != "float32":
+            reference = run(args.checkpoint, args.metric, str(stories_path), args.batch_size, 1, "float32")["scores"]
+            payload["agreement_with_float32"] = score_agreement(scores, reference)
+            print("agreement with float32:", json.dumps(payload["agreement_with_float32"]))
         if not args.skip_bert_base:
-            bert = run(args.checkpoint, "bert-base", str(stories_path), args.batch_size, args.repeats)
+            bert = run(args.checkpoint, "bert-base", str(stories_path), args.batch_size, args.repeats, args.dtype)
+            bert.pop("scores")
             print("bert-base-sized:", json.dumps({k: v for k, v in bert.items() if k != "runs"}))
             payload["bert_base_sized"] = bert
             payload["speedup_vs_bert_base"] = ours["stories_per_second"] / bert["stories_per_second"]
             print(f"speed-up: {payload['speedup_vs_bert_base']:.1f}x")
     finally:
         stories_path.unlink(missing_ok=True)
-    print("wrote", write_results(f"{args.metric}_speed", payload))
+    suffix = "" if args.dtype == "float32" else f"_{args.dtype}"
+    print("wrote", write_results(f"{args.metric}_speed{suffix}", payload))
 
 
 if __name__ == "__main__":

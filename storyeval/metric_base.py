@@ -64,8 +64,8 @@ class StoryScoreMetric(CheckpointMetric):
             return {"scores": [], "mean_score": math.nan}
         return super().compute(predictions=predictions, **kwargs)
 
-    def _compute(self, predictions, batch_size: int = 16, device=None, progress_bar: bool = False):
-        scores = self.scorer.score(predictions, batch_size=batch_size, device=device, progress_bar=progress_bar)
+    def _compute(self, predictions, batch_size: int = 16, device=None, progress_bar: bool = False, dtype=None):
+        scores = self.scorer.score(predictions, batch_size=batch_size, device=device, progress_bar=progress_bar, dtype=dtype)
         return {"scores": scores, "mean_score": sum(scores) / len(scores)}
 
 

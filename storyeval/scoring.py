@@ -6,9 +6,15 @@ input order. A story longer than the model's window is never truncated: it is
 cut into overlapping windows (``window_stride`` tokens apart, each wrapped in
 the model's special tokens), every window is scored, and the story's score is
 the mean over its windows.
+
+Scores are computed in float32 by default. ``dtype="bfloat16"`` runs a
+bfloat16 copy of the model instead: on CPUs with bfloat16 instructions
+(AVX512-BF16, AMX) it is much faster, and scores move slightly (see
+BENCHMARKS.md), so compare scores only within one dtype.
 """
 from __future__ import annotations
 
+import copy
 import functools
 from pathlib import Path
 
@@ -24,6 +30,20 @@ def resolve_device(device: str | torch.device | None) -> torch.device:
     if device is None:
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     return torch.device(device)
+
+
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+def resolve_dtype(dtype: str | torch.dtype | None) -> torch.dtype:
+    """``None`` means float32; otherwise a name or a torch dtype from :data:`DTYPES`."""
+    if dtype is None:
+        return torch.float32
+    if isinstance(dtype, torch.dtype) and dtype in DTYPES.values():
+        return dtype
+    if isinstance(dtype, str) and dtype in DTYPES:
+        return DTYPES[dtype]
+    raise ValueError(f"unsupported dtype {dtype!r}; choose from {sorted(DTYPES)}")
 
 
 def normalize_story(story: str, delexicalize: bool = True) -> str:
@@ -46,6 +66,8 @@ class SequenceScorer:
             raise ValueError(f"window_stride must be in 1..{max_length - 2}, got {window_stride}")
         self.device = resolve_device(device)
         self.model = model.to(self.device).eval()
+        # low-precision copies, made on first use; self.model stays float32 so that switching back is exact
+        self._models_by_dtype = {torch.float32: self.model}
         self.tokenizer = tokenizer
         self.max_length = max_length
         self.window_stride = window_stride
@@ -67,14 +89,24 @@ class SequenceScorer:
         return windows
 
     @torch.inference_mode()
-    def score(self, stories, batch_size: int = 16, device=None, progress_bar: bool = False) -> list[float]:
+    def model_in(self, dtype: torch.dtype):
+        """The model with weights in ``dtype``, on the scorer's device."""
+        if dtype not in self._models_by_dtype:
+            # made outside inference mode: its weights are parameters, and inference tensors cannot be
+            with torch.inference_mode(False):
+                self._models_by_dtype[dtype] = copy.deepcopy(self.model).to(dtype).requires_grad_(False)
+        return self._models_by_dtype[dtype]
+
+    def score(self, stories, batch_size: int = 16, device=None, progress_bar: bool = False, dtype=None) -> list[float]:
         """One score in [0, 1] per story, in input order."""
         stories = check_texts(stories, "predictions")
         if batch_size < 1:
             raise ValueError(f"batch_size must be positive, got {batch_size}")
+        model = self.model_in(resolve_dtype(dtype))
         if device is not None and resolve_device(device) != self.device:
             self.device = resolve_device(device)
-            self.model.to(self.device)
+            for copy_in_dtype in self._models_by_dtype.values():
+                copy_in_dtype.to(self.device)
         windows = [(i, w) for i, story in enumerate(stories) for w in self.windows(story)]
         # longest first: an out-of-memory error shows up on the first batch, not the last
         order = sorted(range(len(windows)), key=lambda k: -len(windows[k][1]))
@@ -89,7 +121,7 @@ class SequenceScorer:
                 seq = windows[k][1]
                 ids[row, : len(seq)] = torch.tensor(seq)
                 mask[row, : len(seq)] = 1
-            logits = self.model(input_ids=ids.to(self.device), attention_mask=mask.to(self.device)).logits
+            logits = model(input_ids=ids.to(self.device), attention_mask=mask.to(self.device)).logits
             for k, value in zip(chunk, torch.sigmoid(logits.float()).tolist()):
                 window_scores[k] = value
         totals, counts = [0.0] * len(stories), [0] * len(stories)

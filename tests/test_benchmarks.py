@@ -33,3 +33,10 @@ def test_scoring_speed_rejects_zero_repeats(capsys):
     with pytest.raises(SystemExit):
         scoring_speed.main(["--repeats", "0"])
     assert "--repeats must be at least 1" in capsys.readouterr().err
+
+
+def test_score_agreement_reports_the_gap_to_float32():
+    agreement = scoring_speed.score_agreement([0.5, 0.61, 0.9], [0.5, 0.7, 0.95])
+    assert agreement["max_abs_difference"] == pytest.approx(0.09)
+    assert agreement["mean_abs_difference"] == pytest.approx(0.14 / 3)
+    assert agreement["spearman_with_float32"] == pytest.approx(1.0)
