@@ -88,7 +88,6 @@ class SequenceScorer:
                 break
         return windows
 
-    @torch.inference_mode()
     def model_in(self, dtype: torch.dtype):
         """The model with weights in ``dtype``, on the scorer's device."""
         if dtype not in self._models_by_dtype:
@@ -97,6 +96,7 @@ class SequenceScorer:
                 self._models_by_dtype[dtype] = copy.deepcopy(self.model).to(dtype).requires_grad_(False)
         return self._models_by_dtype[dtype]
 
+    @torch.inference_mode()
     def score(self, stories, batch_size: int = 16, device=None, progress_bar: bool = False, dtype=None) -> list[float]:
         """One score in [0, 1] per story, in input order."""
         stories = check_texts(stories, "predictions")

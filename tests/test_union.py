@@ -78,8 +78,13 @@ def test_scorer_restores_order_and_is_batch_invariant(tiny_checkpoint):
 def test_bfloat16_scores_track_float32_and_leave_it_exact(tiny_checkpoint):
     scorer = load_union_scorer(tiny_checkpoint, device="cpu")
     stories = [STORY, "he left .", "she smiled at him ."]
+    modes = []
+    hooks = [m.register_forward_pre_hook(lambda *_: modes.append(torch.is_inference_mode_enabled())) for m in (scorer.model, scorer.model_in(torch.bfloat16))]
     full = scorer.score(stories)
     low = scorer.score(stories, dtype="bfloat16")
+    for hook in hooks:
+        hook.remove()
+    assert modes and all(modes)  # both precisions score under inference_mode
     assert next(scorer.model_in(torch.bfloat16).parameters()).dtype == torch.bfloat16
     assert low == pytest.approx(full, abs=0.02)
     with pytest.raises(ValueError, match="unsupported dtype 'int8'"):
