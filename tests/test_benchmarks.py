@@ -9,6 +9,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 import common  # noqa: E402
 import generation_speed  # noqa: E402
 import scoring_speed  # noqa: E402
+import union_pair_accuracy  # noqa: E402
 
 
 def test_checkpoint_specs_parse_and_bad_ones_are_clear_errors():
@@ -40,3 +41,14 @@ def test_score_agreement_reports_the_gap_to_float32():
     assert agreement["max_abs_difference"] == pytest.approx(0.09)
     assert agreement["mean_abs_difference"] == pytest.approx(0.14 / 3)
     assert agreement["spearman_with_float32"] == pytest.approx(1.0)
+
+
+def test_pair_accuracy_groups_by_technique_and_counts_ties_half():
+    result = union_pair_accuracy.pair_accuracy(
+        [0.9, 0.4, 0.5, 0.7], [0.1, 0.6, 0.5, 0.2], [["reordering"], ["reordering", "negation"], ["negation"], ["repetition"]]
+    )
+    assert result["all"] == {"accuracy": 2.5 / 4, "pairs": 4}
+    assert result["reordering_any"]["accuracy"] == 0.5 and result["reordering_alone"] == {"accuracy": 1.0, "pairs": 1}
+    assert result["negation_alone"]["accuracy"] == 0.5 and result["2_techniques"] == {"accuracy": 0.0, "pairs": 1}
+    with pytest.raises(ValueError, match="one human score"):
+        union_pair_accuracy.pair_accuracy([0.1], [], [["negation"]])

@@ -1,0 +1,80 @@
+"""How often a checkpoint scores a human story above its perturbed copy, per perturbation.
+
+    python benchmarks/union_pair_accuracy.py --checkpoint union-roc=hub_cards/union-roc
+    python benchmarks/union_pair_accuracy.py --pairs-dir runs/pairs-roc-42 --checkpoint a=... --checkpoint b=...
+
+The pairs are UNION negatives built by ``storyeval-build-negatives`` from the
+builder's test split: auto-constructed, held out from training and checkpoint
+selection, and not human-judged. Accuracy is the share of pairs where the human
+story scores higher (a tie counts half), overall, for the pairs whose negative
+used a given technique (alone or with others), for the pairs that used it alone,
+and by the number of techniques. It shows which perturbations a checkpoint
+detects; it says nothing about agreement with people (see union_correlation.py).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import CHECKOUT, checkpoint_spec, machine, write_results  # noqa: E402
+
+TECHNIQUES = ("repetition", "substitution", "reordering", "negation")
+
+
+def pair_accuracy(human_scores, negative_scores, techniques) -> dict:
+    """Accuracy overall, per technique (any / alone) and per number of techniques, with counts."""
+    if not len(human_scores) == len(negative_scores) == len(techniques):
+        raise ValueError("need one human score, one negative score and one technique list per pair")
+    if not techniques:
+        raise ValueError("no pairs to score")
+    groups: dict[str, list[float]] = defaultdict(list)
+    for human, negative, used in zip(human_scores, negative_scores, techniques):
+        outcome = 1.0 if human > negative else 0.5 if human == negative else 0.0
+        keys = ["all", f"{len(used)}_techniques", *(f"{t}_any" for t in used)]
+        if len(used) == 1:
+            keys.append(f"{used[0]}_alone")
+        for key in keys:
+            groups[key].append(outcome)
+    return {key: {"accuracy": sum(v) / len(v), "pairs": len(v)} for key, v in sorted(groups.items())}
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--checkpoint", action="append", default=[], type=checkpoint_spec,
+                        help="label=path (repeatable); default: bundled union-roc")
+    parser.add_argument("--pairs-dir", help="a storyeval-build-negatives output (default: build ROC pairs, seed 42)")
+    parser.add_argument("--split", default="test", choices=["validation", "test"])
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--output", default="union_pair_accuracy", help="name of the results file")
+    args = parser.parse_args(argv)
+    if args.batch_size < 1:
+        parser.error("--batch-size must be positive")
+
+    import datasets
+
+    from storyeval.scoring import load_union_scorer
+
+    if args.pairs_dir:
+        pairs = datasets.load_from_disk(args.pairs_dir)[args.split]
+    else:
+        from storyeval_training import build_negatives
+
+        pairs = build_negatives.build("roc", (args.split,), seed=42)[args.split]
+    checkpoints = dict(args.checkpoint) or {"union-roc": str(CHECKOUT / "hub_cards" / "union-roc")}
+    payload = {"machine": machine(), "command": "python benchmarks/union_pair_accuracy.py " + " ".join(argv or sys.argv[1:]),
+               "split": args.split, "pairs": len(pairs), "checkpoints": {}}
+    for label, path in checkpoints.items():
+        scorer = load_union_scorer(path)
+        humans = scorer.score(pairs["human"], batch_size=args.batch_size, progress_bar=True)
+        negatives = scorer.score(pairs["negative"], batch_size=args.batch_size, progress_bar=True)
+        result = pair_accuracy(humans, negatives, pairs["techniques"])
+        payload["checkpoints"][label] = {"path": path, **result}
+        print(label + ": " + ", ".join(f"{key} {value['accuracy']:.3f} ({value['pairs']})" for key, value in result.items()))
+    print("wrote", write_results(args.output, payload))
+
+
+if __name__ == "__main__":
+    main()
