@@ -104,8 +104,8 @@ def machine() -> dict:
         "torch": torch.__version__,
         "torch_threads": torch.get_num_threads(),
         "commit": _git("rev-parse", "--short", "HEAD"),
-        # tracked files that differ from that commit while the benchmark ran (none for a clean tree)
-        "uncommitted_changes": _git("diff", "--name-only", "HEAD").split(),
+        # tracked files that differ from that commit while the benchmark ran; results are outputs, not inputs
+        "uncommitted_changes": _git("diff", "--name-only", "HEAD", "--", ".", ":(exclude)benchmarks/results").split(),
     }
 
 
