@@ -21,9 +21,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import CHECKOUT, checkpoint_spec, machine, write_results  # noqa: E402
 
-TECHNIQUES = ("repetition", "substitution", "reordering", "negation")
-
-
 def pair_accuracy(human_scores, negative_scores, techniques) -> dict:
     """Accuracy overall, per technique (any / alone) and per number of techniques, with counts."""
     if not len(human_scores) == len(negative_scores) == len(techniques):
