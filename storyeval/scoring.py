@@ -91,7 +91,7 @@ class SequenceScorer:
     def model_in(self, dtype: torch.dtype):
         """The model with weights in ``dtype``, on the scorer's device."""
         if dtype not in self._models_by_dtype:
-            # made outside inference mode: its weights are parameters, and inference tensors cannot be
+            # copied outside inference mode, or the copy's weights would be inference tensors that forward rejects
             with torch.inference_mode(False):
                 self._models_by_dtype[dtype] = copy.deepcopy(self.model).to(dtype).requires_grad_(False)
         return self._models_by_dtype[dtype]
