@@ -58,15 +58,17 @@ def roc_test_stories(n: int) -> list[str]:
     return [" ".join(parse_plot_guided_line(line, path, i)["sentences"]) for i, line in enumerate(lines, 1)]
 
 
-def run(checkpoint: str, kind: str, stories_path: str, batch_size: int, repeats: int, dtype: str) -> dict:
-    """The median of ``repeats`` fresh-process measurements, each one kept under "runs" (scores apart)."""
-    runs, scores = [], None
+def run(checkpoint: str, kind: str, stories_path: str, batch_size: int, repeats: int, dtype: str) -> tuple[dict, list[float]]:
+    """The median of ``repeats`` fresh-process measurements (each kept under "runs"), and the scores of the last."""
+    runs = []
     for _ in range(repeats):
         out = subprocess.run([sys.executable, "-c", CHILD, checkpoint, kind, stories_path, str(batch_size), dtype], check=True, capture_output=True, text=True)
         runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
-        scores = runs[-1].pop("scores")
+    scores = runs[-1]["scores"]
+    for measured in runs:
+        del measured["scores"]
     summary = {key: statistics.median(r[key] for r in runs) for key in ("load_seconds", "import_seconds", "stories_per_second", "peak_rss_mb")}
-    return {**summary, "torch_threads": runs[0]["torch_threads"], "stories": runs[0]["stories"], "runs": runs, "scores": scores}
+    return {**summary, "torch_threads": runs[0]["torch_threads"], "stories": runs[0]["stories"], "runs": runs}, scores
 
 
 def score_agreement(scores: list[float], reference: list[float]) -> dict:
@@ -96,17 +98,15 @@ def main(argv=None):
     stories_path.parent.mkdir(parents=True, exist_ok=True)
     stories_path.write_text("\n".join(roc_test_stories(args.stories)) + "\n", encoding="utf-8")
     try:
-        ours = run(args.checkpoint, args.metric, str(stories_path), args.batch_size, args.repeats, args.dtype)
-        scores = ours.pop("scores")
+        ours, scores = run(args.checkpoint, args.metric, str(stories_path), args.batch_size, args.repeats, args.dtype)
         print("ours:", json.dumps({k: v for k, v in ours.items() if k != "runs"}))
         payload = {"machine": machine(), "command": "python benchmarks/scoring_speed.py " + " ".join(argv or sys.argv[1:]), "metric": args.metric, "checkpoint": args.checkpoint, "batch_size": args.batch_size, "dtype": args.dtype, "ours": ours}
         if args.dtype != "float32":
-            reference = run(args.checkpoint, args.metric, str(stories_path), args.batch_size, 1, "float32")["scores"]
+            _, reference = run(args.checkpoint, args.metric, str(stories_path), args.batch_size, 1, "float32")
             payload["agreement_with_float32"] = score_agreement(scores, reference)
             print("agreement with float32:", json.dumps(payload["agreement_with_float32"]))
         if not args.skip_bert_base:
-            bert = run(args.checkpoint, "bert-base", str(stories_path), args.batch_size, args.repeats, args.dtype)
-            bert.pop("scores")
+            bert, _ = run(args.checkpoint, "bert-base", str(stories_path), args.batch_size, args.repeats, args.dtype)
             print("bert-base-sized:", json.dumps({k: v for k, v in bert.items() if k != "runs"}))
             payload["bert_base_sized"] = bert
             payload["speedup_vs_bert_base"] = ours["stories_per_second"] / bert["stories_per_second"]
