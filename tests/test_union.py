@@ -222,6 +222,9 @@ def test_cli_round_trips_txt_jsonl_csv(tiny_checkpoint, tmp_path, capsys):
 
     code, out, _ = run_cli(["score", str(txt), "--config", str(tiny_checkpoint), "--dtype", "bfloat16", "--quiet"], capsys)
     assert code == 0 and [float(x) for x in out.split()] == pytest.approx(expected, abs=0.02)
+    with pytest.raises(SystemExit):
+        cli.main(["score", str(txt), "--config", str(tiny_checkpoint), "--dtype", "int8", "--quiet"])
+    assert "invalid choice: 'int8'" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(
