@@ -24,8 +24,16 @@ class MissingResourceError(LookupError):
     """An offline resource (NLTK data, a lexicon file) cannot be found."""
 
 
+# (resource, NLTK search path) pairs already found. nltk.data.find stats every
+# data folder on each call, and the scorers ask once per story.
+_found: set[tuple[str, tuple[str, ...]]] = set()
+
+
 def require_nltk(resource: str) -> None:
     """Raise :class:`MissingResourceError` naming ``resource`` if NLTK cannot find it."""
+    key = (resource, tuple(nltk.data.path))
+    if key in _found:
+        return
     try:
         nltk.data.find(NLTK_RESOURCES[resource])
     except LookupError:
@@ -35,6 +43,7 @@ def require_nltk(resource: str) -> None:
             f"Point NLTK_DATA at a folder holding '{NLTK_RESOURCES[resource]}', "
             f"or run `python -m nltk.downloader {resource}` on a machine with internet."
         ) from None
+    _found.add(key)
 
 
 @functools.lru_cache(maxsize=None)

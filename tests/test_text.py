@@ -40,5 +40,15 @@ def test_missing_nltk_resource_names_the_resource(monkeypatch):
     import nltk
 
     monkeypatch.setattr(nltk.data, "find", lambda *a, **k: (_ for _ in ()).throw(LookupError("x")))
+    monkeypatch.setattr(resources, "_found", set())
     with pytest.raises(resources.MissingResourceError, match="punkt_tab.*NLTK_DATA"):
+        resources.require_nltk("punkt_tab")
+
+
+def test_found_nltk_resource_is_checked_again_when_the_search_path_changes(monkeypatch, tmp_path):
+    import nltk
+
+    resources.require_nltk("punkt_tab")  # found, and remembered for this search path
+    monkeypatch.setattr(nltk.data, "path", [str(tmp_path)])
+    with pytest.raises(resources.MissingResourceError, match="punkt_tab"):
         resources.require_nltk("punkt_tab")
