@@ -23,6 +23,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import CHECKOUT, data_dir, machine, write_results  # noqa: E402
 
+from storyeval.inputs import DTYPE_NAMES  # noqa: E402
+
 CHILD = r"""
 import json, resource, sys, time
 started = time.perf_counter()
@@ -95,7 +97,7 @@ def main(argv=None):
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--skip-bert-base", action="store_true")
     parser.add_argument("--repeats", type=int, default=3, help="fresh processes per scorer; the median is reported")
-    parser.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"])
+    parser.add_argument("--dtype", default="float32", choices=DTYPE_NAMES)
     args = parser.parse_args(argv)
     if args.repeats < 1:
         parser.error("--repeats must be at least 1")

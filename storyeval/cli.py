@@ -26,6 +26,7 @@ from typing import Iterator
 from tqdm.auto import tqdm
 
 from storyeval import checkpoints
+from storyeval.inputs import DTYPE_NAMES
 
 FORMATS = (".txt", ".jsonl", ".csv")
 STORY_METRICS = ["union", "plot_coherence"]  # metrics that score a story on its own
@@ -175,7 +176,7 @@ def build_parser() -> argparse.ArgumentParser:
     score.add_argument("--batch-size", type=int, default=16)
     score.add_argument("--device", default=None, help="e.g. cpu, cuda, cuda:1 (default: CUDA if available)")
     score.add_argument(
-        "--dtype", default=None, choices=["float32", "bfloat16", "float16"],
+        "--dtype", default=None, choices=DTYPE_NAMES,
         help="weights' precision (default float32); bfloat16 is faster on CPUs with bf16 instructions, scores move slightly",
     )
     score.add_argument("--quiet", action="store_true", help="no progress bar")

@@ -3,6 +3,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+# precisions the scorers accept; names only, so the CLI's --help needs no torch import
+DTYPE_NAMES = ("float32", "bfloat16", "float16")
+
 
 def check_texts(texts, name: str = "predictions") -> list[str]:
     """A list of non-empty strings, or a TypeError / ValueError naming the bad item."""

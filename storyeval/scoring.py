@@ -23,7 +23,7 @@ from tqdm.auto import tqdm
 from transformers import AutoTokenizer
 
 from storyeval import text as textlib
-from storyeval.inputs import check_texts
+from storyeval.inputs import DTYPE_NAMES, check_texts
 
 
 def resolve_device(device: str | torch.device | None) -> torch.device:
@@ -32,7 +32,7 @@ def resolve_device(device: str | torch.device | None) -> torch.device:
     return torch.device(device)
 
 
-DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+DTYPES = {name: getattr(torch, name) for name in DTYPE_NAMES}
 
 
 def resolve_dtype(dtype: str | torch.dtype | None) -> torch.dtype:
