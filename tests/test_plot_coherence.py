@@ -100,6 +100,24 @@ def test_training_smoke_run_exports_a_plot_coherence_checkpoint(data_root, tmp_p
     assert len(scores) == 2 and all(0.0 <= s <= 1.0 for s in scores)
 
 
+def test_training_from_a_union_checkpoint_exports_plot_coherence_settings(data_root, tmp_path):
+    """UNION weights as the starting point: the export must not keep UNION's
+    name placeholders, window or reconstruction head, or scoring would differ from training."""
+    union_dir = tmp_path / "union"
+    UnionModel(UnionConfig(encoder=BertConfig(hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32,
+                                              max_position_embeddings=64).to_dict(), max_length=64, window_stride=32)).save_pretrained(union_dir)
+    AutoTokenizer.from_pretrained(checkpoints.backbone_path()).save_pretrained(union_dir)
+    assert UnionModel.from_pretrained(union_dir).config.delexicalize  # a UNION checkpoint to start from
+    export = tmp_path / "export"
+    train_plot_coherence.main([
+        "--data-dir", str(data_root), "--model-name-or-path", str(union_dir), "--output-dir", str(tmp_path / "run"),
+        "--max-train-steps", "1", "--eval-steps", "1", "--max-length", "32", "--export-dir", str(export),
+    ])
+    config = UnionModel.from_pretrained(export).config
+    assert (config.metric, config.delexicalize, config.has_reconstruction_head) == ("plot_coherence", False, False)
+    assert (config.max_length, config.window_stride) == (32, 16)
+
+
 @pytest.fixture
 def tiny_checkpoint(tmp_path):
     """A random 1-layer plot-coherence checkpoint with a 16-token window."""

@@ -152,7 +152,7 @@ def main(argv=None) -> None:
 def train(args, config_overrides: dict | None = None, write_card=write_union_card) -> dict:
     """Run training; returns what it writes to all_results.json.
 
-    ``config_overrides`` set fields of a new model's config (the plot-coherence
+    ``config_overrides`` set fields of the model's config, new or continued (the plot-coherence
     classifier reuses this loop with ``metric`` and ``delexicalize`` set), and
     ``write_card`` writes the exported checkpoint's model card.
     """
@@ -174,6 +174,14 @@ def train(args, config_overrides: dict | None = None, write_card=write_union_car
         # continue from a UNION checkpoint; bundled ones are fp16 on disk, train in fp32
         model = UnionModel.from_pretrained(encoder_path, dtype=torch.float32)
         model.config.recon_weight = args.recon_weight
+        # the checkpoint may come from another metric (UNION weights as the plot
+        # classifier's start): scoring must see this run's inputs, not the old ones
+        model.config.max_length, model.config.window_stride = args.max_length, args.max_length // 2
+        overrides = dict(config_overrides or {})
+        if not overrides.pop("has_reconstruction_head", True):
+            model.drop_reconstruction_head()
+        for key, value in overrides.items():
+            setattr(model.config, key, value)
     else:
         model = UnionModel.from_encoder(
             encoder_path, recon_weight=args.recon_weight, max_length=args.max_length, window_stride=args.max_length // 2, **(config_overrides or {})
