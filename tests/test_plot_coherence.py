@@ -157,5 +157,5 @@ def test_bundled_roc_checkpoint_scores_are_pinned(pinned_stories):
     if not (checkpoints.HUB_CARDS / "plot-coherence-roc" / "model.safetensors").is_file():
         pytest.skip("bundled plot-coherence-roc checkpoint not in this checkout")
     scores = evaluate.load(METRIC_DIR, "roc").compute(predictions=pinned_stories)["scores"]
-    # the plausible order beats the shuffled copy and the repetitive one
-    assert scores == pytest.approx([0.9377, 0.4022, 0.6723], abs=2e-3)
+    # the plausible order beats the shuffled copy, which beats the repetitive one
+    assert scores == pytest.approx([0.8832, 0.4032, 0.1298], abs=2e-3)
