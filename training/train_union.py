@@ -170,22 +170,20 @@ def train(args, config_overrides: dict | None = None, write_card=write_union_car
 
     encoder_path = backbone_path(args.model_name_or_path)
     tokenizer = AutoTokenizer.from_pretrained(encoder_path)
+    # this run's settings, whether the model is new or continued: a continued
+    # checkpoint may come from another metric (UNION weights as the plot
+    # classifier's start), and scoring must see the inputs this run trains on
+    settings = {"recon_weight": args.recon_weight, "max_length": args.max_length, "window_stride": args.max_length // 2,
+                **(config_overrides or {})}
     if (Path(encoder_path) / "config.json").is_file() and "storyeval-union" in (Path(encoder_path) / "config.json").read_text():
         # continue from a UNION checkpoint; bundled ones are fp16 on disk, train in fp32
         model = UnionModel.from_pretrained(encoder_path, dtype=torch.float32)
-        model.config.recon_weight = args.recon_weight
-        # the checkpoint may come from another metric (UNION weights as the plot
-        # classifier's start): scoring must see this run's inputs, not the old ones
-        model.config.max_length, model.config.window_stride = args.max_length, args.max_length // 2
-        overrides = dict(config_overrides or {})
-        if not overrides.pop("has_reconstruction_head", True):
+        if not settings.pop("has_reconstruction_head", True):
             model.drop_reconstruction_head()
-        for key, value in overrides.items():
+        for key, value in settings.items():
             setattr(model.config, key, value)
     else:
-        model = UnionModel.from_encoder(
-            encoder_path, recon_weight=args.recon_weight, max_length=args.max_length, window_stride=args.max_length // 2, **(config_overrides or {})
-        )
+        model = UnionModel.from_encoder(encoder_path, **settings)
     if args.recon_weight > 0 and not model.config.has_reconstruction_head:
         raise ValueError("--recon-weight > 0 needs a checkpoint with its reconstruction head")
 
