@@ -41,7 +41,7 @@ def tiny_checkpoint(tmp_path_factory, tokenizer):
 
 def test_forward_backward_and_ablation():
     torch.manual_seed(0)
-    model = UnionModel(UnionConfig(encoder=tiny_encoder_config(vocab_size=50).to_dict()))
+    model = UnionModel(UnionConfig(encoder=tiny_encoder_config(vocab_size=50).to_dict(), max_length=64))
     ids = torch.randint(5, 50, (4, 9))
     recon = ids.clone()
     recon[:2] = -100  # human stories carry no target
@@ -55,7 +55,7 @@ def test_forward_backward_and_ablation():
 
 
 def test_save_load_roundtrip_through_auto_classes(tmp_path):
-    model = UnionModel(UnionConfig(encoder=tiny_encoder_config(vocab_size=50).to_dict())).eval()
+    model = UnionModel(UnionConfig(encoder=tiny_encoder_config(vocab_size=50).to_dict(), max_length=64)).eval()
     model.save_pretrained(tmp_path)
     loaded = AutoModel.from_pretrained(tmp_path).eval()
     assert isinstance(loaded, UnionModel) and loaded.config.model_type == "storyeval-union"
@@ -191,6 +191,23 @@ def test_training_smoke_run_writes_a_loadable_checkpoint(tmp_path, tokenizer):
          "--max-train-steps", "1", "--per-device-train-batch-size", "4", "--max-length", "32"]
     ))
     assert continued["completed_steps"] == 1 and UnionModel.from_pretrained(tmp_path / "run3" / "best").dtype == torch.float32
+
+
+@pytest.mark.parametrize("start", ["encoder", "union-checkpoint"])
+def test_training_max_length_beyond_the_encoder_is_a_clear_error(tmp_path, tokenizer, tiny_checkpoint, start):
+    from storyeval_training import train_union
+
+    encoder_dir = tmp_path / "encoder"
+    BertModel(tiny_encoder_config()).save_pretrained(encoder_dir)  # 64 positions
+    tokenizer.save_pretrained(encoder_dir)
+    model_dir = encoder_dir if start == "encoder" else tiny_checkpoint
+    run_dir = tmp_path / "run"
+    args = ["--pairs-dir", str(tmp_path / "no-pairs"), "--model-name-or-path", str(model_dir), "--output-dir", str(run_dir)]
+    with pytest.raises(Exception, match="max_length 65 exceeds the 64 positions of the bert encoder"):
+        train_union.train(train_union.parse_args(args + ["--max-length", "65"]))
+    with pytest.raises(ValueError, match="--max-length 513 exceeds the 512 tokens the tokenizer"):
+        train_union.train(train_union.parse_args(args + ["--max-length", "513"]))
+    assert not run_dir.exists()
 
 
 def run_cli(args, capsys):

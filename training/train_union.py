@@ -163,13 +163,12 @@ def train(args, config_overrides: dict | None = None, write_card=write_union_car
     else:
         datasets.utils.logging.set_verbosity_error()
     set_seed(args.seed)
-    output_dir = Path(args.output_dir)
-    if accelerator.is_main_process:
-        output_dir.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
 
     encoder_path = backbone_path(args.model_name_or_path)
     tokenizer = AutoTokenizer.from_pretrained(encoder_path)
+    if args.max_length > tokenizer.model_max_length:
+        raise ValueError(f"--max-length {args.max_length} exceeds the {tokenizer.model_max_length} tokens the tokenizer of {args.model_name_or_path} allows")
     # this run's settings, whether the model is new or continued: a continued
     # checkpoint may come from another metric (UNION weights as the plot
     # classifier's start), and scoring must see the inputs this run trains on
@@ -182,10 +181,15 @@ def train(args, config_overrides: dict | None = None, write_card=write_union_car
             model.drop_reconstruction_head()
         for key, value in settings.items():
             setattr(model.config, key, value)
+        model.config.validate()  # setattr checks each field alone, not max_length against the encoder
     else:
         model = UnionModel.from_encoder(encoder_path, **settings)
     if args.recon_weight > 0 and not model.config.has_reconstruction_head:
         raise ValueError("--recon-weight > 0 needs a checkpoint with its reconstruction head")
+    # only now, so that a bad argument leaves nothing behind
+    output_dir = Path(args.output_dir)
+    if accelerator.is_main_process:
+        output_dir.mkdir(parents=True, exist_ok=True)
 
     with accelerator.main_process_first():
         pairs = load_pairs(args)

@@ -45,6 +45,15 @@ class UnionConfig(PreTrainedConfig):
     delexicalize: bool = True
     metric: str = "union"
 
+    def validate_max_length(self):
+        """A window longer than the encoder's position table would fail deep in the forward pass."""
+        positions = getattr(self.encoder, "max_position_embeddings", None)
+        if positions is not None and self.max_length > positions:
+            raise ValueError(
+                f"max_length {self.max_length} exceeds the {positions} positions of the "
+                f"{self.encoder.model_type} encoder; use at most {positions} (long stories are scored in windows)"
+            )
+
 
 @dataclasses.dataclass
 class UnionOutput(ModelOutput):
