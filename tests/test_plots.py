@@ -170,6 +170,29 @@ def test_sampler_applies_two_to_four_distinct_techniques_reproducibly(lexicon):
     assert PLOT == [["made breakfast", "kitchen"], ["happy"], ["ate breakfast"], ["left", "school bus"]]  # input untouched
 
 
+@pytest.mark.parametrize("left_out", TECHNIQUES)
+def test_sampler_leaves_a_technique_out(lexicon, left_out):
+    allowed = [name for name in TECHNIQUES if name != left_out]
+    counts = Counter()
+    for seed in range(30):
+        out, techniques = manipulate_plot(PLOT, random.Random(seed), POOL, lexicon, allowed)
+        assert out != PLOT and 2 <= len(techniques) <= 3
+        assert left_out not in techniques
+        if left_out == "reorder_nonlogically":
+            assert REORDER_FALLBACK not in techniques  # the fallback is still a reordering
+        counts[len(techniques)] += 1
+    assert set(counts) == {2, 3}
+
+
+def test_sampler_rejects_unknown_or_repeated_techniques(lexicon):
+    with pytest.raises(KeyError, match="unknown technique 'shuffle'"):
+        manipulate_plot(PLOT, random.Random(0), POOL, lexicon, ["shuffle", "insert_repetition"])
+    with pytest.raises(ValueError, match="distinct"):
+        manipulate_plot(PLOT, random.Random(0), POOL, lexicon, ["insert_repetition", "insert_repetition"])
+    with pytest.raises(ValueError, match="distinct"):
+        manipulate_plot(PLOT, random.Random(0), POOL, lexicon, [])
+
+
 def test_sampler_rejects_a_plot_without_phrases(lexicon):
     with pytest.raises(ValueError, match="without phrases"):
         manipulate_plot([[], []], random.Random(0), POOL, lexicon)
@@ -241,3 +264,11 @@ def test_build_command_writes_a_loadable_dataset(tmp_path, monkeypatch, plot_sou
             assert row["plot"] == [["made breakfast"], ["ate breakfast"], ["happy"]]
     stats = json.loads((out / "plots_stats.json").read_text())
     assert stats["stories"] == len(rows) and sum(stats["per_number_of_techniques"].values()) == len(rows)
+    # leave one out, as in the paper's ablation
+    allowed = ["insert_contradiction", "insert_repetition", "substitute_randomly"]
+    build_plots.main(
+        ["--dataset", "roc", "--output-dir", str(tmp_path / "no-reorder"), "--data-dir", str(tmp_path),
+         "--cache-dir", str(tmp_path / "cache"), "--plot-source", plot_source, "--limit", "0", "--techniques", *allowed]
+    )
+    stats = json.loads((tmp_path / "no-reorder" / "plots_stats.json").read_text())
+    assert stats["allowed_techniques"] == allowed and set(stats["per_technique"]) <= set(allowed)

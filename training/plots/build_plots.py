@@ -6,7 +6,8 @@
 Stages 1-2 of Ghazarian et al. (2021): the plot comes from the release
 (``--plot-source paper``, the builder's ``plot`` field) or is extracted from
 the story (``--plot-source extracted``: yake storylines for ROC, verb-argument
-plots for WP), and 2-4 manipulations turn it into an implausible plot. The
+plots for WP), and 2-4 manipulations turn it into an implausible plot
+(``--techniques`` restricts the choice, for the leave-one-out ablation). The
 rows (id, story, sentences, plot, manipulated_plot, techniques) are saved with
 ``Dataset.save_to_disk``; ``plots_stats.json`` beside them counts the
 techniques applied.
@@ -23,6 +24,7 @@ import logging
 import random
 import time
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 
 import datasets
@@ -31,7 +33,7 @@ from tqdm.auto import tqdm
 from storyeval_training import paths
 from storyeval_training.builders import BUILDERS, load_split
 from storyeval_training.plots.extraction import extract_plot
-from storyeval_training.plots.manipulation import PlotLexicon, manipulate_plot
+from storyeval_training.plots.manipulation import TECHNIQUES, PlotLexicon, check_techniques, manipulate_plot
 
 logger = logging.getLogger("storyeval_training.plots.build_plots")
 
@@ -64,7 +66,9 @@ def story_plots(stories: datasets.Dataset, dataset: str, plot_source: str) -> li
     return plots
 
 
-def manipulate_all(stories: datasets.Dataset, plots: list, seed: int, lexicon: PlotLexicon) -> tuple[datasets.Dataset, int]:
+def manipulate_all(
+    stories: datasets.Dataset, plots: list, seed: int, lexicon: PlotLexicon, techniques: Sequence[str] = TECHNIQUES
+) -> tuple[datasets.Dataset, int]:
     """Manipulate every plot; returns the rows and how many stories had no plot to manipulate."""
     # substitution draws sentence plots from the same split, so splits stay disjoint
     pool = [sentence for plot in plots for sentence in plot if sentence]
@@ -75,14 +79,14 @@ def manipulate_all(stories: datasets.Dataset, plots: list, seed: int, lexicon: P
             skipped += 1
             continue
         # one generator per story: the same output whatever the order or --limit
-        manipulated, techniques = manipulate_plot(plot, random.Random(f"{seed}:{example['id']}"), pool, lexicon)
+        manipulated, applied = manipulate_plot(plot, random.Random(f"{seed}:{example['id']}"), pool, lexicon, techniques)
         for name, value in (
             ("id", example["id"]),
             ("story", example["story"]),
             ("sentences", example["sentences"]),
             ("plot", plot),
             ("manipulated_plot", manipulated),
-            ("techniques", techniques),
+            ("techniques", applied),
         ):
             rows[name].append(value)
     return datasets.Dataset.from_dict(rows, features=PLOT_FEATURES), skipped
@@ -96,17 +100,19 @@ def build(
     limit: int | None = DEFAULT_LIMIT,
     data_dir: str | None = None,
     cache_dir: str | None = None,
+    techniques: Sequence[str] = TECHNIQUES,
 ) -> tuple[datasets.Dataset, int]:
     """(story, plot, manipulated plot) rows for one split of ``dataset`` ('roc' or 'wp'), and the skipped count."""
     if dataset not in BUILDERS:
         raise KeyError(f"unknown dataset {dataset!r}; choose from {sorted(BUILDERS)}")
+    check_techniques(techniques)  # before the slow part
     root = Path(data_dir) if data_dir else paths.data_dir()
     lexicon = PlotLexicon.from_data_dir(root)  # first: a missing lexicon fails before the slow part
     stories = load_split(BUILDERS[dataset], split, cache_dir=cache_dir, data_dir=str(root / dataset))
     if limit:
         stories = stories.select(range(min(limit, len(stories))))
     plots = story_plots(stories, dataset, plot_source)
-    return manipulate_all(stories, plots, seed, lexicon)
+    return manipulate_all(stories, plots, seed, lexicon, techniques)
 
 
 def technique_counts(rows: datasets.Dataset) -> dict:
@@ -131,6 +137,8 @@ def parse_args(argv=None):
     parser.add_argument("--limit", type=int, default=DEFAULT_LIMIT, help="use only the first N stories of the split (0: all)")
     parser.add_argument("--data-dir", default=None, help="data root (default: $STORYEVAL_DATA or ../shared/data)")
     parser.add_argument("--cache-dir", default=None, help="`datasets` cache folder")
+    parser.add_argument("--techniques", nargs="+", choices=TECHNIQUES, default=list(TECHNIQUES),
+                        help="the manipulations to draw from (default: all four; leave one out for the paper's Table-7 ablation)")
     args = parser.parse_args(argv)
     if args.limit < 0:
         parser.error("--limit must be 0 (all) or positive")
@@ -141,12 +149,13 @@ def main(argv=None):
     args = parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     started = time.perf_counter()
-    rows, skipped = build(args.dataset, args.split, args.plot_source, args.seed, args.limit, args.data_dir, args.cache_dir)
+    rows, skipped = build(args.dataset, args.split, args.plot_source, args.seed, args.limit, args.data_dir, args.cache_dir, args.techniques)
     if skipped:
         logger.warning("%d stories have no plot (%s source) and were left out", skipped, args.plot_source)
     rows.save_to_disk(args.output_dir)
     stats = technique_counts(rows)
-    stats.update(skipped_without_plot=skipped, dataset=args.dataset, split=args.split, plot_source=args.plot_source, seed=args.seed)
+    stats.update(skipped_without_plot=skipped, dataset=args.dataset, split=args.split, plot_source=args.plot_source, seed=args.seed,
+                 allowed_techniques=args.techniques)
     stats["seconds"] = round(time.perf_counter() - started, 1)
     Path(args.output_dir, "plots_stats.json").write_text(json.dumps(stats, indent=2) + "\n")
     for technique, count in stats["per_technique"].items():

@@ -301,18 +301,33 @@ def apply_technique(name: str, plot: Plot, rng: random.Random, pool: Sequence[li
     raise KeyError(f"unknown technique {name!r}; choose from {TECHNIQUES}")
 
 
-def manipulate_plot(plot: Plot, rng: random.Random, pool: Sequence[list[str]], lexicon: PlotLexicon) -> tuple[Plot, list[str]]:
+def check_techniques(techniques: Sequence[str]) -> list[int]:
+    """How many of ``techniques`` one plot may get; raises on unknown or repeated names."""
+    unknown = [name for name in techniques if name not in TECHNIQUES]
+    if unknown:
+        raise KeyError(f"unknown technique {unknown[0]!r}; choose from {TECHNIQUES}")
+    if not techniques or len(set(techniques)) != len(techniques):
+        raise ValueError(f"techniques must be distinct names from {TECHNIQUES}, got {list(techniques)}")
+    return [n for n in NUM_TECHNIQUES if n <= len(techniques)] or [len(techniques)]
+
+
+def manipulate_plot(
+    plot: Plot, rng: random.Random, pool: Sequence[list[str]], lexicon: PlotLexicon, techniques: Sequence[str] = TECHNIQUES
+) -> tuple[Plot, list[str]]:
     """Apply 2-4 distinct techniques, chosen and ordered at random; returns (new plot, names applied).
 
-    A technique that cannot apply is replaced by one not yet tried, so only a
-    plot that admits a single technique (one phrase, no pool, no lexicon match)
-    gets fewer than two. The result always differs from ``plot``.
+    ``techniques`` limits the choice, for the paper's leave-one-out ablation
+    (with three left, 2-3 are applied). A technique that cannot apply is
+    replaced by one not yet tried, so only a plot that admits a single
+    technique (one phrase, no pool, no lexicon match) gets fewer than two.
+    The result always differs from ``plot``.
     """
     if not any(plot):
         raise ValueError("cannot manipulate a plot without phrases")
+    counts = check_techniques(techniques)
     for _ in range(MAX_ATTEMPTS):
-        wanted = rng.choice(NUM_TECHNIQUES)
-        order = list(TECHNIQUES)
+        wanted = rng.choice(counts)
+        order = list(techniques)
         rng.shuffle(order)
         current, applied = plot, []
         for name in order:
