@@ -80,7 +80,7 @@ def test_training_smoke_run_exports_a_plot_coherence_checkpoint(data_root, tmp_p
                          max_position_embeddings=64)).save_pretrained(encoder_dir)
     tokenizer.save_pretrained(encoder_dir)
     export = tmp_path / "export"
-    results = train_plot_coherence.main([
+    results = train_plot_coherence.train([
         "--data-dir", str(data_root), "--model-name-or-path", str(encoder_dir), "--output-dir", str(tmp_path / "run"),
         "--max-train-steps", "2", "--eval-steps", "1", "--max-length", "32", "--export-dir", str(export),
     ])
@@ -109,10 +109,10 @@ def test_training_from_a_union_checkpoint_exports_plot_coherence_settings(data_r
     AutoTokenizer.from_pretrained(checkpoints.backbone_path()).save_pretrained(union_dir)
     assert UnionModel.from_pretrained(union_dir).config.delexicalize  # a UNION checkpoint to start from
     export = tmp_path / "export"
-    train_plot_coherence.main([
+    assert train_plot_coherence.main([
         "--data-dir", str(data_root), "--model-name-or-path", str(union_dir), "--output-dir", str(tmp_path / "run"),
         "--max-train-steps", "1", "--eval-steps", "1", "--max-length", "32", "--export-dir", str(export),
-    ])
+    ]) is None  # the console script's exit status: anything else exits 1
     config = UnionModel.from_pretrained(export).config
     assert (config.metric, config.delexicalize, config.has_reconstruction_head) == ("plot_coherence", False, False)
     assert (config.max_length, config.window_stride) == (32, 16)

@@ -140,7 +140,13 @@ def parse_args(argv=None):
     return args
 
 
-def main(argv=None) -> dict:
+def main(argv=None) -> None:
+    # a console script exits with main()'s return value: returning the results dict made a good run exit with status 1
+    train(argv)
+
+
+def train(argv=None) -> dict:
+    """Build the pairs and train; returns what the run writes to all_results.json."""
     args = parse_args(argv)
     logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.INFO)
     root = Path(args.data_dir) if args.data_dir else paths.data_dir()
