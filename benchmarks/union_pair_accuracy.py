@@ -10,6 +10,10 @@ story scores higher (a tie counts half), overall, for the pairs whose negative
 used a given technique (alone or with others), for the pairs that used it alone,
 and by the number of techniques. It shows which perturbations a checkpoint
 detects; it says nothing about agreement with people (see union_correlation.py).
+
+Any folder of (human, negative) pairs in that format works with ``--pairs-dir``,
+for instance the released AF_ManPlts pairs that ``storyeval-train-plot-coherence
+--negatives paper`` saves under ``<output-dir>/pairs`` (``--split validation``).
 """
 from __future__ import annotations
 
