@@ -8,6 +8,7 @@ import datasets
 import evaluate
 import pytest
 import torch
+from huggingface_hub.errors import StrictDataclassClassValidationError
 from transformers import AutoModel, AutoTokenizer, BertConfig, BertModel
 
 from storyeval import checkpoints, cli
@@ -203,7 +204,8 @@ def test_training_max_length_beyond_the_encoder_is_a_clear_error(tmp_path, token
     model_dir = encoder_dir if start == "encoder" else tiny_checkpoint
     run_dir = tmp_path / "run"
     args = ["--pairs-dir", str(tmp_path / "no-pairs"), "--model-name-or-path", str(model_dir), "--output-dir", str(run_dir)]
-    with pytest.raises(Exception, match="max_length 65 exceeds the 64 positions of the bert encoder"):
+    # transformers' config validators raise huggingface_hub's strict-dataclass error, with the ValueError inside
+    with pytest.raises(StrictDataclassClassValidationError, match="max_length 65 exceeds the 64 positions of the bert encoder"):
         train_union.train(train_union.parse_args(args + ["--max-length", "65"]))
     with pytest.raises(ValueError, match="--max-length 513 exceeds the 512 tokens the tokenizer"):
         train_union.train(train_union.parse_args(args + ["--max-length", "513"]))
