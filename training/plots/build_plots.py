@@ -142,6 +142,8 @@ def parse_args(argv=None):
     args = parser.parse_args(argv)
     if args.limit < 0:
         parser.error("--limit must be 0 (all) or positive")
+    if len(set(args.techniques)) != len(args.techniques):
+        parser.error(f"--techniques lists a name twice: {' '.join(args.techniques)}")
     return args
 
 
