@@ -99,7 +99,11 @@ def read_deltascore(path) -> datasets.Dataset:
     return datasets.Dataset.from_list(rows, features=RATED_FEATURES)
 
 
-def grouped_split(dataset: datasets.Dataset, test_percent: int = 30, validation_percent: int = 15, seed: int = 42) -> datasets.DatasetDict:
+# The held-out test pairs are the test side of this split; training seeds must not move it.
+HELDOUT_SPLIT_SEED = 42
+
+
+def grouped_split(dataset: datasets.Dataset, test_percent: int = 30, validation_percent: int = 15, seed: int = HELDOUT_SPLIT_SEED) -> datasets.DatasetDict:
     """Split by context, so that no context appears on two sides."""
 
     def bucket(context: str) -> int:
@@ -154,7 +158,9 @@ def cloze_pairs(stories: datasets.Dataset, seed: int = 42, exclude_keys=frozense
     for index, sentences in enumerate(usable):
         ending = sentences[4].split()
         wrong, kind = None, "other_story"
-        if rng.random() < contradiction_share:
+        # no draw at share 0, so the default keeps the random stream of the
+        # off-topic-only version that trained the bundled checkpoint
+        if contradiction_share > 0 and rng.random() < contradiction_share:
             wrong = alter_negation(ending, rng)
             kind = "negation"
             if wrong is None and lexicon is not None:
