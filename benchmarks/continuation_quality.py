@@ -4,7 +4,7 @@
     python benchmarks/continuation_quality.py --ablation            # also retrain without each feature group
 
 The held-out ratings are the DeltaScore pairs whose contexts fall in the test
-side of the grouped split (seed 42), which training never saw; Story Cloze is
+side of the grouped split (split seed 42, whatever the training seed), which training never saw; Story Cloze is
 never used for training. Both are test sets: reported once, never tuned on.
 """
 from __future__ import annotations
@@ -23,6 +23,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import CHECKOUT, data_dir, machine, write_results  # noqa: E402
 
 
+def check_heldout_split(folder: Path) -> None:
+    """Refuse a checkpoint trained on another split: its "held-out" pairs would include training ones."""
+    from storyeval_training import continuation_data
+
+    results = folder / "training_results.json"
+    if not results.is_file():
+        raise SystemExit(f"{folder} has no training_results.json, so its split of the rated pairs is unknown")
+    args = json.loads(results.read_text())["args"]
+    split_seed = args.get("split_seed", args["seed"])  # older runs split with --seed
+    if split_seed != continuation_data.HELDOUT_SPLIT_SEED:
+        raise SystemExit(f"{folder} was trained with split seed {split_seed}; the held-out pairs are the test side of "
+                         f"split seed {continuation_data.HELDOUT_SPLIT_SEED}, so some of them were its training or validation pairs")
+
+
 def evaluate_checkpoint(folder: Path, batch_size: int = 512) -> dict:
     import datasets
 
@@ -30,10 +44,11 @@ def evaluate_checkpoint(folder: Path, batch_size: int = 512) -> dict:
     from storyeval.continuation.scorer import ContinuationScorer
     from storyeval_training import continuation_data
 
+    check_heldout_split(folder)
     scorer = ContinuationScorer(folder, device="cpu", preprocess=False)  # the loaders already normalise
     root = data_dir() / "continuation"
     rated = datasets.concatenate_datasets([continuation_data.read_deltascore(root / f"deltascore_crowdsource_{c}.jsonl") for c in ("roc", "wp")])
-    test = continuation_data.grouped_split(rated, seed=42)["test"]
+    test = continuation_data.grouped_split(rated, seed=continuation_data.HELDOUT_SPLIT_SEED)["test"]
     predictions = scorer.score(test["context"], test["continuation"], batch_size=batch_size)
     spearman = {}
     for criterion in CRITERIA:

@@ -1,5 +1,6 @@
 """The benchmark commands' argument checks (the benchmarks themselves are not timed tests)."""
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -7,6 +8,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 import common  # noqa: E402
+import continuation_quality  # noqa: E402
 import generation_speed  # noqa: E402
 import scoring_speed  # noqa: E402
 import union_pair_accuracy  # noqa: E402
@@ -21,6 +23,22 @@ def test_checkpoint_specs_parse_and_bad_ones_are_clear_errors():
     for bad in ("ours=roc", ":ours=roc", "union:ours"):
         with pytest.raises(argparse.ArgumentTypeError):
             common.metric_checkpoint_spec(bad)
+
+
+def test_continuation_benchmark_refuses_a_checkpoint_trained_on_another_split(tmp_path):
+    def checkpoint(name, args):
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "training_results.json").write_text(json.dumps({"args": args}))
+        return folder
+
+    continuation_quality.check_heldout_split(checkpoint("bundled-style", {"seed": 42}))  # before --split-seed existed
+    continuation_quality.check_heldout_split(checkpoint("new-seed", {"seed": 43, "split_seed": 42}))
+    for name, args in (("old-seed-43", {"seed": 43}), ("split-7", {"seed": 42, "split_seed": 7})):
+        with pytest.raises(SystemExit, match="held-out pairs are the test side of split seed 42"):
+            continuation_quality.check_heldout_split(checkpoint(name, args))
+    with pytest.raises(SystemExit, match="no training_results.json"):
+        continuation_quality.check_heldout_split(tmp_path)
 
 
 @pytest.mark.parametrize("flag", ["--plots", "--num-candidates", "--batch-size"])

@@ -50,7 +50,9 @@ def parse_args(argv=None):
     p.add_argument("--ranking-weight", type=float, default=1.0)
     p.add_argument("--ranking-margin", type=float, default=0.5)
     p.add_argument("--lm-order", type=int, default=4)
-    p.add_argument("--seed", type=int, default=42)
+    p.add_argument("--seed", type=int, default=42, help="initialisation, shuffling and cloze pairs; does not move the held-out split")
+    p.add_argument("--split-seed", type=int, default=continuation_data.HELDOUT_SPLIT_SEED,
+                   help="the grouped train/validation/test split of the rated pairs; change it only to build a different held-out set")
     p.add_argument("--resources-dir", default=None, help="reuse lm.npz / cooccurrence.npz from here")
     p.add_argument("--cache-dir", default=None)
     return p.parse_args(argv)
@@ -106,7 +108,7 @@ def train(args) -> dict:
         import datasets
 
         rated = datasets.concatenate_datasets([continuation_data.read_deltascore(root / f"deltascore_crowdsource_{c}.jsonl") for c in ("roc", "wp")])
-    splits = continuation_data.grouped_split(rated, seed=args.seed)
+    splits = continuation_data.grouped_split(rated, seed=args.split_seed)
 
     # keep every evaluation context out of the corpus statistics and the cloze pairs
     exclude = {textlib.leakage_key(c) for c in rated["context"]}
