@@ -12,6 +12,8 @@ from typing import Iterable
 import numpy as np
 from scipy import sparse
 
+from storyeval.continuation.arrays import load_npz, words_from_array, words_to_array
+
 WINDOWS = (10, 25, 50)
 
 
@@ -81,7 +83,7 @@ class CooccurrenceStats:
         return out
 
     def save(self, path) -> None:
-        arrays = {"vocab": np.array(list(self.vocab), dtype=object), "meta": np.array([self.min_pair_count, self.min_word_count])}
+        arrays = {"vocab": words_to_array(self.vocab), "meta": np.array([self.min_pair_count, self.min_word_count])}
         for window, matrix in self.pmi.items():
             arrays[f"pmi_{window}_data"], arrays[f"pmi_{window}_indices"] = matrix.data, matrix.indices
             arrays[f"pmi_{window}_indptr"] = matrix.indptr
@@ -89,9 +91,9 @@ class CooccurrenceStats:
 
     @classmethod
     def load(cls, path) -> "CooccurrenceStats":
-        data = np.load(path, allow_pickle=True)
+        data = load_npz(path)
         stats = cls(tuple(int(w) for w in data["windows"]), int(data["meta"][0]), int(data["meta"][1]))
-        stats.vocab = {w: i for i, w in enumerate(data["vocab"].tolist())}
+        stats.vocab = {w: i for i, w in enumerate(words_from_array(data["vocab"]))}
         size = len(stats.vocab)
         for window in stats.windows:
             stats.pmi[window] = sparse.csr_matrix(

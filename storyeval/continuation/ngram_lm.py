@@ -15,6 +15,8 @@ from typing import Iterable
 
 import numpy as np
 
+from storyeval.continuation.arrays import load_npz, words_from_array, words_to_array
+
 PAD, UNK, BOS, EOS = 0, 1, 2, 3
 SPECIALS = ("<pad>", "<unk>", "<s>", "</s>")
 BITS = 16
@@ -135,7 +137,7 @@ class NgramLM:
 
     # ---- persistence ----
     def save(self, path) -> None:
-        arrays = {"vocab": np.array(list(self.vocab), dtype=object), "meta": np.array([self.order, self.discount, self.max_vocab])}
+        arrays = {"vocab": words_to_array(self.vocab), "meta": np.array([self.order, self.discount, self.max_vocab])}
         for n in range(self.order):
             arrays.update({f"ngram_keys{n}": self.ngram_keys[n], f"ngram_counts{n}": self.ngram_counts[n],
                            f"history_keys{n}": self.history_keys[n], f"history_totals{n}": self.history_totals[n],
@@ -147,10 +149,10 @@ class NgramLM:
 
     @classmethod
     def load(cls, path) -> "NgramLM":
-        data = np.load(path, allow_pickle=True)
+        data = load_npz(path)
         order, discount, max_vocab = data["meta"]
         lm = cls(int(order), float(discount), int(max_vocab))
-        lm.vocab = {w: i for i, w in enumerate(data["vocab"].tolist())}
+        lm.vocab = {w: i for i, w in enumerate(words_from_array(data["vocab"]))}
         for n in range(lm.order):
             lm.ngram_keys.append(data[f"ngram_keys{n}"])
             lm.ngram_counts.append(data[f"ngram_counts{n}"])
