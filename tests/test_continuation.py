@@ -157,3 +157,38 @@ def test_cloze_pairs_mix_contradicted_and_other_story_endings():
     assert by_right["the end ."]["kind"] == "other_story"  # nothing to negate: another story's ending
     assert all(p["wrong"] != p["right"] for p in pairs)
     assert {p["kind"] for p in continuation_data.cloze_pairs(stories, seed=0, contradiction_share=0.0)} == {"other_story"}
+
+
+def test_cloze_pairs_without_contradictions_draw_only_the_other_story():
+    """Share 0 must replay the off-topic-only sampler that built the bundled checkpoint's pairs."""
+    import random
+
+    import datasets
+
+    endings = [f"ending number {i} ." for i in range(40)]
+    stories = datasets.Dataset.from_dict({"sentences": [["a .", "b .", "c .", "d .", e] for e in endings]})
+    rng = random.Random(7)
+    expected = []
+    for index in range(len(endings)):
+        other = rng.randrange(len(endings) - 1)
+        expected.append(endings[other + (other >= index)])
+    assert continuation_data.cloze_pairs(stories, seed=7, contradiction_share=0.0)["wrong"] == expected
+
+
+def test_training_seed_does_not_move_the_heldout_split():
+    from storyeval_training import train_continuation
+
+    args = train_continuation.parse_args(["--output-dir", "unused", "--seed", "43"])
+    assert args.seed == 43 and args.split_seed == continuation_data.HELDOUT_SPLIT_SEED
+
+
+def test_statistics_files_load_without_pickle(tmp_path):
+    """Checkpoints may come from any Hub repo: a pickled vocabulary must be refused, not unpickled."""
+    lm = NgramLM(order=2).fit(CORPUS)
+    lm.save(tmp_path / "lm.npz")
+    assert np.load(tmp_path / "lm.npz", allow_pickle=False)["vocab"].dtype == np.uint8
+    arrays = dict(np.load(tmp_path / "lm.npz"))
+    arrays["vocab"] = np.array(list(lm.vocab), dtype=object)
+    np.savez(tmp_path / "pickled.npz", **arrays)
+    with pytest.raises(ValueError, match="pickled object array"):
+        NgramLM.load(tmp_path / "pickled.npz")
