@@ -8,7 +8,7 @@ DTYPE_NAMES = ("float32", "bfloat16", "float16")
 
 
 def check_texts(texts, name: str = "predictions") -> list[str]:
-    """A list of non-empty strings, or a TypeError / ValueError naming the bad item."""
+    """A list of strings with words in them, or a TypeError / ValueError naming the bad item."""
     if texts is None:
         raise TypeError(f"{name} must be a list of strings, got None")
     if isinstance(texts, str) or not isinstance(texts, Sequence):
@@ -16,9 +16,19 @@ def check_texts(texts, name: str = "predictions") -> list[str]:
     for index, text in enumerate(texts):
         if not isinstance(text, str):
             raise TypeError(f"{name}[{index}] must be a string, got {type(text).__name__}")
-        if not text.strip():
-            raise ValueError(f"{name}[{index}] is empty")
+        # str.strip() keeps zero-width and format characters, which the tokenizers drop
+        if not any(character.isalnum() for character in text):
+            raise ValueError(f"{name}[{index}] is empty or has no letters or digits: {text!r}")
     return list(texts)
+
+
+def check_batch_size(batch_size) -> int:
+    # bool is an int subclass, and True is not a batch size anyone means
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int):
+        raise TypeError(f"batch_size must be a positive integer, got {batch_size!r}")
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be positive, got {batch_size}")
+    return batch_size
 
 
 def check_same_length(**columns: Sequence) -> None:

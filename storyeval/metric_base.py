@@ -13,7 +13,7 @@ import datasets
 import evaluate
 
 from storyeval import checkpoints
-from storyeval.inputs import check_same_length, check_texts
+from storyeval.inputs import check_batch_size, check_same_length, check_texts
 
 logger = logging.getLogger(__name__)
 
@@ -50,17 +50,41 @@ class CheckpointMetric(evaluate.Metric):
     def load_scorer(self, path):
         raise NotImplementedError
 
+    def check_reference_free(self, references) -> None:
+        if references is not None:
+            raise ValueError(f"{self.METRIC} is reference-free: pass {' and '.join(self.INPUTS)} only")
+
+    def has_queued_inputs(self) -> bool:
+        """Whether ``add``/``add_batch`` queued inputs that ``compute`` has not consumed yet."""
+        return self.writer is not None
+
 
 class StoryScoreMetric(CheckpointMetric):
-    """Scores each story in ``predictions``: ``{"scores": [...], "mean_score": x}``."""
+    """Scores each story in ``predictions``: ``{"scores": [...], "mean_score": x}``.
+
+    Stories can also be queued with ``add``/``add_batch`` and scored by a
+    ``compute()`` without ``predictions``, as with any ``evaluate`` metric.
+    """
+
+    def add_batch(self, *, predictions=None, references=None, **kwargs):
+        """Queue a list of stories for the next ``compute()``; see the module description below."""
+        self.check_reference_free(references)
+        super().add_batch(predictions=check_texts(predictions, "predictions"), **kwargs)
+
+    def add(self, *, prediction=None, reference=None, **kwargs):
+        """Queue one story for the next ``compute()``; see the module description below."""
+        self.check_reference_free(reference)
+        super().add(prediction=check_texts([prediction], "prediction")[0], **kwargs)
 
     def compute(self, *, predictions=None, references=None, **kwargs):
-        """Score ``predictions`` (a list of stories); see the module description below."""
+        """Score ``predictions`` (a list of stories) and any stories queued by ``add``/``add_batch``."""
         # our checks first: evaluate's own are about Arrow types, not about what went wrong
-        if references is not None:
-            raise ValueError(f"{self.METRIC} is reference-free: pass only predictions")
+        self.check_reference_free(references)
+        check_runtime_options(kwargs)
+        if predictions is None and self.has_queued_inputs():
+            return super().compute(**kwargs)
         predictions = check_texts(predictions, "predictions")
-        if not predictions:
+        if not predictions and not self.has_queued_inputs():
             return {"scores": [], "mean_score": math.nan}
         return super().compute(predictions=predictions, **kwargs)
 
@@ -75,17 +99,48 @@ class ContinuationMetric(CheckpointMetric):
     INPUTS = ("predictions", "contexts")
     CRITERIA: tuple[str, ...] = ()
 
+    def add_batch(self, *, predictions=None, contexts=None, references=None, **kwargs):
+        """Queue continuations and their contexts for the next ``compute()``; see the module description below."""
+        self.check_reference_free(references)
+        predictions, contexts = self.check_pairs(predictions, contexts)
+        super().add_batch(predictions=predictions, contexts=contexts, **kwargs)
+
+    def add(self, *, prediction=None, context=None, reference=None, **kwargs):
+        """Queue one continuation and its context for the next ``compute()``; see the module description below."""
+        self.check_reference_free(reference)
+        (prediction,), (context,) = self.check_pairs([prediction], [context])
+        super().add(prediction=prediction, context=context, **kwargs)
+
     def compute(self, *, predictions=None, contexts=None, references=None, **kwargs):
-        """Score ``predictions`` (continuations) given ``contexts``; see the module description below."""
-        if references is not None:
-            raise ValueError(f"{self.METRIC} is reference-free: pass predictions and contexts")
+        """Score ``predictions`` (continuations) given ``contexts``, and any pairs queued by ``add``/``add_batch``."""
+        self.check_reference_free(references)
+        check_runtime_options(kwargs)
+        if predictions is None and contexts is None and self.has_queued_inputs():
+            return super().compute(**kwargs)
+        predictions, contexts = self.check_pairs(predictions, contexts)
+        if not predictions and not self.has_queued_inputs():
+            return {**{c: [] for c in self.CRITERIA}, **{f"mean_{c}": math.nan for c in self.CRITERIA}}
+        return super().compute(predictions=predictions, contexts=contexts, **kwargs)
+
+    @staticmethod
+    def check_pairs(predictions, contexts) -> tuple[list[str], list[str]]:
         predictions = check_texts(predictions, "predictions")
         contexts = check_texts(contexts, "contexts")
         check_same_length(predictions=predictions, contexts=contexts)
-        if not predictions:
-            return {**{c: [] for c in self.CRITERIA}, **{f"mean_{c}": math.nan for c in self.CRITERIA}}
-        return super().compute(predictions=predictions, contexts=contexts, **kwargs)
+        return predictions, contexts
 
     def _compute(self, predictions, contexts, batch_size: int = 256, device=None, progress_bar: bool = False):
         scores = self.scorer.score(contexts, predictions, batch_size=batch_size, device=device, progress_bar=progress_bar)
         return {**scores, **{f"mean_{c}": sum(v) / len(v) for c, v in scores.items()}}
+
+
+def check_runtime_options(options: dict) -> None:
+    """Reject a bad ``batch_size``, ``device`` or ``dtype`` before evaluate consumes the queued inputs."""
+    from storyeval.scoring import resolve_device, resolve_dtype
+
+    if "batch_size" in options:
+        check_batch_size(options["batch_size"])
+    if options.get("device") is not None:
+        resolve_device(options["device"])
+    if options.get("dtype") is not None:
+        resolve_dtype(options["dtype"])

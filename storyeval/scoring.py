@@ -23,13 +23,29 @@ from tqdm.auto import tqdm
 from transformers import AutoTokenizer
 
 from storyeval import text as textlib
-from storyeval.inputs import DTYPE_NAMES, check_texts
+from storyeval.inputs import DTYPE_NAMES, check_batch_size, check_texts
 
 
 def resolve_device(device: str | torch.device | None) -> torch.device:
+    """``None`` picks CUDA when present, else CPU; a named device must exist on this machine."""
     if device is None:
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(device)
+    # device types a scorer can run on, each with its own availability check
+    backends = {"cpu": None, "cuda": torch.cuda, "xpu": getattr(torch, "xpu", None), "mps": torch.backends.mps}
+    try:
+        resolved = torch.device(device)
+    except (RuntimeError, TypeError):
+        resolved = None
+    if resolved is None or resolved.type not in backends:
+        raise ValueError(f"unsupported device {device!r}; use one of {sorted(backends)}, optionally with an index (cuda:1)")
+    backend = backends[resolved.type]
+    if backend is not None:
+        if not backend.is_available():
+            raise ValueError(f"device {device!r} is not available: this torch build or machine has no {resolved.type.upper()}")
+        count = backend.device_count() if hasattr(backend, "device_count") else 1
+        if resolved.index is not None and resolved.index >= count:
+            raise ValueError(f"device {device!r} is not available: this machine has {count} {resolved.type.upper()} device(s)")
+    return resolved
 
 
 DTYPES = {name: getattr(torch, name) for name in DTYPE_NAMES}
@@ -88,6 +104,15 @@ class SequenceScorer:
                 break
         return windows
 
+    def to(self, device) -> "SequenceScorer":
+        """Move the model (and its low-precision copies) to ``device``, checked first so a bad one changes nothing."""
+        device = resolve_device(device)
+        if device != self.device:
+            for model in self._models_by_dtype.values():
+                model.to(device)
+            self.device = device
+        return self
+
     def model_in(self, dtype: torch.dtype):
         """The model with weights in ``dtype``, on the scorer's device."""
         if dtype not in self._models_by_dtype:
@@ -100,13 +125,11 @@ class SequenceScorer:
     def score(self, stories, batch_size: int = 16, device=None, progress_bar: bool = False, dtype=None) -> list[float]:
         """One score in [0, 1] per story, in input order."""
         stories = check_texts(stories, "predictions")
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be positive, got {batch_size}")
-        model = self.model_in(resolve_dtype(dtype))
-        if device is not None and resolve_device(device) != self.device:
-            self.device = resolve_device(device)
-            for copy_in_dtype in self._models_by_dtype.values():
-                copy_in_dtype.to(self.device)
+        check_batch_size(batch_size)
+        dtype = resolve_dtype(dtype)
+        if device is not None:
+            self.to(device)
+        model = self.model_in(dtype)
         windows = [(i, w) for i, story in enumerate(stories) for w in self.windows(story)]
         # longest first: an out-of-memory error shows up on the first batch, not the last
         order = sorted(range(len(windows)), key=lambda k: -len(windows[k][1]))

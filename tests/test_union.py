@@ -125,6 +125,8 @@ def test_metric_through_evaluate_load(tiny_checkpoint):
         ([STORY, None], TypeError, r"predictions\[1\]"),
         ([STORY, 3], TypeError, r"predictions\[1\] must be a string"),
         ([STORY, "   "], ValueError, r"predictions\[1\] is empty"),
+        ([STORY, "\u200b"], ValueError, r"predictions\[1\] is empty or has no letters or digits"),
+        ([STORY, "..."], ValueError, r"predictions\[1\] is empty or has no letters or digits"),
     ],
 )
 def test_metric_bad_input(tiny_checkpoint, predictions, error, message):
@@ -133,6 +135,46 @@ def test_metric_bad_input(tiny_checkpoint, predictions, error, message):
         union.compute(predictions=predictions)
     with pytest.raises(ValueError, match="reference-free"):
         union.compute(predictions=[STORY], references=[STORY])
+
+
+def test_stories_queued_with_add_batch_are_scored_by_compute(tiny_checkpoint):
+    union = evaluate.load(METRIC_DIR, str(tiny_checkpoint))
+    expected = union.compute(predictions=[STORY, "he left ."])["scores"]
+    union.add_batch(predictions=[STORY])
+    union.add(prediction="he left .")
+    assert union.compute(batch_size=1)["scores"] == pytest.approx(expected, abs=1e-5)
+    assert len(union.compute(predictions=["he ran ."])["scores"]) == 1  # the queue was consumed
+    with pytest.raises(TypeError, match="got None"):
+        union.compute()  # nothing queued, nothing passed
+    # a bad item is rejected before it is queued
+    with pytest.raises(ValueError, match=r"predictions\[1\] is empty"):
+        union.add_batch(predictions=[STORY, ""])
+    with pytest.raises(ValueError, match="reference-free"):
+        union.add(prediction=STORY, reference=STORY)
+    assert len(union.compute(predictions=["he ran ."])["scores"]) == 1
+
+
+@pytest.mark.parametrize(
+    "options, error, message",
+    [
+        ({"device": "cuda:99"}, ValueError, "'cuda:99' is not available"),
+        ({"device": "gpu"}, ValueError, "unsupported device 'gpu'"),
+        ({"device": "meta"}, ValueError, "unsupported device 'meta'"),
+        ({"batch_size": 0}, ValueError, "batch_size must be positive"),
+        ({"batch_size": None}, TypeError, "batch_size must be a positive integer"),
+        ({"batch_size": 1.5}, TypeError, "batch_size must be a positive integer"),
+        ({"dtype": "int8"}, ValueError, "unsupported dtype"),
+    ],
+)
+def test_bad_runtime_options_change_nothing(tiny_checkpoint, options, error, message):
+    union = evaluate.load(METRIC_DIR, str(tiny_checkpoint))
+    expected = union.compute(predictions=[STORY])["scores"]
+    union.add_batch(predictions=[STORY])
+    with pytest.raises(error, match=message):
+        union.compute(predictions=["he left ."], **options)
+    # the queued story is still there, and the shared, cached model still scores on its device
+    assert len(union.compute()["scores"]) == 1
+    assert evaluate.load(METRIC_DIR, str(tiny_checkpoint)).compute(predictions=[STORY])["scores"] == pytest.approx(expected, abs=1e-6)
 
 
 def test_unknown_config_lists_choices_and_missing_checkpoint_says_what_to_do(monkeypatch, tmp_path):

@@ -13,7 +13,7 @@ from storyeval.continuation.cooccurrence import CooccurrenceStats
 from storyeval.continuation.features import FeatureExtractor
 from storyeval.continuation.model import CRITERIA, ContinuationModel
 from storyeval.continuation.ngram_lm import NgramLM
-from storyeval.inputs import check_same_length, check_texts
+from storyeval.inputs import check_batch_size, check_same_length, check_texts
 from storyeval.scoring import normalize_story, resolve_device
 
 
@@ -36,9 +36,8 @@ class ContinuationScorer:
         continuations = check_texts(continuations, "predictions")
         contexts = check_texts(contexts, "contexts")
         check_same_length(predictions=continuations, contexts=contexts)
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be positive, got {batch_size}")
-        if device is not None and resolve_device(device) != self.device:
+        check_batch_size(batch_size)
+        if device is not None and resolve_device(device) != self.device:  # checked before anything moves
             self.device = resolve_device(device)
             self.model.to(self.device)
         if self.preprocess:
