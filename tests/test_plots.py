@@ -6,7 +6,7 @@ from collections import Counter
 import datasets
 import pytest
 
-from storyeval_training.plots import build_plots
+from storyeval_training.plots import build_plots, manipulation
 from storyeval_training.plots.extraction import extract_storyline, extract_verb_argument_plot, verb_argument_plot
 from storyeval_training.plots.manipulation import (
     REORDER_FALLBACK,
@@ -168,6 +168,42 @@ def test_sampler_applies_two_to_four_distinct_techniques_reproducibly(lexicon):
     # the fallback only when an earlier technique broke the breakfast pair
     assert set(TECHNIQUES) <= set(seen) and seen["reorder_nonlogically"] > seen[REORDER_FALLBACK]
     assert PLOT == [["made breakfast", "kitchen"], ["happy"], ["ate breakfast"], ["left", "school bus"]]  # input untouched
+
+
+def recorded_steps(monkeypatch):
+    """Every successful technique application, as (name, plot before, plot after)."""
+    steps = []
+
+    def recording(name, plot, *args, **kwargs):
+        result, label = apply_technique(name, plot, *args, **kwargs)
+        if result is not None:
+            steps.append((label, plot, result))
+        return result, label
+
+    monkeypatch.setattr(manipulation, "apply_technique", recording)
+    return steps
+
+
+@pytest.mark.parametrize("plot", [PLOT, [["bob"]], [["bob"], ["happy"]], [["made breakfast"], ["ate breakfast"]]])
+def test_no_recorded_technique_is_overwritten_by_a_later_one(lexicon, monkeypatch, plot):
+    """Each sentence plot a technique changed keeps its words in the final plot:
+    a later substitution or copied sentence must not erase an earlier technique
+    (words, not phrases: a reordering may put "then" before a phrase)."""
+
+    def words(sentences):
+        return Counter(w for sentence in sentences for p in sentence for w in p.split())
+
+    steps = recorded_steps(monkeypatch)
+    for seed in range(60):
+        steps.clear()
+        out, techniques = manipulate_plot(plot, random.Random(seed), POOL + [["went"]], lexicon)
+        final = steps[len(steps) - len(techniques):]  # earlier draws that left the plot unchanged were discarded
+        assert [name for name, _, _ in final] == techniques and final[0][1] == plot and final[-1][2] == out
+        for name, before, after in final:
+            changed = [i for i, (old, new) in enumerate(zip(before, after)) if old != new]
+            assert changed, name
+            lost = words(after[i] for i in changed) - words(out)
+            assert not lost, f"seed {seed}: {name} in {techniques} was overwritten ({dict(lost)} gone from {out})"
 
 
 @pytest.mark.parametrize("left_out", TECHNIQUES)

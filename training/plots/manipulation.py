@@ -32,7 +32,7 @@ import dataclasses
 import functools
 import itertools
 import random
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from pathlib import Path
 
 from lemminflect import getAllLemmas
@@ -249,17 +249,21 @@ def insert_contradiction(plot: Plot, rng: random.Random, lexicon: PlotLexicon) -
     return out
 
 
-def insert_repetition(plot: Plot, rng: random.Random) -> Plot | None:
-    """Repeat one or two random phrases at random positions, or copy a sentence plot over another."""
+def insert_repetition(plot: Plot, rng: random.Random, protected: Collection[int] = ()) -> Plot | None:
+    """Repeat one or two random phrases at random positions, or copy a sentence plot over another.
+
+    A copy never lands on a ``protected`` sentence plot (one an earlier technique changed).
+    """
     phrases = [phrase for sentence in plot for phrase in sentence]
     if not phrases:
         return None
     out = _copy(plot)
-    # sentence plots that can be copied over a different one
-    sources = [i for i, sentence in enumerate(plot) if sentence and any(other != sentence for other in plot)]
+    # sentence plots that can be copied over a different, unprotected one
+    sources = [i for i, sentence in enumerate(plot)
+               if sentence and any(other != sentence and j not in protected for j, other in enumerate(plot))]
     if sources and rng.random() < SENTENCE_REPETITION_PROBABILITY:
         source = rng.choice(sources)
-        target = rng.choice([j for j, other in enumerate(plot) if other != plot[source]])
+        target = rng.choice([j for j, other in enumerate(plot) if other != plot[source] and j not in protected])
         out[target] = list(plot[source])
         return out
     for _ in range(rng.randint(1, 2)):
@@ -268,14 +272,18 @@ def insert_repetition(plot: Plot, rng: random.Random) -> Plot | None:
     return out
 
 
-def substitute_randomly(plot: Plot, rng: random.Random, pool: Sequence[list[str]]) -> Plot | None:
-    """Replace about a fifth of the sentence plots (at least one) with sentence plots from ``pool``."""
+def substitute_randomly(plot: Plot, rng: random.Random, pool: Sequence[list[str]], protected: Collection[int] = ()) -> Plot | None:
+    """Replace about a fifth of the sentence plots (at least one) with sentence plots from ``pool``.
+
+    ``protected`` sentence plots (changed by an earlier technique) are never replaced; None if all are.
+    """
     own = {tuple(sentence) for sentence in plot}
-    if not plot or not pool:
+    free = [i for i in range(len(plot)) if i not in protected]
+    if not free or not pool:
         return None
     out = _copy(plot)
     changed = False
-    for index in rng.sample(range(len(plot)), max(1, round(0.2 * len(plot)))):
+    for index in rng.sample(free, min(len(free), max(1, round(0.2 * len(plot))))):
         for _ in range(10):  # a small pool may mostly hold this story's own sentence plots
             other = rng.choice(pool)
             if other and tuple(other) not in own:
@@ -285,8 +293,14 @@ def substitute_randomly(plot: Plot, rng: random.Random, pool: Sequence[list[str]
     return out if changed else None
 
 
-def apply_technique(name: str, plot: Plot, rng: random.Random, pool: Sequence[list[str]], lexicon: PlotLexicon) -> tuple[Plot | None, str]:
-    """Apply one technique; returns (new plot or None, the name to record)."""
+def apply_technique(
+    name: str, plot: Plot, rng: random.Random, pool: Sequence[list[str]], lexicon: PlotLexicon, protected: Collection[int] = ()
+) -> tuple[Plot | None, str]:
+    """Apply one technique; returns (new plot or None, the name to record).
+
+    ``protected``: sentence plots that earlier techniques changed; the techniques
+    that overwrite whole sentence plots leave them alone.
+    """
     if name == "reorder_nonlogically":
         reordered = reorder_nonlogically(plot, rng, lexicon)
         if reordered is not None:
@@ -295,9 +309,9 @@ def apply_technique(name: str, plot: Plot, rng: random.Random, pool: Sequence[li
     if name == "insert_contradiction":
         return insert_contradiction(plot, rng, lexicon), name
     if name == "insert_repetition":
-        return insert_repetition(plot, rng), name
+        return insert_repetition(plot, rng, protected), name
     if name == "substitute_randomly":
-        return substitute_randomly(plot, rng, pool), name
+        return substitute_randomly(plot, rng, pool, protected), name
     raise KeyError(f"unknown technique {name!r}; choose from {TECHNIQUES}")
 
 
@@ -318,25 +332,35 @@ def manipulate_plot(
 
     ``techniques`` limits the choice, for the paper's leave-one-out ablation
     (with three left, 2-3 are applied). A technique that cannot apply is
-    replaced by one not yet tried, so only a plot that admits a single
-    technique (one phrase, no pool, no lexicon match) gets fewer than two.
+    replaced by one not yet tried. Sentence plots a technique changed are
+    protected from later overwrites (substitution, a copied sentence plot), so
+    every recorded technique stays visible in the result. A draw that ends
+    with fewer than two techniques is drawn again; only a plot that admits a
+    single technique (one phrase, no pool, no lexicon match) keeps fewer.
     The result always differs from ``plot``.
     """
     if not any(plot):
         raise ValueError("cannot manipulate a plot without phrases")
     counts = check_techniques(techniques)
+    best = None
     for _ in range(MAX_ATTEMPTS):
         wanted = rng.choice(counts)
         order = list(techniques)
         rng.shuffle(order)
-        current, applied = plot, []
+        current, applied, touched = plot, [], set()
         for name in order:
             if len(applied) == wanted:
                 break
-            result, label = apply_technique(name, current, rng, pool, lexicon)
+            result, label = apply_technique(name, current, rng, pool, lexicon, touched)
             if result is not None:
+                touched.update(i for i, (old, new) in enumerate(zip(current, result)) if old != new)
                 current, applied = result, applied + [label]
-        # substitution can undo a repetition, say; draw again rather than return the input
-        if current != plot:
+        if current == plot:  # a repetition the reordering swapped back, say: draw again
+            continue
+        if len(applied) >= min(counts):
             return current, applied
+        # protection can leave one technique where the order was unlucky: try another order
+        best = best if best is not None and len(best[1]) >= len(applied) else (current, applied)
+    if best is not None:
+        return best
     raise ValueError(f"no manipulation changed the plot in {MAX_ATTEMPTS} attempts: {plot!r}")
