@@ -8,7 +8,7 @@
 Input is read and scored in chunks, so files larger than memory stream
 through. The output has the input's format: a score per line for ``.txt``;
 each record with a ``score`` field added for ``.jsonl``; a ``score`` column
-added for ``.csv``. A one-line summary goes to stderr.
+added for ``.csv`` (``--score-field`` names it). A one-line summary goes to stderr.
 """
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ import io
 import itertools
 import json
 import math
+import os
 import sys
 import time
 from pathlib import Path
@@ -37,9 +38,16 @@ class InputError(ValueError):
     pass
 
 
-def read_stories(path: Path, fmt: str, field: str) -> Iterator[tuple[object, str]]:
-    """(record, story) pairs; the record is what the writer extends with the score."""
-    with path.open(encoding="utf-8", newline="") as handle:
+ALREADY_SCORED = "already has a {kind} {name!r}; choose another name for the scores with --score-field"
+
+
+def read_stories(path: Path, fmt: str, field: str, score_field: str | None = None) -> Iterator[tuple[object, str]]:
+    """(record, story) pairs; the record is what the writer extends with the score.
+
+    With ``score_field``, an input that already has that field or column is refused.
+    """
+    # utf-8-sig drops the byte order mark Excel and Notepad put before the first header or story
+    with path.open(encoding="utf-8-sig", newline="") as handle:
         if fmt == ".txt":
             for lineno, line in enumerate(handle, 1):
                 story = line.rstrip("\n")
@@ -56,38 +64,49 @@ def read_stories(path: Path, fmt: str, field: str) -> Iterator[tuple[object, str
                     raise InputError(f"{path}:{lineno}: not JSON ({error.msg})") from None
                 if not isinstance(record, dict) or not isinstance(record.get(field), str):
                     raise InputError(f"{path}:{lineno}: expected an object with a string field {field!r}")
+                if score_field is not None and score_field in record:
+                    raise InputError(f"{path}:{lineno}: {ALREADY_SCORED.format(kind='field', name=score_field)}")
                 yield record, record[field]
         else:
             reader = csv.DictReader(handle)
-            if field not in (reader.fieldnames or []):
+            if reader.fieldnames is None:
+                return  # an empty file: no header, no stories
+            if field not in reader.fieldnames:
                 raise InputError(f"{path}: no column {field!r}; columns are {reader.fieldnames}")
+            if score_field is not None and score_field in reader.fieldnames:
+                raise InputError(f"{path}: {ALREADY_SCORED.format(kind='column', name=score_field)}")
             for row in reader:
+                if None in row:  # DictReader's key for the fields past the header's
+                    raise InputError(
+                        f"{path}:{reader.line_num}: {len(reader.fieldnames) + len(row[None])} fields, "
+                        f"but the header has {len(reader.fieldnames)}"
+                    )
                 if not (row[field] or "").strip():
                     raise InputError(f"{path}:{reader.line_num}: empty {field!r}")
                 yield row, row[field]
 
 
 class Writer:
-    def __init__(self, handle, fmt: str, fieldnames=None):
-        self.handle, self.fmt, self.csv = handle, fmt, None
-        if fmt == ".csv":
-            self.csv = csv.DictWriter(handle, fieldnames=list(fieldnames) + ["score"])
+    def __init__(self, handle, fmt: str, fieldnames=None, score_field: str = "score"):
+        self.handle, self.fmt, self.csv, self.score_field = handle, fmt, None, score_field
+        if fmt == ".csv" and fieldnames:  # an empty input (no header) gives an empty output
+            self.csv = csv.DictWriter(handle, fieldnames=list(fieldnames) + [score_field])
             self.csv.writeheader()
 
     def write(self, record, score: float) -> None:
         if self.fmt == ".txt":
             self.handle.write(f"{score:.6f}\n")
         elif self.fmt == ".jsonl":
-            self.handle.write(json.dumps({**record, "score": score}, ensure_ascii=False) + "\n")
+            self.handle.write(json.dumps({**record, self.score_field: score}, ensure_ascii=False) + "\n")
         else:
-            self.csv.writerow({**record, "score": f"{score:.6f}"})
+            self.csv.writerow({**record, self.score_field: f"{score:.6f}"})
 
 
 def count_records(path: Path, fmt: str) -> int | None:
     """Cheap total for the progress bar (a line count)."""
     with path.open("rb") as handle:
         lines = sum(1 for _ in handle)
-    return lines - 1 if fmt == ".csv" else lines
+    return max(lines - 1, 0) if fmt == ".csv" else lines
 
 
 def load_scorer(metric: str, config: str, device):
@@ -103,10 +122,15 @@ def score_file(args) -> dict:
     fmt = path.suffix.lower()
     if fmt not in FORMATS:
         raise InputError(f"unsupported input format {fmt!r}; use one of {FORMATS}")
+    # checked before scoring: writing onto the input would replace the stories with their scores
+    if args.output and os.path.isdir(args.output):
+        raise InputError(f"output {args.output} is a directory; give a file path")
+    if args.output and os.path.exists(args.output) and os.path.samefile(args.output, path):
+        raise InputError(f"output {args.output} is the input file; give another path")
     scorer = load_scorer(args.metric, args.config, args.device)
     fieldnames = None
     if fmt == ".csv":
-        with path.open(encoding="utf-8", newline="") as handle:
+        with path.open(encoding="utf-8-sig", newline="") as handle:
             fieldnames = next(csv.reader(handle), [])
     # an output file appears only when scoring succeeds: a bad line never truncates an old result
     partial = Path(str(args.output) + ".partial") if args.output else None
@@ -116,8 +140,8 @@ def score_file(args) -> dict:
     started = time.perf_counter()
     try:
         writer_buffer = io.StringIO()
-        writer = Writer(writer_buffer, fmt, fieldnames)
-        records = read_stories(path, fmt, args.column)
+        writer = Writer(writer_buffer, fmt, fieldnames, args.score_field)
+        records = read_stories(path, fmt, args.column, args.score_field)
         with tqdm(total=count_records(path, fmt), disable=args.quiet, unit="story", desc=f"{args.metric}/{args.config}") as bar:
             while chunk := list(itertools.islice(records, CHUNK)):
                 scores = scorer.score([story for _, story in chunk], batch_size=args.batch_size, dtype=args.dtype)
@@ -130,22 +154,24 @@ def score_file(args) -> dict:
                 summed += sum(scores)
                 low, high = min(low, *scores), max(high, *scores)
                 bar.update(len(chunk))
+        out_handle.write(writer_buffer.getvalue())  # a CSV header that no row followed
+        if partial:  # inside the try, so a failed rename still removes the .partial file
+            out_handle.close()
+            partial.replace(args.output)
     except BaseException:
         if partial:
             out_handle.close()
             partial.unlink(missing_ok=True)
         raise
-    if partial:
-        out_handle.close()
-        partial.replace(args.output)
     seconds = time.perf_counter() - started
+    if not total:
+        low = high = math.nan
     summary = {"stories": total, "mean": summed / total if total else math.nan, "min": low, "max": high, "seconds": seconds}
-    if total:
-        print(
-            f"{args.metric}/{args.config}: {total} stories, mean {summary['mean']:.4f} "
-            f"(min {low:.4f}, max {high:.4f}), {total / seconds:.1f} stories/s",
-            file=sys.stderr,
-        )
+    print(
+        f"{args.metric}/{args.config}: {total} stories, mean {summary['mean']:.4f} "
+        f"(min {low:.4f}, max {high:.4f}), {total / max(seconds, 1e-9):.1f} stories/s",
+        file=sys.stderr,
+    )
     return summary
 
 
@@ -173,6 +199,10 @@ def build_parser() -> argparse.ArgumentParser:
     score.add_argument("--metric", default="union", choices=STORY_METRICS)
     score.add_argument("--config", default="roc", help="checkpoint: a config name, a folder or a Hub repo id")
     score.add_argument("--column", "--field", default="story", help="the story column (.csv) or field (.jsonl)")
+    score.add_argument(
+        "--score-field", default="score",
+        help="the column (.csv) or field (.jsonl) the scores go in; must not already be in the input (default: score)",
+    )
     score.add_argument("--batch-size", type=int, default=16)
     score.add_argument("--device", default=None, help="e.g. cpu, cuda, cuda:1 (default: CUDA if available)")
     score.add_argument(
@@ -205,6 +235,9 @@ def main(argv=None) -> int:
         print("storyeval: error: --batch-size must be positive", file=sys.stderr)
         return 2
     try:
+        from storyeval.scoring import resolve_device
+
+        resolve_device(args.device)  # a bad --device fails before the model loads or the input is read
         score_file(args)
     except (InputError, KeyError, OSError, ValueError, TypeError) as error:
         message = error.args[0] if isinstance(error, KeyError) and error.args else error

@@ -1,0 +1,150 @@
+"""`storyeval score` on awkward files and paths: output onto the input or a folder,
+bad devices, Excel CSVs, an existing score field, ragged rows, empty input."""
+import csv
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from transformers import AutoTokenizer, BertConfig
+
+from storyeval import checkpoints, cli
+from storyeval.models import UnionConfig, UnionModel
+
+STORY = "[MALE] was at the bar . he noticed a phone on the floor . he gave it to the bartender ."
+
+
+@pytest.fixture(scope="module")
+def tiny_checkpoint(tmp_path_factory):
+    """A random one-layer UNION checkpoint (as in test_union.py)."""
+    torch.manual_seed(0)
+    folder = tmp_path_factory.mktemp("union-tiny")
+    encoder = BertConfig(hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32, max_position_embeddings=64)
+    model = UnionModel(UnionConfig(encoder=encoder.to_dict(), max_length=16, window_stride=8))
+    model.drop_reconstruction_head()
+    model.save_pretrained(folder)
+    AutoTokenizer.from_pretrained(checkpoints.backbone_path()).save_pretrained(folder)
+    return folder
+
+
+def run_cli(args, capsys):
+    code = cli.main(args)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def score(path, checkpoint, capsys, *extra):
+    return run_cli(["score", str(path), "--config", str(checkpoint), "--quiet", *extra], capsys)
+
+
+def assert_clean_error(code, err, *messages):
+    # the last line: transformers may draw a progress bar above it when a model first loads
+    assert code == 1 and err.splitlines()[-1].startswith("storyeval: error: ") and "Traceback" not in err
+    for message in messages:
+        assert message in err
+
+
+def test_output_onto_the_input_is_refused(tiny_checkpoint, tmp_path, capsys, monkeypatch):
+    stories = tmp_path / "same.txt"
+    stories.write_text(f"{STORY}\n")
+    monkeypatch.chdir(tmp_path)
+    # the same file by another spelling, and through a symlink
+    (tmp_path / "link.txt").symlink_to(stories)
+    for output in [str(stories), "same.txt", f"../{tmp_path.name}/same.txt", "link.txt"]:
+        code, _, err = score(stories, tiny_checkpoint, capsys, "-o", output)
+        assert_clean_error(code, err, "is the input file")
+        assert stories.read_text() == f"{STORY}\n" and not list(tmp_path.glob("*.partial"))
+
+
+def test_output_folder_is_refused_before_scoring(tiny_checkpoint, tmp_path, capsys, monkeypatch):
+    stories = tmp_path / "s.txt"
+    stories.write_text(f"{STORY}\n")
+    folder = tmp_path / "out"
+    folder.mkdir()
+    monkeypatch.setattr(cli, "load_scorer", lambda *args: pytest.fail("scored before checking the output"))
+    code, _, err = score(stories, tiny_checkpoint, capsys, "-o", str(folder))
+    assert_clean_error(code, err, "is a directory")
+    assert folder.is_dir() and not list(tmp_path.glob("*.partial"))
+
+
+def test_a_failed_rename_leaves_no_partial_file(tiny_checkpoint, tmp_path, capsys, monkeypatch):
+    stories = tmp_path / "s.txt"
+    stories.write_text(f"{STORY}\n")
+    real_replace = Path.replace
+
+    def failing_replace(self, target):
+        if self.name.endswith(".partial"):
+            raise OSError(f"cannot rename {self}")
+        return real_replace(self, target)
+
+    monkeypatch.setattr(Path, "replace", failing_replace)
+    code, _, err = score(stories, tiny_checkpoint, capsys, "-o", str(tmp_path / "o.txt"))
+    assert_clean_error(code, err, "cannot rename")
+    assert not (tmp_path / "o.txt").exists() and not list(tmp_path.glob("*.partial"))
+
+
+@pytest.mark.parametrize("device", ["gpu", "cuda", "cuda:7", "cpu:x"])
+def test_bad_device_is_a_clear_error_before_anything_loads(tmp_path, capsys, monkeypatch, device):
+    if device.startswith("cuda") and torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    monkeypatch.setattr(cli, "load_scorer", lambda *args: pytest.fail("loaded a model for a bad device"))
+    # the input does not exist either: the device is checked first, right after parsing
+    code, _, err = run_cli(["score", str(tmp_path / "missing.txt"), "--device", device, "--quiet"], capsys)
+    assert_clean_error(code, err, f"device {device!r}")
+
+
+def test_csv_with_a_byte_order_mark(tiny_checkpoint, tmp_path, capsys):
+    table = tmp_path / "excel.csv"
+    table.write_text(f"story,id\n{STORY},a\n", encoding="utf-8-sig")
+    code, _, err = score(table, tiny_checkpoint, capsys, "-o", str(tmp_path / "o.csv"))
+    assert code == 0 and "1 stories" in err
+    rows = list(csv.DictReader((tmp_path / "o.csv").open(encoding="utf-8", newline="")))
+    assert list(rows[0]) == ["story", "id", "score"] and rows[0]["story"] == STORY
+
+
+def test_an_existing_score_field_is_refused_not_overwritten(tiny_checkpoint, tmp_path, capsys):
+    table = tmp_path / "s.csv"
+    table.write_text(f"story,score\n{STORY},0.5\n")
+    records = tmp_path / "s.jsonl"
+    records.write_text(json.dumps({"story": STORY}) + "\n" + json.dumps({"story": STORY, "score": 3}) + "\n")
+    for path, where in [(table, "s.csv:"), (records, "s.jsonl:2:")]:
+        output = tmp_path / f"o{path.suffix}"
+        code, _, err = score(path, tiny_checkpoint, capsys, "-o", str(output))
+        assert_clean_error(code, err, where, "'score'", "--score-field")
+        assert not output.exists()
+
+    code, _, _ = score(table, tiny_checkpoint, capsys, "-o", str(tmp_path / "o.csv"), "--score-field", "union")
+    row = next(csv.DictReader((tmp_path / "o.csv").open(newline="")))
+    assert code == 0 and row["score"] == "0.5" and 0 <= float(row["union"]) <= 1
+    code, _, _ = score(records, tiny_checkpoint, capsys, "-o", str(tmp_path / "o.jsonl"), "--score-field", "union")
+    scored = [json.loads(line) for line in (tmp_path / "o.jsonl").read_text().splitlines()]
+    assert code == 0 and scored[1]["score"] == 3 and "union" in scored[0] and "score" not in scored[0]
+
+
+def test_csv_row_with_more_fields_than_the_header(tiny_checkpoint, tmp_path, capsys):
+    table = tmp_path / "s.csv"
+    table.write_text(f"story,id\n{STORY},1\n{STORY},2,stray\n")
+    code, _, err = score(table, tiny_checkpoint, capsys, "-o", str(tmp_path / "o.csv"))
+    assert_clean_error(code, err, "s.csv:3:", "3 fields", "header has 2")
+    assert not list(tmp_path.glob("o.csv*"))
+
+
+@pytest.mark.parametrize(
+    "name, content, expected",
+    [("s.txt", "", ""), ("s.jsonl", "", ""), ("s.jsonl", "\n\n", ""), ("s.csv", "", ""), ("s.csv", "id,story\n", "id,story,score\r\n")],
+)
+def test_empty_input_gives_a_summary_and_an_empty_output(tiny_checkpoint, tmp_path, capsys, name, content, expected):
+    path = tmp_path / name
+    path.write_text(content)
+    output = tmp_path / f"o{path.suffix}"
+    code, _, err = score(path, tiny_checkpoint, capsys, "-o", str(output))
+    assert code == 0 and f"union/{tiny_checkpoint}: 0 stories, mean nan (min nan, max nan)" in err
+    assert output.open(newline="").read() == expected
+    code, out, err = score(path, tiny_checkpoint, capsys)  # to stdout
+    assert code == 0 and out == expected and "0 stories" in err
+
+
+def test_score_field_is_documented(capsys):
+    with pytest.raises(SystemExit):
+        cli.main(["score", "--help"])
+    assert "--score-field" in capsys.readouterr().out
