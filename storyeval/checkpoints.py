@@ -8,6 +8,12 @@ checkpoint folder, or a Hub repo id. Resolution order:
 3. ``huggingface_hub.snapshot_download`` -- which honours ``HF_HUB_OFFLINE``,
    ``local_files_only`` and the local cache.
 
+A name that does not exist is a path, never a Hub id, when it starts with
+``.``, ``/`` or ``~`` or is otherwise not a ``namespace/name`` id that
+``huggingface_hub`` accepts (e.g. two or more ``/``): it fails with "no
+checkpoint folder at <path>". A ``namespace/name`` that is not a folder goes
+to the Hub; if that fails too, the error names the missing folder first.
+
 With no network and no local copy, the error says what to download and where.
 """
 from __future__ import annotations
@@ -47,6 +53,7 @@ def backbone_path(name_or_path: str = OFFLINE_BACKBONE) -> str:
 def resolve_checkpoint(metric: str, config_name: str, local_files_only: bool | None = None, cache_dir: str | None = None) -> Path:
     """A local folder holding the checkpoint named by ``config_name``."""
     names = REGISTRY[metric]
+    missing = None  # the folder a namespace/name config could also have meant
     if config_name == "default":
         config_name = DEFAULT_CONFIG[metric]
     if Path(config_name).expanduser().is_dir():
@@ -56,17 +63,35 @@ def resolve_checkpoint(metric: str, config_name: str, local_files_only: bool | N
         if (bundled / "model.safetensors").is_file():
             return bundled
         repo_id = f"{HUB_ORGANISATION}/{names[config_name]}"
-    elif "/" in config_name and not Path(config_name).suffix:
-        repo_id = config_name
+    elif config_name.startswith((".", "/", "~")) or ("/" in config_name and not _is_repo_id(config_name)):
+        raise FileNotFoundError(f"no checkpoint folder at {_local_path(config_name)}")
+    elif "/" in config_name:
+        # a Hub id, or a relative folder that is not there: a failure names both
+        repo_id, missing = config_name, _local_path(config_name)
     else:
         raise KeyError(
             f"unknown {metric} config {config_name!r}: choose one of {sorted(names) + ['default']}, "
             "a local checkpoint folder, or a Hub repo id (owner/name)"
         )
-    return _download(repo_id, local_files_only, cache_dir)
+    return _download(repo_id, local_files_only, cache_dir, missing)
 
 
-def _download(repo_id: str, local_files_only: bool | None, cache_dir: str | None) -> Path:
+def _is_repo_id(name: str) -> bool:
+    from huggingface_hub.errors import HFValidationError
+    from huggingface_hub.utils import validate_repo_id
+
+    try:
+        validate_repo_id(name)
+    except HFValidationError:
+        return False
+    return True
+
+
+def _local_path(name: str) -> Path:
+    return Path(name).expanduser().resolve()
+
+
+def _download(repo_id: str, local_files_only: bool | None, cache_dir: str | None, missing: Path | None = None) -> Path:
     from huggingface_hub import snapshot_download
     from huggingface_hub.errors import LocalEntryNotFoundError
 
@@ -75,8 +100,8 @@ def _download(repo_id: str, local_files_only: bool | None, cache_dir: str | None
     try:
         return Path(snapshot_download(repo_id, cache_dir=cache_dir, local_files_only=local_files_only))
     except (LocalEntryNotFoundError, OSError) as error:
-        raise OSError(
-            f"checkpoint {repo_id!r} is not available offline. On a machine with internet, run "
+        raise FileNotFoundError(
+            (f"no checkpoint folder at {missing}, and " if missing else "") + f"checkpoint {repo_id!r} is not available offline. On a machine with internet, run "
             f"`hf download {repo_id} --local-dir <folder>` and pass that folder as the "
             f"config name, or copy it to {HUB_CARDS / repo_id.split('/')[-1]}."
         ) from error

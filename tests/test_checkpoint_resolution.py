@@ -1,0 +1,86 @@
+"""Which checkpoint a config name resolves to, and the errors when it cannot: Hub ids,
+mistyped paths, Hub failures, the unpublished plot-coherence wp checkpoint, a checkpoint
+of the wrong metric, and evaluate's cache files kept out of checkpoint folders."""
+from pathlib import Path
+
+import httpx2
+import huggingface_hub
+import pytest
+from transformers import AutoTokenizer, BertConfig
+
+from storyeval import checkpoints
+from storyeval.models import UnionConfig, UnionModel
+
+METRICS = Path(__file__).resolve().parent.parent / "metrics"
+STORY = "bob sat down . he ate lunch . he went home ."
+
+
+def save_tiny(folder: Path, **config) -> Path:
+    encoder = BertConfig(hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32, max_position_embeddings=64)
+    UnionModel(UnionConfig(encoder=encoder.to_dict(), has_reconstruction_head=False, max_length=16, window_stride=8, **config)).save_pretrained(folder)
+    AutoTokenizer.from_pretrained(checkpoints.backbone_path()).save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def union_checkpoint(tmp_path_factory):
+    return save_tiny(tmp_path_factory.mktemp("union-tiny"))
+
+
+@pytest.fixture(scope="module")
+def plot_checkpoint(tmp_path_factory):
+    return save_tiny(tmp_path_factory.mktemp("plot-tiny"), metric="plot_coherence", delexicalize=False)
+
+
+@pytest.fixture
+def hub_calls(monkeypatch, tmp_path):
+    """snapshot_download replaced: records the repo ids and returns an empty folder."""
+    calls = []
+
+    def fake(repo_id, **kwargs):
+        calls.append(repo_id)
+        return str(tmp_path)
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", fake)
+    return calls
+
+
+def failing_hub(monkeypatch, error):
+    def fake(repo_id, **kwargs):
+        raise error
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", fake)
+
+
+def http_error(cls, status):
+    return cls(f"{status} Client Error", response=httpx2.Response(status, request=httpx2.Request("GET", "https://huggingface.co/api/models/org/x")))
+
+
+@pytest.mark.parametrize("repo_id", ["org/model-v1.5", "org.name/model_2", "Org/Model.v2-final"])
+def test_hub_ids_with_dots_go_to_the_hub(hub_calls, tmp_path, repo_id):
+    assert checkpoints.resolve_checkpoint("union", repo_id) == tmp_path
+    assert hub_calls == [repo_id]
+
+
+@pytest.mark.parametrize("name", ["./my_ckpt", "~/nonexist", "/abs/missing", "outputs/run/best", "../my_ckpt"])
+def test_a_missing_path_says_no_checkpoint_folder(hub_calls, monkeypatch, tmp_path, name):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    resolved = Path(name).expanduser().resolve()
+    with pytest.raises(FileNotFoundError, match=f"no checkpoint folder at {resolved}$"):
+        checkpoints.resolve_checkpoint("union", name)
+    assert hub_calls == []
+
+
+def test_a_relative_path_from_another_directory_names_the_missing_folder(monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(FileNotFoundError, match=f"^no checkpoint folder at {tmp_path / 'hub_cards' / 'union-roc'}"):
+        checkpoints.resolve_checkpoint("union", "hub_cards/union-roc")
+
+
+def test_an_existing_relative_folder_is_used(monkeypatch, tmp_path, union_checkpoint):
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "runs" / "best").symlink_to(union_checkpoint)
+    monkeypatch.chdir(tmp_path)
+    assert checkpoints.resolve_checkpoint("union", "runs/best") == Path("runs/best")
