@@ -243,6 +243,15 @@ def test_a_story_without_verbs_has_no_wp_plot_and_is_skipped_and_counted(lexicon
     assert skipped == 1 and rows["id"] == ["ok"]
 
 
+def test_rows_reproduce_for_the_same_stories_and_seed(lexicon):
+    """The documented guarantee: same arguments, same rows (another --limit changes the substitution pool)."""
+    stories = datasets.Dataset.from_dict({"id": [f"s{i}" for i in range(6)], "story": ["x"] * 6, "sentences": [["x"] * 4] * 6})
+    plots = [[list(p) for p in PLOT] for _ in range(6)]
+    first, _ = build_plots.manipulate_all(stories, plots, 3, lexicon)
+    again, _ = build_plots.manipulate_all(stories, plots, 3, lexicon)
+    assert first.to_dict() == again.to_dict()
+
+
 # ---- lexicon ----------------------------------------------------------------------
 
 

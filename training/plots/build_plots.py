@@ -10,7 +10,9 @@ plots for WP), and 2-4 manipulations turn it into an implausible plot
 (``--techniques`` restricts the choice, for the leave-one-out ablation). The
 rows (id, story, sentences, plot, manipulated_plot, techniques) are saved with
 ``Dataset.save_to_disk``; ``plots_stats.json`` beside them counts the
-techniques applied.
+techniques applied. Rows are reproducible for the same arguments, ``--limit``
+included: substitution draws from the selected stories' sentence plots, so
+another ``--limit`` changes the manipulations of stories that get a substitution.
 
 The WP release's plots often cover more sentences than its stories keep (and
 the builder cuts stories at 200 words), so a plot is cut to its story's
@@ -78,7 +80,7 @@ def manipulate_all(
         if not any(plot):  # e.g. the official ROC CSV, which has no storylines
             skipped += 1
             continue
-        # one generator per story: the same output whatever the order or --limit
+        # one generator per story, seeded by its id; the pool still depends on --limit (see the module docstring)
         manipulated, applied = manipulate_plot(plot, random.Random(f"{seed}:{example['id']}"), pool, lexicon, techniques)
         for name, value in (
             ("id", example["id"]),
@@ -134,7 +136,7 @@ def parse_args(argv=None):
     parser.add_argument("--split", default="train", choices=["train", "validation", "test"])
     parser.add_argument("--plot-source", choices=PLOT_SOURCES, default="paper", help="the release's plots, or plots extracted from the stories")
     parser.add_argument("--seed", type=int, default=42)
-    parser.add_argument("--limit", type=int, default=DEFAULT_LIMIT, help="use only the first N stories of the split (0: all)")
+    parser.add_argument("--limit", type=int, default=DEFAULT_LIMIT, help="use only the first N stories of the split (0: all); they are also the substitution pool")
     parser.add_argument("--data-dir", default=None, help="data root (default: $STORYEVAL_DATA or ../shared/data)")
     parser.add_argument("--cache-dir", default=None, help="`datasets` cache folder")
     parser.add_argument("--techniques", nargs="+", choices=TECHNIQUES, default=list(TECHNIQUES),
