@@ -14,7 +14,9 @@ A name that does not exist is a path, never a Hub id, when it starts with
 checkpoint folder at <path>". A ``namespace/name`` that is not a folder goes
 to the Hub; if that fails too, the error names the missing folder first.
 
-With no network and no local copy, the error says what to download and where.
+With no network and no local copy, the error says what to download and where;
+a repo the Hub does not have (or keeps private) and any other Hub failure get
+their own messages.
 """
 from __future__ import annotations
 
@@ -53,7 +55,7 @@ def backbone_path(name_or_path: str = OFFLINE_BACKBONE) -> str:
 def resolve_checkpoint(metric: str, config_name: str, local_files_only: bool | None = None, cache_dir: str | None = None) -> Path:
     """A local folder holding the checkpoint named by ``config_name``."""
     names = REGISTRY[metric]
-    missing = None  # the folder a namespace/name config could also have meant
+    missing = bundled = None  # the folder a namespace/name config could also mean; a registered one's place
     if config_name == "default":
         config_name = DEFAULT_CONFIG[metric]
     if Path(config_name).expanduser().is_dir():
@@ -73,7 +75,7 @@ def resolve_checkpoint(metric: str, config_name: str, local_files_only: bool | N
             f"unknown {metric} config {config_name!r}: choose one of {sorted(names) + ['default']}, "
             "a local checkpoint folder, or a Hub repo id (owner/name)"
         )
-    return _download(repo_id, local_files_only, cache_dir, missing)
+    return _download(metric, repo_id, local_files_only, cache_dir, missing, bundled)
 
 
 def _is_repo_id(name: str) -> bool:
@@ -91,17 +93,35 @@ def _local_path(name: str) -> Path:
     return Path(name).expanduser().resolve()
 
 
-def _download(repo_id: str, local_files_only: bool | None, cache_dir: str | None, missing: Path | None = None) -> Path:
+def bundled_configs(metric: str) -> list[str]:
+    """The registered configs of ``metric`` whose checkpoint is bundled in this checkout."""
+    return sorted(name for name, folder in REGISTRY[metric].items() if (HUB_CARDS / folder / "model.safetensors").is_file())
+
+
+def _download(metric: str, repo_id: str, local_files_only: bool | None, cache_dir: str | None,
+              missing: Path | None = None, bundled: Path | None = None) -> Path:
     from huggingface_hub import snapshot_download
-    from huggingface_hub.errors import LocalEntryNotFoundError
+    from huggingface_hub.errors import GatedRepoError, LocalEntryNotFoundError, RepositoryNotFoundError
 
     if local_files_only is None:
         local_files_only = os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("1", "true", "yes", "on")
+    context = f"no checkpoint folder at {missing}, and " if missing else ""
     try:
         return Path(snapshot_download(repo_id, cache_dir=cache_dir, local_files_only=local_files_only))
-    except (LocalEntryNotFoundError, OSError) as error:
+    except LocalEntryNotFoundError as error:
+        # offline, no network or the Hub down, and not in the local cache
+        copy = f", or copy it to {bundled}" if bundled else ""
         raise FileNotFoundError(
-            (f"no checkpoint folder at {missing}, and " if missing else "") + f"checkpoint {repo_id!r} is not available offline. On a machine with internet, run "
-            f"`hf download {repo_id} --local-dir <folder>` and pass that folder as the "
-            f"config name, or copy it to {HUB_CARDS / repo_id.split('/')[-1]}."
+            f"{context}checkpoint {repo_id!r} is not available offline. On a machine with internet, run "
+            f"`hf download {repo_id} --local-dir <folder>` and pass that folder as the config name{copy}."
         ) from error
+    except RepositoryNotFoundError as error:
+        if not isinstance(error, GatedRepoError):  # a gated repo exists: the Hub's own message says how to get access
+            raise FileNotFoundError(
+                f"{context}{repo_id!r} does not exist on the Hub or is private (if it is yours, log in with "
+                f"`hf auth login`); bundled {metric} configs: {', '.join(bundled_configs(metric)) or 'none'}"
+            ) from error
+        failure = error
+    except OSError as error:
+        failure = error
+    raise OSError(f"{context}could not fetch checkpoint {repo_id!r} from the Hub: {failure}") from failure

@@ -6,6 +6,7 @@ from pathlib import Path
 import httpx2
 import huggingface_hub
 import pytest
+from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError, RepositoryNotFoundError
 from transformers import AutoTokenizer, BertConfig
 
 from storyeval import checkpoints
@@ -84,3 +85,26 @@ def test_an_existing_relative_folder_is_used(monkeypatch, tmp_path, union_checkp
     (tmp_path / "runs" / "best").symlink_to(union_checkpoint)
     monkeypatch.chdir(tmp_path)
     assert checkpoints.resolve_checkpoint("union", "runs/best") == Path("runs/best")
+
+
+def test_offline_says_what_to_download(monkeypatch):
+    failing_hub(monkeypatch, LocalEntryNotFoundError("outgoing traffic has been disabled"))
+    with pytest.raises(OSError, match=r"not available offline.*hf download org/model-v1\.5") as raised:
+        checkpoints.resolve_checkpoint("union", "org/model-v1.5")
+    # only a registered config has a bundled place to copy to
+    assert "hub_cards" not in str(raised.value)
+
+
+def test_a_missing_repo_says_so_and_lists_the_bundled_configs(monkeypatch):
+    failing_hub(monkeypatch, http_error(RepositoryNotFoundError, 404))
+    with pytest.raises(OSError, match=r"does not exist on the Hub or is private.*bundled union configs: roc, wp") as raised:
+        checkpoints.resolve_checkpoint("union", "org/nothing")
+    assert "offline" not in str(raised.value) and isinstance(raised.value.__cause__, RepositoryNotFoundError)
+
+
+@pytest.mark.parametrize("error", [http_error(HfHubHTTPError, 500), PermissionError("cache is read-only")])
+def test_other_hub_errors_keep_their_cause(monkeypatch, error):
+    failing_hub(monkeypatch, error)
+    with pytest.raises(OSError, match=f"could not fetch checkpoint 'org/model' from the Hub: .*{error}") as raised:
+        checkpoints.resolve_checkpoint("union", "org/model")
+    assert "offline" not in str(raised.value) and raised.value.__cause__ is error
