@@ -32,6 +32,15 @@ REGISTRY: dict[str, dict[str, str]] = {
     "plot_coherence": {"roc": "plot-coherence-roc", "wp": "plot-coherence-wp"},
     "continuation_quality": {"deltascore": "continuation-quality"},
 }
+# registered checkpoints that are neither bundled nor on the Hub, and how to make one
+UNPUBLISHED = {
+    "plot-coherence-wp": (
+        "no WP negatives are released and generating them needs a GPU (see metrics/plot_coherence/README.md). "
+        "Train one with the README's plot-coherence stages run with --dataset wp (build-plots, train-plot-generator, "
+        "generate-negatives, adversarial-filter), then `storyeval-train-plot-coherence --dataset wp --negatives generated "
+        "--generated-dir <adversarial-filter output> --output-dir <run> --export-dir <folder>`"
+    ),
+}
 DEFAULT_CONFIG = {"union": "roc", "plot_coherence": "roc", "continuation_quality": "deltascore"}
 
 OFFLINE_BACKBONE = "all-MiniLM-L6-v2"
@@ -64,6 +73,11 @@ def resolve_checkpoint(metric: str, config_name: str, local_files_only: bool | N
         bundled = HUB_CARDS / names[config_name]
         if (bundled / "model.safetensors").is_file():
             return bundled
+        if bundled.name in UNPUBLISHED:
+            raise FileNotFoundError(
+                f"no {bundled.name} checkpoint is bundled or published: {UNPUBLISHED[bundled.name]}; "
+                f"pass that folder as the config name or put it in {bundled}."
+            )
         repo_id = f"{HUB_ORGANISATION}/{names[config_name]}"
     elif config_name.startswith((".", "/", "~")) or ("/" in config_name and not _is_repo_id(config_name)):
         raise FileNotFoundError(f"no checkpoint folder at {_local_path(config_name)}")

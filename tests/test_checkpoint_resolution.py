@@ -3,6 +3,7 @@ mistyped paths, Hub failures, the unpublished plot-coherence wp checkpoint, a ch
 of the wrong metric, and evaluate's cache files kept out of checkpoint folders."""
 from pathlib import Path
 
+import evaluate
 import httpx2
 import huggingface_hub
 import pytest
@@ -108,3 +109,19 @@ def test_other_hub_errors_keep_their_cause(monkeypatch, error):
     with pytest.raises(OSError, match=f"could not fetch checkpoint 'org/model' from the Hub: .*{error}") as raised:
         checkpoints.resolve_checkpoint("union", "org/model")
     assert "offline" not in str(raised.value) and raised.value.__cause__ is error
+
+
+def test_plot_coherence_wp_says_none_is_bundled_and_how_to_train_one(hub_calls, monkeypatch, tmp_path, plot_checkpoint):
+    monkeypatch.setattr(checkpoints, "HUB_CARDS", tmp_path)
+    with pytest.raises(FileNotFoundError, match=r"no plot-coherence-wp checkpoint is bundled or published") as raised:
+        checkpoints.resolve_checkpoint("plot_coherence", "wp")
+    assert "storyeval-train-plot-coherence --dataset wp --negatives generated" in str(raised.value)
+    assert "hf download" not in str(raised.value) and hub_calls == []
+    # a trained one, put where the message says, is used
+    (tmp_path / "plot-coherence-wp").symlink_to(plot_checkpoint)
+    assert checkpoints.resolve_checkpoint("plot_coherence", "wp") == tmp_path / "plot-coherence-wp"
+
+
+def test_plot_coherence_wp_is_still_a_valid_config_name():
+    with pytest.raises(FileNotFoundError, match="no plot-coherence-wp checkpoint"):
+        evaluate.load(str(METRICS / "plot_coherence"), "wp")
