@@ -3,6 +3,7 @@ import csv
 import math
 from pathlib import Path
 
+import datasets
 import evaluate
 import pytest
 import torch
@@ -13,6 +14,7 @@ from storyeval.models import UnionConfig, UnionModel
 from storyeval.scoring import load_plot_coherence_scorer
 from storyeval_training import train_plot_coherence
 from storyeval_training.builders.common import InputFormatError
+from storyeval_training.model_card import write_plot_coherence_card
 
 METRIC_DIR = str(Path(__file__).resolve().parent.parent / "metrics" / "plot_coherence")
 JUDGED = "a week after the little girl 's dog died , she had a new puppy ."
@@ -98,6 +100,56 @@ def test_training_smoke_run_exports_a_plot_coherence_checkpoint(data_root, tmp_p
     metric = evaluate.load(METRIC_DIR, str(export))
     scores = metric.compute(predictions=["bob sat down . he ate lunch .", "he ate ate ate ."])["scores"]
     assert len(scores) == 2 and all(0.0 <= s <= 1.0 for s in scores)
+
+
+def tiny_encoder_dir(tmp_path):
+    tokenizer = AutoTokenizer.from_pretrained(checkpoints.backbone_path())
+    folder = tmp_path / "encoder"
+    BertModel(BertConfig(hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32,
+                         max_position_embeddings=64)).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+def write_generated(folder, humans, negatives_per_human=3):
+    """A folder like storyeval-adversarial-filter's output (a Dataset of group / id / story / label rows)."""
+    rows = {"group": [], "id": [], "story": [], "label": []}
+    for group, human in enumerate(humans):
+        for label, story in [(1, human)] + [(0, f"{human} again again {k} .") for k in range(negatives_per_human)]:
+            for name, value in (("group", group), ("id", f"s{group}"), ("story", story), ("label", label)):
+                rows[name].append(value)
+    datasets.Dataset.from_dict(rows).save_to_disk(str(folder))
+
+
+def test_names_delexicalized_follows_the_training_text():
+    def pairs(human, negative):
+        return datasets.DatasetDict({"train": datasets.Dataset.from_dict({"human": [human], "negative": [negative]})})
+
+    assert not train_plot_coherence.names_delexicalized(pairs("ken sat down .", "ken sat sat ."))  # the released data
+    assert train_plot_coherence.names_delexicalized(pairs("[MALE] sat down .", "[MALE] sat sat ."))  # the builders' stories
+
+
+def test_own_negatives_with_placeholders_train_a_checkpoint_that_delexicalizes(data_root, tmp_path):
+    """The builders replace names, so our own negatives carry [MALE]: scoring must replace names too."""
+    write_generated(tmp_path / "af", [f"[MALE] sat down {i} . he ate lunch ." for i in range(12)])
+    export = tmp_path / "export"
+    results = train_plot_coherence.train([
+        "--negatives", "generated", "--generated-dir", str(tmp_path / "af"), "--data-dir", str(data_root),
+        "--model-name-or-path", str(tiny_encoder_dir(tmp_path)), "--output-dir", str(tmp_path / "run"),
+        "--max-train-steps", "1", "--eval-steps", "1", "--max-length", "32", "--export-dir", str(export),
+    ])
+    assert results["args"]["delexicalize"] and UnionModel.from_pretrained(export).config.delexicalize
+    assert "names are replaced by `[MALE]`" in (export / "README.md").read_text()
+    scorer = load_plot_coherence_scorer(export)
+    assert scorer.windows("Bob sat down.") == scorer.windows("[MALE] sat down .")
+
+
+def test_card_of_a_checkpoint_trained_on_placeholders_but_keeping_names_says_so(tmp_path):
+    """Own-negatives runs before the fix: trained on [MALE], scored with names."""
+    results = {"args": {"negatives": "generated", "model_name_or_path": "m", "per_device_train_batch_size": 8, "learning_rate": 2e-5,
+                        "max_length": 128, "num_train_epochs": 1, "seed": 42}, "completed_steps": 1, "train_pairs": 2, "training_minutes": 1}
+    write_plot_coherence_card(tmp_path, results)
+    assert "names are kept when scoring, but the stories it was trained on had placeholders" in (tmp_path / "README.md").read_text()
 
 
 def test_training_from_a_union_checkpoint_exports_plot_coherence_settings(data_root, tmp_path):

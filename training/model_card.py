@@ -286,6 +286,21 @@ def write_plot_coherence_card(folder: Path, results: dict) -> None:
         base_model = "sentence-transformers/all-MiniLM-L6-v2"
     best = results.get("best_validation") or {}
     name = f"plot-coherence-{dataset}"
+    # what the checkpoint does when it scores: its config, else the run's record
+    if (folder / "config.json").is_file():
+        from storyeval.models import UnionConfig  # here: the other cards need no torch
+
+        delexicalize = UnionConfig.from_pretrained(folder).delexicalize
+    else:
+        delexicalize = args.get("delexicalize", False)
+    # runs before it was recorded: the released stories keep names, our own data came from the builders' placeholders
+    trained_delexicalized = args.get("delexicalize", args.get("negatives", "paper") != "paper")
+    names = "person names are " + ("replaced by `[MALE]` / `[FEMALE]` / `[NEUTRAL]`" if delexicalize else "kept") + " when scoring"
+    if trained_delexicalized == delexicalize:
+        names += ", as in the stories it was trained on"
+    else:
+        names += (", but the stories it was trained on " + ("had placeholders" if trained_delexicalized else "kept names")
+                  + ": its scores of stories with names are unreliable; retrain")
     lines = ["---", "license: apache-2.0", "language: en", "library_name: transformers", f"base_model: {base_model}",
              "pipeline_tag: text-classification", "tags: [storyeval, plot-coherence, story-evaluation, reference-free-metric]",
              f"datasets: [{'rocstories' if dataset == 'roc' else 'writingprompts'}]"]
@@ -339,7 +354,7 @@ Scores rank stories; they are not calibrated probabilities.
 - Training time: {results["training_minutes"]} minutes on a 2-core CPU machine.{_run_notes(results)}
 - Checkpoint selection: best accuracy on the validation pairs (never the human
   judgments): {best.get("accuracy", float("nan")):.4f} at step {best.get("step")}.
-- Text is lower-cased and Treebank-tokenised; names are kept, as in the paper's data.
+- Text is lower-cased and Treebank-tokenised; {names}.
 
 ## Evaluation
 

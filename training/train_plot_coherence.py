@@ -17,6 +17,11 @@ human-judged evaluation item are dropped (the leakage rule) and counted. The
 rest are split by group, 95/5, into train and validation pairs; the best
 checkpoint is chosen by validation accuracy, never by the human judgments.
 
+Scoring treats names as the training text did: the released stories keep
+them, while the builders' stories (and so our generated negatives) replace
+them with ``[MALE]`` / ``[FEMALE]`` / ``[NEUTRAL]``. The checkpoint's
+``delexicalize`` is read off the training pairs (:func:`names_delexicalized`).
+
 The model is UNION's architecture without the reconstruction head (an encoder
 and a sigmoid head on the first token), trained by UNION's accelerate loop with
 the paper's classifier settings: learning rate 2e-5, batch 8, 3 epochs. ROC
@@ -110,6 +115,23 @@ def build_pairs(groups, human_dir, seed: int = 42, source: str = "paper") -> tup
     return pairs, dropped
 
 
+def names_delexicalized(pairs: datasets.DatasetDict) -> bool:
+    """Whether the pairs' stories carry name placeholders, so scoring must replace names too.
+
+    Read off the text rather than a flag, so it holds for any folder of
+    negatives. Text without a placeholder has nothing to match: names are kept.
+    """
+    def has_placeholder(texts) -> bool:
+        return any(p in text for text in texts for p in textlib.NAME_PLACEHOLDERS)
+
+    humans = any(has_placeholder(split["human"]) for split in pairs.values())
+    negatives = any(has_placeholder(split["negative"]) for split in pairs.values())
+    if humans != negatives:
+        logger.warning("name placeholders only in the %s stories: the classifier can tell the two apart by names",
+                       "human" if humans else "negative")
+    return humans or negatives
+
+
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description="Train a plot-coherence classifier.")
     p.add_argument("--dataset", choices=["roc", "wp"], default="roc")
@@ -157,6 +179,8 @@ def train(argv=None) -> dict:
     pairs, dropped = build_pairs(groups, root / "human", args.seed, args.negatives)
     logger.info("leakage rule: dropped %d of %d groups; %d train / %d validation pairs",
                 dropped, len(groups), len(pairs["train"]), len(pairs["validation"]))
+    delexicalize = names_delexicalized(pairs)
+    logger.info("names in the training text are %s", "placeholders: scoring replaces names too" if delexicalize else "kept")
     pairs_dir = Path(args.output_dir) / "pairs"
     pairs.save_to_disk(str(pairs_dir))
 
@@ -179,7 +203,8 @@ def train(argv=None) -> dict:
     union_args = train_union.parse_args(union_argv)
     # recorded in all_results.json and the model card
     union_args.dataset, union_args.negatives, union_args.leakage_dropped_groups = args.dataset, args.negatives, dropped
-    overrides = {"metric": "plot_coherence", "delexicalize": False, "has_reconstruction_head": False}
+    union_args.delexicalize = delexicalize
+    overrides = {"metric": "plot_coherence", "delexicalize": delexicalize, "has_reconstruction_head": False}
     return train_union.train(union_args, config_overrides=overrides, write_card=write_plot_coherence_card)
 
 
