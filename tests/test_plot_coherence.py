@@ -121,6 +121,19 @@ def write_generated(folder, humans, negatives_per_human=3):
     datasets.Dataset.from_dict(rows).save_to_disk(str(folder))
 
 
+def test_read_generated_reads_every_split_of_a_dataset_dict(tmp_path):
+    """generate-negatives and adversarial-filter write a DatasetDict for a DatasetDict input; group ids restart per split."""
+    write_generated(tmp_path / "train", ["a b .", "c d ."])
+    write_generated(tmp_path / "validation", ["e f ."], negatives_per_human=2)
+    datasets.DatasetDict({name: datasets.load_from_disk(str(tmp_path / name)) for name in ("train", "validation")}).save_to_disk(str(tmp_path / "af"))
+    assert train_plot_coherence.read_generated(tmp_path / "af") == [
+        ("a b .", [f"a b . again again {k} ." for k in range(3)]),
+        ("c d .", [f"c d . again again {k} ." for k in range(3)]),
+        ("e f .", [f"e f . again again {k} ." for k in range(2)]),
+    ]
+    assert train_plot_coherence.read_generated(tmp_path / "train") == train_plot_coherence.read_generated(tmp_path / "af")[:2]
+
+
 def test_names_delexicalized_follows_the_training_text():
     def pairs(human, negative):
         return datasets.DatasetDict({"train": datasets.Dataset.from_dict({"human": [human], "negative": [negative]})})

@@ -74,15 +74,23 @@ def read_af_tsv(path) -> list[tuple[str, list[str]]]:
 
 
 def read_generated(folder) -> list[tuple[str, list[str]]]:
-    """(human story, kept negatives) groups from ``storyeval-adversarial-filter``'s output."""
-    rows = datasets.load_from_disk(str(folder))
+    """(human story, kept negatives) groups from ``storyeval-adversarial-filter``'s output.
+
+    A DatasetDict is read whole, every split training like both released AF
+    files; its group ids restart in each split, so groups are keyed by split too.
+    """
+    loaded = datasets.load_from_disk(str(folder))
+    splits = {"": loaded} if isinstance(loaded, datasets.Dataset) else dict(loaded)
+    if len(splits) > 1:
+        logger.info("reading the negatives of splits %s", ", ".join(splits))
     by_group: dict = {}
-    for story, label, group in zip(rows["story"], rows["label"], rows["group"]):
-        human, negatives = by_group.setdefault(group, [None, []])
-        if label == 1:
-            by_group[group][0] = story
-        else:
-            negatives.append(story)
+    for split, rows in splits.items():
+        for story, label, group in zip(rows["story"], rows["label"], rows["group"]):
+            entry = by_group.setdefault((split, group), [None, []])
+            if label == 1:
+                entry[0] = story
+            else:
+                entry[1].append(story)
     return [(human, negatives) for human, negatives in by_group.values() if human is not None and negatives]
 
 
@@ -137,7 +145,7 @@ def parse_args(argv=None):
     p.add_argument("--dataset", choices=["roc", "wp"], default="roc")
     p.add_argument("--negatives", choices=["paper", "generated"], default="paper",
                    help="paper: the released AF_ManPlts stories (ROC); generated: --generated-dir")
-    p.add_argument("--generated-dir", help="storyeval-adversarial-filter output (with --negatives generated)")
+    p.add_argument("--generated-dir", help="storyeval-adversarial-filter output (with --negatives generated); every split of a DatasetDict is read")
     p.add_argument("--model-name-or-path", default=OFFLINE_BACKBONE)
     p.add_argument("--output-dir", required=True)
     p.add_argument("--export-dir", default=None, help="export the best model here (fp16) with a model card")
