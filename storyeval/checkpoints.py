@@ -20,6 +20,7 @@ their own messages.
 """
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -90,6 +91,31 @@ def resolve_checkpoint(metric: str, config_name: str, local_files_only: bool | N
             "a local checkpoint folder, or a Hub repo id (owner/name)"
         )
     return _download(metric, repo_id, local_files_only, cache_dir, missing, bundled)
+
+
+def recorded_metric(folder: str | Path) -> str | None:
+    """The metric a checkpoint folder's own files name, or None if they name none we know."""
+    folder = Path(folder)
+    if (folder / "scorer_config.json").is_file():
+        return "continuation_quality"
+    if (folder / "config.json").is_file():
+        from storyeval.models import UnionConfig
+
+        config = json.loads((folder / "config.json").read_text())
+        if config.get("model_type") == UnionConfig.model_type:
+            # plot-coherence exports always write `metric`; checkpoints from before the field are UNION's
+            return config.get("metric", "union")
+    return None
+
+
+def check_metric(metric: str, folder: str | Path) -> None:
+    """Refuse another metric's checkpoint: plot-coherence and UNION share an architecture, so it would load and score."""
+    recorded = recorded_metric(folder)
+    if recorded is not None and recorded != metric:
+        raise ValueError(
+            f"{folder} is a {recorded} checkpoint, not a {metric} one (its config.json `metric`; none means union): "
+            f"use it with the {recorded} metric, or pass a {metric} checkpoint"
+        )
 
 
 def _is_repo_id(name: str) -> bool:

@@ -45,6 +45,7 @@ class CheckpointMetric(evaluate.Metric):
     def _download_and_prepare(self, dl_manager):
         # unknown names raise KeyError here, at load time, listing the choices
         self.checkpoint_path = checkpoints.resolve_checkpoint(self.METRIC, self.config_name)
+        checkpoints.check_metric(self.METRIC, self.checkpoint_path)
         self.scorer = self.load_scorer(self.checkpoint_path)
 
     def load_scorer(self, path):

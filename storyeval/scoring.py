@@ -187,7 +187,15 @@ def _load_story_classifier(checkpoint: str, device: str, preprocess: bool) -> Se
 
 
 def load_scorer(metric: str, checkpoint: str | Path, device=None):
-    """The scorer for ``metric`` from a checkpoint folder, loaded once per folder and device."""
+    """The scorer for ``metric`` from a checkpoint folder, loaded once per folder and device.
+
+    The folder must not belong to another metric; ``load_union_scorer`` and
+    ``load_plot_coherence_scorer`` do not check, so benchmarks can score one
+    with the other on purpose.
+    """
+    from storyeval.checkpoints import check_metric
+
+    check_metric(metric, checkpoint)
     if metric == "union":
         return load_union_scorer(checkpoint, device)
     if metric == "plot_coherence":

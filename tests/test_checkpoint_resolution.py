@@ -10,7 +10,7 @@ import pytest
 from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError, RepositoryNotFoundError
 from transformers import AutoTokenizer, BertConfig
 
-from storyeval import checkpoints
+from storyeval import checkpoints, scoring
 from storyeval.models import UnionConfig, UnionModel
 
 METRICS = Path(__file__).resolve().parent.parent / "metrics"
@@ -125,3 +125,22 @@ def test_plot_coherence_wp_says_none_is_bundled_and_how_to_train_one(hub_calls, 
 def test_plot_coherence_wp_is_still_a_valid_config_name():
     with pytest.raises(FileNotFoundError, match="no plot-coherence-wp checkpoint"):
         evaluate.load(str(METRICS / "plot_coherence"), "wp")
+
+
+def test_a_checkpoint_of_another_metric_is_refused(union_checkpoint, plot_checkpoint):
+    with pytest.raises(ValueError, match=r"is a union checkpoint, not a plot_coherence one"):
+        evaluate.load(str(METRICS / "plot_coherence"), str(union_checkpoint))
+    with pytest.raises(ValueError, match=r"is a plot_coherence checkpoint, not a union one"):
+        evaluate.load(str(METRICS / "union"), str(plot_checkpoint))
+    with pytest.raises(ValueError, match=r"is a union checkpoint, not a plot_coherence one"):
+        scoring.load_scorer("plot_coherence", union_checkpoint, device="cpu")
+    assert evaluate.load(str(METRICS / "plot_coherence"), str(plot_checkpoint)).compute(predictions=[STORY])["scores"]
+
+
+def test_the_bundled_union_checkpoint_is_refused_as_plot_coherence():
+    folder = checkpoints.HUB_CARDS / "union-roc"
+    if not (folder / "config.json").is_file():
+        pytest.skip("bundled union-roc checkpoint not in this checkout")
+    # union-roc predates the config's `metric` field: no field means UNION
+    with pytest.raises(ValueError, match="is a union checkpoint"):
+        evaluate.load(str(METRICS / "plot_coherence"), str(folder))
