@@ -6,8 +6,11 @@ checks and batching live here.
 """
 from __future__ import annotations
 
+import hashlib
 import logging
 import math
+import os
+import re
 
 import datasets
 import evaluate
@@ -41,6 +44,17 @@ class CheckpointMetric(evaluate.Metric):
             features=datasets.Features({name: datasets.Value("string") for name in self.INPUTS}),
             reference_urls=self.REFERENCE_URLS,
         )
+
+    def _build_data_dir(self):
+        # evaluate joins config_name onto its cache dir, so a folder config ('/abs/ckpt', '../ckpt')
+        # put its Arrow and lock files in or beside the checkpoint: give such names a safe folder instead
+        if self.config_name == "default" or self.config_name in checkpoints.REGISTRY.get(self.METRIC, {}):
+            return super()._build_data_dir()
+        readable = re.sub(r"[^\w.-]+", "_", self.config_name).strip("._")[-60:]
+        digest = hashlib.sha256(self.config_name.encode()).hexdigest()[:12]
+        data_dir = os.path.join(self._data_dir_root, self.name, f"{readable}-{digest}")
+        os.makedirs(data_dir, exist_ok=True)
+        return data_dir
 
     def _download_and_prepare(self, dl_manager):
         # unknown names raise KeyError here, at load time, listing the choices

@@ -144,3 +144,24 @@ def test_the_bundled_union_checkpoint_is_refused_as_plot_coherence():
     # union-roc predates the config's `metric` field: no field means UNION
     with pytest.raises(ValueError, match="is a union checkpoint"):
         evaluate.load(str(METRICS / "plot_coherence"), str(folder))
+
+
+@pytest.mark.parametrize("relative", [False, True])
+def test_evaluate_writes_nothing_into_a_checkpoint_folder(union_checkpoint, monkeypatch, tmp_path, relative):
+    before = sorted(p.name for p in union_checkpoint.iterdir())
+    cache = tmp_path / "cache"
+    if relative:  # '..' must not climb out of evaluate's cache either
+        monkeypatch.chdir(union_checkpoint)
+        config = "../" + union_checkpoint.name
+    else:
+        config = str(union_checkpoint)
+    metric = evaluate.load(str(METRICS / "union"), config, cache_dir=str(cache))
+    metric.add_batch(predictions=[STORY])
+    assert len(metric.compute()["scores"]) == 1
+    assert sorted(p.name for p in union_checkpoint.iterdir()) == before
+    assert Path(metric.data_dir).resolve().is_relative_to(cache.resolve())
+
+
+def test_registered_configs_keep_evaluates_cache_layout(tmp_path):
+    metric = evaluate.load(str(METRICS / "union"), "roc", cache_dir=str(tmp_path))
+    assert Path(metric.data_dir) == tmp_path / "union" / "roc"
