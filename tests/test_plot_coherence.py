@@ -162,7 +162,9 @@ def test_card_of_a_checkpoint_trained_on_placeholders_but_keeping_names_says_so(
     results = {"args": {"negatives": "generated", "model_name_or_path": "m", "per_device_train_batch_size": 8, "learning_rate": 2e-5,
                         "max_length": 128, "num_train_epochs": 1, "seed": 42}, "completed_steps": 1, "train_pairs": 2, "training_minutes": 1}
     write_plot_coherence_card(tmp_path, results)
-    assert "names are kept when scoring, but the stories it was trained on had placeholders" in (tmp_path / "README.md").read_text()
+    card = (tmp_path / "README.md").read_text()
+    assert "names are kept when scoring, but the stories it was trained on had placeholders" in card
+    assert "leakage_dropped_stories" in card  # where the builders' leakage count is
 
 
 def test_training_from_a_union_checkpoint_exports_plot_coherence_settings(data_root, tmp_path):

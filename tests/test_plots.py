@@ -283,8 +283,10 @@ def test_real_lexicon_flips_breakfast(shared_data):
 
 @pytest.mark.parametrize("plot_source", ["paper", "extracted"])
 def test_build_command_writes_a_loadable_dataset(tmp_path, monkeypatch, plot_source):
-    (tmp_path / "human").mkdir()
+    (tmp_path / "human" / "union_roc").mkdir(parents=True)
     monkeypatch.setenv("STORYEVAL_DATA", str(tmp_path))  # the builders' leakage filter reads human/ there
+    # a human-judged story that opens like story 3: the leakage rule drops story 3, and plots_stats.json counts it
+    (tmp_path / "human" / "union_roc" / "ant_data.txt").write_text("0 ||| story 3 : [MALE] made breakfast . he left . ||| 1 1 1 1 1 1 1\n")
     write_lexicon(tmp_path)
     (tmp_path / "roc").mkdir()
     lines = [
@@ -301,7 +303,7 @@ def test_build_command_writes_a_loadable_dataset(tmp_path, monkeypatch, plot_sou
     )
     rows = datasets.load_from_disk(str(out))
     assert set(rows.column_names) == {"id", "story", "sentences", "plot", "manipulated_plot", "techniques"}
-    assert len(rows) >= 8  # the 90% train share of 12 stories, give or take the hash
+    assert len(rows) >= 7  # the 90% train share of 12 stories less the leaked one, give or take the hash
     for row in rows:
         assert row["manipulated_plot"] != row["plot"] and 2 <= len(row["techniques"]) <= 4
         assert len(row["plot"]) == len(row["sentences"]) == 3
@@ -309,6 +311,8 @@ def test_build_command_writes_a_loadable_dataset(tmp_path, monkeypatch, plot_sou
             assert row["plot"] == [["made breakfast"], ["ate breakfast"], ["happy"]]
     stats = json.loads((out / "plots_stats.json").read_text())
     assert stats["stories"] == len(rows) and sum(stats["per_number_of_techniques"].values()) == len(rows)
+    assert stats["leakage_dropped_stories_all_splits"] == 1 and stats["leakage_dropped_stories"] in (0, 1)
+    assert stats["stories"] + stats["leakage_dropped_stories"] >= 8 and not any(s.startswith("story 3 :") for s in rows["story"])
     # leave one out, as in the paper's ablation
     allowed = ["insert_contradiction", "insert_repetition", "substitute_randomly"]
     build_plots.main(

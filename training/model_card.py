@@ -326,6 +326,10 @@ def write_plot_coherence_card(folder: Path, results: dict) -> None:
         "generated": "stories our plot-conditioned generator wrote from manipulated plots "
                      "(`storyeval-build-plots`, `storyeval-generate-negatives`), chosen by adversarial filtering",
     }[args.get("negatives", "paper")]
+    # our own stories come from the builders, whose leakage filter ran first and counted its drops
+    leakage_note = ("" if args.get("negatives", "paper") == "paper" else
+                    " The builders' leakage filter had already dropped such stories; `storyeval-build-plots`\n"
+                    "  counts them in `plots_stats.json` (`leakage_dropped_stories`).")
     body = f"""
 # {name}
 
@@ -344,7 +348,7 @@ Scores rank stories; they are not calibrated probabilities.
 
 - Positives: human-written ROC stories; negatives: {source}.
 - Leakage rule: {args.get("leakage_dropped_groups", "?")} groups whose human story opens a human-judged
-  evaluation item were dropped before training.
+  evaluation item were dropped before training.{leakage_note}
 - Split by group: 95% train, 5% validation.
 - Backbone: `{base_model}` with a sigmoid head on the first token (UNION's architecture
   without its reconstruction head); binary cross-entropy.

@@ -6,6 +6,7 @@ import dataclasses
 import functools
 import hashlib
 import logging
+from collections import Counter
 from pathlib import Path
 from typing import Iterator
 
@@ -160,20 +161,36 @@ class StoryBuilder(datasets.GeneratorBasedBuilder):
 
         return str(paths.data_dir() / "human")
 
-    def _generate_examples(self, split, sources):
+    def _screened(self, sources) -> Iterator[tuple[dict, bool]]:
+        """Every distinct raw story, and whether the leakage filter drops it."""
         keys = human_judged_keys(self._human_dir()) if self.config.drop_human_judged else frozenset()
-        seen, dropped = set(), 0
+        seen = set()
         for raw in self._read_raw(sources):
             if raw["id"] in seen:  # the same story in two source files
                 continue
             seen.add(raw["id"])
-            if keys and textlib.leakage_key(raw["context"]) in keys:
+            yield raw, bool(keys) and textlib.leakage_key(raw["context"]) in keys
+
+    def leakage_dropped(self) -> Counter:
+        """Stories the leakage filter drops, by the split each would have joined.
+
+        Re-reads the sources (seconds): the prepared dataset does not keep the
+        count, and a load from the cache logs nothing.
+        """
+        dl_manager = getattr(self, "dl_manager", None) or datasets.DownloadManager()
+        screened = self._screened(self._sources(dl_manager))
+        return Counter(str(assign_split(raw["id"], self.config.seed)) for raw, leaked in screened if leaked)
+
+    def _generate_examples(self, split, sources):
+        dropped = 0
+        for raw, leaked in self._screened(sources):
+            if leaked:
                 dropped += 1
                 continue
             if assign_split(raw["id"], self.config.seed) != split:
                 continue
             yield raw["id"], self._preprocess(raw)
-        if keys and split == datasets.Split.TRAIN:  # every split sees every story: log once
+        if self.config.drop_human_judged and split == datasets.Split.TRAIN:  # every split sees every story: log once
             logger.warning(
                 "%s: leakage filter dropped %d stories whose first sentence opens a human-judged item (all splits)",
                 self.name,

@@ -10,7 +10,9 @@ plots for WP), and 2-4 manipulations turn it into an implausible plot
 (``--techniques`` restricts the choice, for the leave-one-out ablation). The
 rows (id, story, sentences, plot, manipulated_plot, techniques) are saved with
 ``Dataset.save_to_disk``; ``plots_stats.json`` beside them counts the
-techniques applied. Rows are reproducible for the same arguments, ``--limit``
+techniques applied and the stories the leakage rule dropped (those whose
+first sentence opens a human-judged item; of the whole split, before
+``--limit``). Rows are reproducible for the same arguments, ``--limit``
 included: substitution draws from the selected stories' sentence plots, so
 another ``--limit`` changes the manipulations of stories that get a substitution.
 
@@ -33,7 +35,7 @@ import datasets
 from tqdm.auto import tqdm
 
 from storyeval_training import paths
-from storyeval_training.builders import BUILDERS, load_split
+from storyeval_training.builders import BUILDERS, prepare
 from storyeval_training.plots.extraction import extract_plot
 from storyeval_training.plots.manipulation import TECHNIQUES, PlotLexicon, check_techniques, manipulate_plot
 
@@ -103,18 +105,22 @@ def build(
     data_dir: str | None = None,
     cache_dir: str | None = None,
     techniques: Sequence[str] = TECHNIQUES,
-) -> tuple[datasets.Dataset, int]:
-    """(story, plot, manipulated plot) rows for one split of ``dataset`` ('roc' or 'wp'), and the skipped count."""
+) -> tuple[datasets.Dataset, int, Counter]:
+    """(story, plot, manipulated plot) rows for one split of ``dataset`` ('roc' or 'wp'), the count skipped
+    without a plot, and the stories the leakage rule dropped by split."""
     if dataset not in BUILDERS:
         raise KeyError(f"unknown dataset {dataset!r}; choose from {sorted(BUILDERS)}")
     check_techniques(techniques)  # before the slow part
     root = Path(data_dir) if data_dir else paths.data_dir()
     lexicon = PlotLexicon.from_data_dir(root)  # first: a missing lexicon fails before the slow part
-    stories = load_split(BUILDERS[dataset], split, cache_dir=cache_dir, data_dir=str(root / dataset))
+    builder = BUILDERS[dataset](cache_dir=cache_dir, data_dir=str(root / dataset))
+    prepare(builder)
+    stories = builder.as_dataset(split=split)
     if limit:
         stories = stories.select(range(min(limit, len(stories))))
     plots = story_plots(stories, dataset, plot_source)
-    return manipulate_all(stories, plots, seed, lexicon, techniques)
+    rows, skipped = manipulate_all(stories, plots, seed, lexicon, techniques)
+    return rows, skipped, builder.leakage_dropped()
 
 
 def technique_counts(rows: datasets.Dataset) -> dict:
@@ -153,13 +159,16 @@ def main(argv=None):
     args = parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     started = time.perf_counter()
-    rows, skipped = build(args.dataset, args.split, args.plot_source, args.seed, args.limit, args.data_dir, args.cache_dir, args.techniques)
+    rows, skipped, leaked = build(args.dataset, args.split, args.plot_source, args.seed, args.limit, args.data_dir, args.cache_dir, args.techniques)
+    logger.info("leakage rule: dropped %d stories of this split (%d of all splits)", leaked[args.split], sum(leaked.values()))
     if skipped:
         logger.warning("%d stories have no plot (%s source) and were left out", skipped, args.plot_source)
     rows.save_to_disk(args.output_dir)
     stats = technique_counts(rows)
     stats.update(skipped_without_plot=skipped, dataset=args.dataset, split=args.split, plot_source=args.plot_source, seed=args.seed,
-                 allowed_techniques=args.techniques)
+                 allowed_techniques=args.techniques,
+                 # the leakage rule (shared/data/README.md): this split's share, and the whole corpus's
+                 leakage_dropped_stories=leaked[args.split], leakage_dropped_stories_all_splits=sum(leaked.values()))
     stats["seconds"] = round(time.perf_counter() - started, 1)
     Path(args.output_dir, "plots_stats.json").write_text(json.dumps(stats, indent=2) + "\n")
     for technique, count in stats["per_technique"].items():
