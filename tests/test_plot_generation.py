@@ -96,6 +96,22 @@ def test_training_writes_a_loadable_generator(trained_generator):
     assert info["max_source_length"] == 32 and len(info["train_ids"]) == 7  # one of 8 held out
 
 
+@pytest.mark.filterwarnings("ignore:Version v4.12.0:FutureWarning")
+def test_training_counts_and_warns_about_cut_plots_and_stories(tiny_encoder, tmp_path, caplog):
+    """Long WP stories exceed the decoder's window: cutting them must not pass silently."""
+    plots = datasets.concatenate_datasets([plots_dataset(6, "short"), plots_dataset(2, "long").map(lambda ex: {"plot": [["bar"] * 12], "story": STORY * 3})])
+    plots.save_to_disk(str(tmp_path / "plots"))
+    with caplog.at_level("WARNING", logger="storyeval_training.plots.generator"):
+        results = generator.train(generator.parse_args(
+            ["--plots-dir", str(tmp_path / "plots"), "--model-name-or-path", str(tiny_encoder), "--output-dir", str(tmp_path / "out"),
+             "--max-train-steps", "1", "--eval-steps", "1", "--max-source-length", "16", "--max-target-length", "40"]
+        ))
+    truncated = results["truncated"]
+    assert sum(t["examples"] for t in truncated.values()) == 8
+    assert sum(t["sources"] for t in truncated.values()) == sum(t["targets"] for t in truncated.values()) == 2
+    assert "plots cut at --max-source-length 16" in caplog.text and "stories cut at --max-target-length 40" in caplog.text
+
+
 def test_generate_command_writes_candidates(trained_generator, tmp_path):
     run, _ = trained_generator
     plots = datasets.concatenate_datasets([plots_dataset(3, "new"), plots_dataset(2, "train")])

@@ -74,7 +74,7 @@ def has_phrases(plot: list[list[str]]) -> bool:
 
 def source_token_lengths(tokenizer: PreTrainedTokenizerBase, sources: list[str]) -> list[int]:
     """Tokens per ``plot_to_text`` source, special tokens included, untruncated."""
-    return [len(ids) for ids in tokenizer(sources)["input_ids"]]
+    return [len(ids) for ids in tokenizer(sources, verbose=False)["input_ids"]]
 
 
 def build_generator(model_name_or_path: str = OFFLINE_BACKBONE) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
@@ -268,7 +268,8 @@ def load_story_plots(args) -> datasets.DatasetDict:
     else:
         config = {"data_dir": args.data_dir} if args.data_dir else {}
         if args.dataset == "wp":
-            # the plot covers the whole story: truncating the target would teach the model to drop plot parts
+            # the plot covers the whole story: truncating the target would teach the model to drop plot parts.
+            # The decoder's window (512 for MiniLM) can still cut long stories: train() warns with the count.
             config["max_words"] = 0
         builder = BUILDERS[args.dataset]
         loaded = datasets.DatasetDict({s: load_split(builder, s, cache_dir=args.cache_dir, **config) for s in ("train", "validation")})
@@ -290,12 +291,31 @@ def select_train_examples(train: datasets.Dataset, limit: int | None, seed: int)
 
 
 def to_features(batch: dict, tokenizer, max_source_length: int, max_target_length: int, drop_first_target_token: bool) -> dict:
-    features = tokenizer([plot_to_text(p) for p in batch["plot"]], max_length=max_source_length, truncation=True)
+    """Tokenised plots and stories, cut to the limits; ``*_truncated`` flag the cut ones so train() can count them."""
+    sources = [plot_to_text(p) for p in batch["plot"]]
+    features = tokenizer(sources, max_length=max_source_length, truncation=True)
     features.pop("token_type_ids", None)
-    targets = tokenizer(text_target=batch["story"], max_length=max_target_length + drop_first_target_token, truncation=True)["input_ids"]
+    target_length = max_target_length + drop_first_target_token
+    targets = tokenizer(text_target=batch["story"], max_length=target_length, truncation=True)["input_ids"]
     # the model prepends the start token itself when it shifts the labels
     features["labels"] = [t[1:] for t in targets] if drop_first_target_token else targets
+    features["source_truncated"] = [n > max_source_length for n in source_token_lengths(tokenizer, sources)]
+    full_targets = tokenizer(text_target=batch["story"], verbose=False)["input_ids"]
+    features["target_truncated"] = [len(ids) > target_length for ids in full_targets]
     return features
+
+
+def count_truncated(features: datasets.DatasetDict, max_source_length: int, max_target_length: int) -> tuple[datasets.DatasetDict, dict]:
+    """Drop the ``*_truncated`` flags, warning with their counts: a cut story teaches the model to drop plot parts."""
+    counts = {}
+    for name, split in features.items():
+        counts[name] = {"sources": sum(split["source_truncated"]), "targets": sum(split["target_truncated"]), "examples": len(split)}
+        if counts[name]["sources"] or counts[name]["targets"]:
+            logger.warning(
+                "%s: %d of %d plots cut at --max-source-length %d and %d stories cut at --max-target-length %d",
+                name, counts[name]["sources"], len(split), max_source_length, counts[name]["targets"], max_target_length,
+            )
+    return features.remove_columns(["source_truncated", "target_truncated"]), counts
 
 
 @torch.inference_mode()
@@ -357,6 +377,7 @@ def train(args) -> dict:
             remove_columns=splits["train"].column_names,
             desc="tokenising",
         )
+    features, truncated = count_truncated(features, args.max_source_length, args.max_target_length)
     train_set, eval_set = features["train"], features["validation"]
     # no model given: the model shifts the labels itself and masks padding in the decoder
     collator = DataCollatorForSeq2Seq(tokenizer, pad_to_multiple_of=8)
@@ -447,6 +468,7 @@ def train(args) -> dict:
         "best_validation": best,
         "history": history,
         "train_pairs": len(train_set),
+        "truncated": truncated,
         "completed_steps": completed_steps,
         "stopped_by_time_budget": out_of_time,
         "training_minutes": round(earlier_minutes + (time.perf_counter() - started) / 60, 1),
