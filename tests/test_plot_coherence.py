@@ -167,6 +167,15 @@ def test_card_of_a_checkpoint_trained_on_placeholders_but_keeping_names_says_so(
     assert "leakage_dropped_stories" in card  # where the builders' leakage count is
 
 
+def test_wp_card_names_its_corpus(tmp_path):
+    results = {"args": {"dataset": "wp", "negatives": "generated", "model_name_or_path": "m", "per_device_train_batch_size": 8,
+                        "learning_rate": 2e-5, "max_length": 512, "num_train_epochs": 1, "seed": 42, "delexicalize": True},
+               "completed_steps": 1, "train_pairs": 2, "training_minutes": 1}
+    write_plot_coherence_card(tmp_path, results)
+    card = (tmp_path / "README.md").read_text()
+    assert "# plot-coherence-wp" in card and "Positives: human-written WritingPrompts stories" in card and "ROC stories" not in card
+
+
 def test_training_from_a_union_checkpoint_exports_plot_coherence_settings(data_root, tmp_path):
     """UNION weights as the starting point: the export must not keep UNION's
     name placeholders, window or reconstruction head, or scoring would differ from training."""

@@ -175,6 +175,12 @@ def test_filter_keeps_the_human_looking_candidates():
     assert history[-1]["swaps"] < history[0]["swaps"]
 
 
+def test_filter_shows_a_progress_bar(capsys):
+    humans, candidates = synthetic_stories(1, 10)
+    af.adversarial_filter(humans, candidates, keep=2, rounds=2, seed=0)
+    assert "adversarial filtering" in capsys.readouterr().err
+
+
 def test_filter_is_deterministic_for_a_seed():
     humans, candidates = synthetic_stories(2, 30)
     first = af.adversarial_filter(humans, candidates, keep=2, rounds=3, seed=5)

@@ -326,6 +326,7 @@ def write_plot_coherence_card(folder: Path, results: dict) -> None:
         "generated": "stories our plot-conditioned generator wrote from manipulated plots "
                      "(`storyeval-build-plots`, `storyeval-generate-negatives`), chosen by adversarial filtering",
     }[args.get("negatives", "paper")]
+    corpus = {"roc": "ROC", "wp": "WritingPrompts"}[dataset]
     # our own stories come from the builders, whose leakage filter ran first and counted its drops
     leakage_note = ("" if args.get("negatives", "paper") == "paper" else
                     " The builders' leakage filter had already dropped such stories; `storyeval-build-plots`\n"
@@ -346,7 +347,7 @@ Scores rank stories; they are not calibrated probabilities.
 
 ## Training data and procedure
 
-- Positives: human-written ROC stories; negatives: {source}.
+- Positives: human-written {corpus} stories; negatives: {source}.
 - Leakage rule: {args.get("leakage_dropped_groups", "?")} groups whose human story opens a human-judged
   evaluation item were dropped before training.{leakage_note}
 - Split by group: 95% train, 5% validation.

@@ -39,6 +39,7 @@ from pathlib import Path
 import datasets
 import numpy as np
 from scipy import optimize, sparse
+from tqdm.auto import tqdm
 
 logger = logging.getLogger("storyeval_training.plots.adversarial_filter")
 
@@ -230,7 +231,8 @@ def adversarial_filter(
     verdict_sums = [np.zeros(n) for n in sizes]
 
     history = []
-    for round_number in range(1, rounds + 1):
+    progress = tqdm(range(1, rounds + 1), desc="adversarial filtering", unit="round")
+    for round_number in progress:
         order = rng.permutation(len(humans))
         halves = (order[: len(order) // 2], order[len(order) // 2 :])
         outranked = negatives = wrong_choices = swaps = 0
@@ -256,9 +258,11 @@ def adversarial_filter(
             "swaps": swaps,
         }
         history.append(record)
+        progress.set_postfix(error=f"{record['error']:.3f}", swaps=swaps)
         logger.info("round %d: committee error %.3f (multiple choice %.3f), %d swaps", round_number, record["error"], record["choice_error"], swaps)
         if swaps == 0:
             break
+    progress.close()
     return selected, history
 
 
