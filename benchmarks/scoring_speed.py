@@ -92,7 +92,7 @@ def score_agreement(scores: list[float], reference: list[float]) -> dict:
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--metric", default="union", choices=["union", "plot_coherence"])
-    parser.add_argument("--checkpoint", default=str(CHECKOUT / "hub_cards" / "union-roc"))
+    parser.add_argument("--checkpoint", default=None, help="checkpoint folder (default: the bundled roc checkpoint of --metric)")
     parser.add_argument("--stories", type=int, default=1000)
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--skip-bert-base", action="store_true")
@@ -101,6 +101,10 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.repeats < 1:
         parser.error("--repeats must be at least 1")
+    if args.checkpoint is None:
+        from storyeval.checkpoints import resolve_checkpoint
+
+        args.checkpoint = str(resolve_checkpoint(args.metric, "roc"))
     stories_path = CHECKOUT / "benchmarks" / "results" / ".roc_test_stories.txt"
     stories_path.parent.mkdir(parents=True, exist_ok=True)
     stories_path.write_text("\n".join(roc_test_stories(args.stories)) + "\n", encoding="utf-8")

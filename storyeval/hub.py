@@ -125,16 +125,14 @@ def validate_folder(folder: str | Path) -> FolderReport:
 
 def checkpoint_metric(folder: Path) -> str:
     """Which metric a checkpoint folder belongs to, from its own config files."""
-    if (folder / "scorer_config.json").is_file():
-        return "continuation_quality"
+    from storyeval.checkpoints import recorded_metric
+
+    metric = recorded_metric(folder)
+    if metric is not None:
+        return metric
     config = folder / "config.json"
     if config.is_file():
-        from storyeval.models import UnionConfig
-
-        model_type = json.loads(config.read_text()).get("model_type")
-        if model_type == UnionConfig.model_type:
-            return json.loads(config.read_text()).get("metric", "union")
-        raise PushError(f"{config}: unknown model_type {model_type!r}")
+        raise PushError(f"{config}: unknown model_type {json.loads(config.read_text()).get('model_type')!r}")
     raise PushError(f"{folder}: neither config.json nor scorer_config.json")
 
 
