@@ -12,6 +12,29 @@ os.environ.setdefault("NLTK_DATA", str(SHARED / "nltk_data"))
 os.environ.setdefault("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")
 
 
+def save_tiny_checkpoint(folder: Path, **config) -> Path:
+    """A random one-layer scoring checkpoint (no reconstruction head) with a 16-token
+    window, so windowing is easy to trigger; ``config`` overrides UnionConfig fields."""
+    import torch
+    from transformers import AutoTokenizer, BertConfig
+
+    from storyeval import checkpoints
+    from storyeval.models import UnionConfig, UnionModel
+
+    torch.manual_seed(0)
+    encoder = BertConfig(hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32, max_position_embeddings=64)
+    settings = {"has_reconstruction_head": False, "max_length": 16, "window_stride": 8, **config}
+    UnionModel(UnionConfig(encoder=encoder.to_dict(), **settings)).save_pretrained(folder)
+    AutoTokenizer.from_pretrained(checkpoints.backbone_path()).save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def tiny_checkpoint(tmp_path_factory) -> Path:
+    """A tiny UNION checkpoint, one per test module."""
+    return save_tiny_checkpoint(tmp_path_factory.mktemp("union-tiny"))
+
+
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
     """The real data folder; tests that need it skip when it is absent."""

@@ -7,31 +7,27 @@ import evaluate
 import httpx2
 import huggingface_hub
 import pytest
-from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError, RepositoryNotFoundError
-from transformers import AutoTokenizer, BertConfig
+from conftest import save_tiny_checkpoint
+from huggingface_hub.errors import (
+    HfHubHTTPError,
+    LocalEntryNotFoundError,
+    RepositoryNotFoundError,
+)
 
 from storyeval import checkpoints, scoring
-from storyeval.models import UnionConfig, UnionModel
 
 METRICS = Path(__file__).resolve().parent.parent / "metrics"
 STORY = "bob sat down . he ate lunch . he went home ."
 
 
-def save_tiny(folder: Path, **config) -> Path:
-    encoder = BertConfig(hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32, max_position_embeddings=64)
-    UnionModel(UnionConfig(encoder=encoder.to_dict(), has_reconstruction_head=False, max_length=16, window_stride=8, **config)).save_pretrained(folder)
-    AutoTokenizer.from_pretrained(checkpoints.backbone_path()).save_pretrained(folder)
-    return folder
-
-
 @pytest.fixture(scope="module")
 def union_checkpoint(tmp_path_factory):
-    return save_tiny(tmp_path_factory.mktemp("union-tiny"))
+    return save_tiny_checkpoint(tmp_path_factory.mktemp("union-tiny"))
 
 
 @pytest.fixture(scope="module")
 def plot_checkpoint(tmp_path_factory):
-    return save_tiny(tmp_path_factory.mktemp("plot-tiny"), metric="plot_coherence", delexicalize=False)
+    return save_tiny_checkpoint(tmp_path_factory.mktemp("plot-tiny"), metric="plot_coherence", delexicalize=False)
 
 
 @pytest.fixture

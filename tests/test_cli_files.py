@@ -6,25 +6,10 @@ from pathlib import Path
 
 import pytest
 import torch
-from transformers import AutoTokenizer, BertConfig
 
-from storyeval import checkpoints, cli
-from storyeval.models import UnionConfig, UnionModel
+from storyeval import cli
 
 STORY = "[MALE] was at the bar . he noticed a phone on the floor . he gave it to the bartender ."
-
-
-@pytest.fixture(scope="module")
-def tiny_checkpoint(tmp_path_factory):
-    """A random one-layer UNION checkpoint (as in test_union.py)."""
-    torch.manual_seed(0)
-    folder = tmp_path_factory.mktemp("union-tiny")
-    encoder = BertConfig(hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32, max_position_embeddings=64)
-    model = UnionModel(UnionConfig(encoder=encoder.to_dict(), max_length=16, window_stride=8))
-    model.drop_reconstruction_head()
-    model.save_pretrained(folder)
-    AutoTokenizer.from_pretrained(checkpoints.backbone_path()).save_pretrained(folder)
-    return folder
 
 
 def run_cli(args, capsys):

@@ -7,14 +7,15 @@ import datasets
 import evaluate
 import pytest
 import torch
+from conftest import save_tiny_checkpoint
+from storyeval_training import train_plot_coherence
+from storyeval_training.builders.common import InputFormatError
+from storyeval_training.model_card import write_plot_coherence_card
 from transformers import AutoTokenizer, BertConfig, BertModel
 
 from storyeval import checkpoints, cli, hub
 from storyeval.models import UnionConfig, UnionModel
 from storyeval.scoring import load_plot_coherence_scorer
-from storyeval_training import train_plot_coherence
-from storyeval_training.builders.common import InputFormatError
-from storyeval_training.model_card import write_plot_coherence_card
 
 METRIC_DIR = str(Path(__file__).resolve().parent.parent / "metrics" / "plot_coherence")
 JUDGED = "a week after the little girl 's dog died , she had a new puppy ."
@@ -197,13 +198,7 @@ def test_training_from_a_union_checkpoint_exports_plot_coherence_settings(data_r
 @pytest.fixture
 def tiny_checkpoint(tmp_path):
     """A random 1-layer plot-coherence checkpoint with a 16-token window."""
-    folder = tmp_path / "tiny"
-    UnionModel(UnionConfig(encoder=BertConfig(hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32,
-                                              max_position_embeddings=64).to_dict(),
-                           has_reconstruction_head=False, max_length=16, window_stride=8, metric="plot_coherence",
-                           delexicalize=False)).save_pretrained(folder)
-    AutoTokenizer.from_pretrained(checkpoints.backbone_path()).save_pretrained(folder)
-    return folder
+    return save_tiny_checkpoint(tmp_path / "tiny", metric="plot_coherence", delexicalize=False)
 
 
 def test_metric_rejects_bad_input_and_unknown_configs(tiny_checkpoint):

@@ -28,18 +28,6 @@ def tokenizer():
     return AutoTokenizer.from_pretrained(checkpoints.backbone_path())
 
 
-@pytest.fixture(scope="module")
-def tiny_checkpoint(tmp_path_factory, tokenizer):
-    """A random UNION checkpoint with a 16-token window, so windowing is easy to trigger."""
-    torch.manual_seed(0)
-    folder = tmp_path_factory.mktemp("union-tiny")
-    model = UnionModel(UnionConfig(encoder=tiny_encoder_config().to_dict(), max_length=16, window_stride=8))
-    model.drop_reconstruction_head()
-    model.save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
-
-
 def test_forward_backward_and_ablation():
     torch.manual_seed(0)
     model = UnionModel(UnionConfig(encoder=tiny_encoder_config(vocab_size=50).to_dict(), max_length=64))
