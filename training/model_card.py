@@ -65,7 +65,9 @@ rather than a perturbed copy. It is the model behind the `storyeval` metric
 
 Scoring generated stories (ROCStories-style five-sentence stories for `roc`,
 WritingPrompts-style stories for `wp`) as one signal among others. Scores rank
-stories; they are not calibrated probabilities of human authorship.
+stories; they are not calibrated probabilities of human authorship. Check the
+measured correlations below before relying on it: a checkpoint trained on a few
+thousand stories may not track human judgments at all.
 
 ## Training data and procedure
 
