@@ -124,7 +124,7 @@ class ContinuationMetric(CheckpointMetric):
         """Queue one continuation and its context for the next ``compute()``; see the module description below."""
         self.check_reference_free(reference)
         (prediction,), (context,) = self.check_pairs([prediction], [context])
-        super().add(prediction=prediction, context=context, **kwargs)
+        super().add(prediction=prediction, contexts=context, **kwargs)  # evaluate keys extra inputs by feature name
 
     def compute(self, *, predictions=None, contexts=None, references=None, **kwargs):
         """Score ``predictions`` (continuations) given ``contexts``, and any pairs queued by ``add``/``add_batch``."""

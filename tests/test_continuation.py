@@ -114,6 +114,12 @@ def test_metric_through_evaluate_load(tiny_checkpoint):
     assert len(results["relevance"]) == 2 and results["mean_overall"] == pytest.approx(sum(results["overall"]) / 2)
     empty = metric.compute(predictions=[], contexts=[])
     assert empty["overall"] == [] and math.isnan(empty["mean_relevance"])
+    # queued pairs are scored by a compute() without inputs, as with any evaluate metric
+    metric.add_batch(predictions=["He gave the milk to the dog."], contexts=["Ken went to the store."])
+    metric.add(prediction="A tiger appeared.", context="Ken went to the store.")
+    assert metric.compute()["overall"] == pytest.approx(results["overall"], abs=1e-5)
+    with pytest.raises(ValueError, match="same length"):
+        metric.add_batch(predictions=["a ."], contexts=["b .", "c ."])
 
 
 @pytest.mark.parametrize(
