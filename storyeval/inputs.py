@@ -11,6 +11,8 @@ def check_texts(texts, name: str = "predictions") -> list[str]:
     """A list of strings with words in them, or a TypeError / ValueError naming the bad item."""
     if texts is None:
         raise TypeError(f"{name} must be a list of strings, got None")
+    if hasattr(texts, "tolist") and getattr(texts, "ndim", None) == 1:
+        texts = texts.tolist()  # a 1-D numpy array or pandas Series of strings
     if isinstance(texts, str) or not isinstance(texts, Sequence):
         raise TypeError(f"{name} must be a list of strings, got {type(texts).__name__}")
     for index, text in enumerate(texts):

@@ -125,6 +125,16 @@ def test_metric_bad_input(tiny_checkpoint, predictions, error, message):
         union.compute(predictions=[STORY], references=[STORY])
 
 
+def test_numpy_arrays_of_stories_are_accepted(tiny_checkpoint):
+    import numpy as np
+
+    union = evaluate.load(METRIC_DIR, str(tiny_checkpoint))
+    expected = union.compute(predictions=[STORY, "he left ."])["scores"]
+    assert union.compute(predictions=np.array([STORY, "he left ."]))["scores"] == pytest.approx(expected, abs=1e-6)
+    with pytest.raises(TypeError, match="list of strings"):
+        union.compute(predictions=np.array([[STORY]]))  # 2-D: not a list of stories
+
+
 def test_stories_queued_with_add_batch_are_scored_by_compute(tiny_checkpoint):
     union = evaluate.load(METRIC_DIR, str(tiny_checkpoint))
     expected = union.compute(predictions=[STORY, "he left ."])["scores"]
