@@ -43,6 +43,7 @@ def main(argv=None):
         "seconds": round(seconds, 1),
         "stories_per_second": round(stories / seconds, 1),
         "peak_rss_mb_children": round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024),
+        "leakage_dropped_stories": stats["leakage_dropped_stories_all_splits"],
         "per_split": {k: v for k, v in stats.items() if isinstance(v, dict)},
     }
     print(json.dumps({k: payload[k] for k in ("dataset", "stories", "seconds", "stories_per_second", "peak_rss_mb_children")}))

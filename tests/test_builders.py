@@ -72,6 +72,22 @@ def test_leakage_filter_drops_stories_that_open_a_judged_item(data_root, tmp_pat
     assert len(all_rows(unfiltered)) == 2
 
 
+def test_build_negatives_records_the_leakage_count(data_root, tmp_path, shared_data):
+    import json
+
+    from storyeval_training import build_negatives
+
+    (data_root / "lexicon").symlink_to(shared_data / "lexicon")
+    stories = [ROC_LINE.replace("planned a trip", f"planned trip number {i}") for i in range(12)]
+    leaked = "jog <EOT> x <EOL> </s> Ken was out jogging one morning . </s> he ran . @"
+    write_roc_plot_guided(data_root / "roc", stories + [leaked])
+    build_negatives.main(["--dataset", "roc", "--splits", "train", "--output-dir", str(tmp_path / "pairs"),
+                          "--cache-dir", str(tmp_path / "cache"), "--num-proc", "1", "--data-dir", str(data_root)])
+    stats = json.loads((tmp_path / "pairs" / "negatives_stats.json").read_text())
+    assert stats["leakage_dropped_stories_all_splits"] == 1
+    assert stats["train"]["leakage_dropped_stories"] in (0, 1)
+
+
 def test_wp_official_pairs_newlines_and_truncation(data_root, tmp_path):
     (tmp_path / "valid.wp_source").write_text("[ WP ] A dragon wakes up .\n")
     body = " ".join(f"Sentence number {i} is here ." for i in range(60))

@@ -88,10 +88,11 @@ def build(
     root = Path(data_dir) if data_dir else paths.data_dir()
     builder = BUILDERS[dataset](cache_dir=cache_dir, data_dir=str(root / dataset))
     prepare(builder)
-    stories = builder.as_dataset()
+    # as_dataset() for all splits fails on an empty one (a tiny corpus), so ask only for non-empty ones
+    stories = datasets.DatasetDict({name: builder.as_dataset(split=name) for name, info in builder.info.splits.items() if info.num_examples})
     missing = [s for s in splits if s not in stories]
     if missing:
-        raise KeyError(f"unknown split(s) {missing}; choose from {list(stories)}")
+        raise KeyError(f"unknown or empty split(s) {missing}; choose from {list(stories)}")
     if limit:
         stories = datasets.DatasetDict({s: stories[s].select(range(min(limit, len(stories[s])))) for s in stories})
 
@@ -155,6 +156,12 @@ def main(argv=None):
     pairs = build(args.dataset, args.splits, args.seed, args.num_proc if args.num_proc > 1 else None, args.limit, args.cache_dir, args.data_dir)
     pairs.save_to_disk(args.output_dir)
     stats = {split: technique_counts(pairs[split]) for split in pairs}
+    # the leakage rule (shared/data/README.md): how many stories it kept out of each split
+    root = Path(args.data_dir) if args.data_dir else paths.data_dir()
+    leaked = BUILDERS[args.dataset](cache_dir=args.cache_dir, data_dir=str(root / args.dataset)).leakage_dropped()
+    for split in pairs:
+        stats[split]["leakage_dropped_stories"] = leaked[split]
+    stats["leakage_dropped_stories_all_splits"] = sum(leaked.values())
     stats["seconds"] = round(time.perf_counter() - started, 1)
     Path(args.output_dir, "negatives_stats.json").write_text(json.dumps(stats, indent=2) + "\n")
     write_negatives_card(Path(args.output_dir), args.dataset, args.seed, stats)
