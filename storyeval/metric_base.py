@@ -25,8 +25,8 @@ class CheckpointMetric(evaluate.Metric):
     """A metric backed by one checkpoint chosen by ``config_name``.
 
     Subclasses set ``METRIC`` (a key of :data:`storyeval.checkpoints.REGISTRY`),
-    the module texts, ``INPUTS`` (the string columns ``compute`` takes) and
-    ``load_scorer(path)``.
+    the module texts and ``INPUTS`` (the string columns ``compute`` takes); the
+    scorer comes from :func:`storyeval.scoring.load_scorer`.
     """
 
     METRIC: str = ""
@@ -58,12 +58,10 @@ class CheckpointMetric(evaluate.Metric):
 
     def _download_and_prepare(self, dl_manager):
         # unknown names raise KeyError here, at load time, listing the choices
-        self.checkpoint_path = checkpoints.resolve_checkpoint(self.METRIC, self.config_name)
-        checkpoints.check_metric(self.METRIC, self.checkpoint_path)
-        self.scorer = self.load_scorer(self.checkpoint_path)
+        from storyeval.scoring import load_scorer
 
-    def load_scorer(self, path):
-        raise NotImplementedError
+        self.checkpoint_path = checkpoints.resolve_checkpoint(self.METRIC, self.config_name)
+        self.scorer = load_scorer(self.METRIC, self.checkpoint_path)  # refuses another metric's checkpoint
 
     def check_reference_free(self, references) -> None:
         if references is not None:

@@ -198,3 +198,16 @@ def test_statistics_files_load_without_pickle(tmp_path):
     np.savez(tmp_path / "pickled.npz", **arrays)
     with pytest.raises(ValueError, match="pickled object array"):
         NgramLM.load(tmp_path / "pickled.npz")
+
+
+def test_bad_device_or_batch_size_changes_nothing(tiny_checkpoint):
+    from storyeval.continuation.scorer import ContinuationScorer
+
+    scorer = ContinuationScorer(tiny_checkpoint, device="cpu")
+    expected = scorer.score(["Ken went to the store."], ["He bought milk."])
+    for options, error in (({"device": "gpu"}, ValueError), ({"device": "cuda:99"}, ValueError), ({"batch_size": 0}, ValueError),
+                           ({"batch_size": "2"}, TypeError)):
+        with pytest.raises(error):
+            scorer.score(["Ken went to the store."], ["He bought milk."], **options)
+    assert scorer.device.type == "cpu"
+    assert scorer.score(["Ken went to the store."], ["He bought milk."]) == expected

@@ -4,7 +4,6 @@ import evaluate
 # imported as a module: evaluate takes the first Metric class it finds in this namespace
 from storyeval import metric_base
 from storyeval.continuation.model import CRITERIA
-from storyeval.continuation.scorer import load_continuation_scorer
 
 _CITATION = """\
 @article{sagarkar2018quality,
@@ -48,6 +47,3 @@ class ContinuationQuality(metric_base.ContinuationMetric):
     DESCRIPTION = _DESCRIPTION
     KWARGS_DESCRIPTION = _KWARGS_DESCRIPTION
     REFERENCE_URLS = ["https://aclanthology.org/S18-2024/"]
-
-    def load_scorer(self, path):
-        return load_continuation_scorer(str(path))

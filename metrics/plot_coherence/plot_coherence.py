@@ -3,7 +3,6 @@ import evaluate
 
 # imported as a module: evaluate takes the first Metric class it finds in this namespace
 from storyeval import metric_base
-from storyeval.scoring import load_plot_coherence_scorer
 
 _CITATION = """\
 @inproceedings{ghazarian-etal-2021-plot,
@@ -50,6 +49,3 @@ class PlotCoherence(metric_base.StoryScoreMetric):
     DESCRIPTION = _DESCRIPTION
     KWARGS_DESCRIPTION = _KWARGS_DESCRIPTION
     REFERENCE_URLS = ["https://aclanthology.org/2021.naacl-main.343/", "https://github.com/PlusLabNLP/Plot-guided-Coherence-Evaluation"]
-
-    def load_scorer(self, path):
-        return load_plot_coherence_scorer(path)

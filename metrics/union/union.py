@@ -3,7 +3,6 @@ import evaluate
 
 # imported as a module: evaluate takes the first Metric class it finds in this namespace
 from storyeval import metric_base
-from storyeval.scoring import load_union_scorer
 
 _CITATION = """\
 @inproceedings{guan-huang-2020-union,
@@ -50,6 +49,3 @@ class Union(metric_base.StoryScoreMetric):
     DESCRIPTION = _DESCRIPTION
     KWARGS_DESCRIPTION = _KWARGS_DESCRIPTION
     REFERENCE_URLS = ["https://arxiv.org/abs/2009.07602", "https://github.com/thu-coai/UNION"]
-
-    def load_scorer(self, path):
-        return load_union_scorer(path)

@@ -31,15 +31,22 @@ class ContinuationScorer:
         self.model = ContinuationModel.load(folder).to(self.device)
         self.preprocess = preprocess
 
+    def to(self, device) -> "ContinuationScorer":
+        """Move the model to ``device``, checked first so a bad one changes nothing."""
+        device = resolve_device(device)
+        if device != self.device:
+            self.model.to(device)
+            self.device = device
+        return self
+
     @torch.inference_mode()
     def score(self, contexts, continuations, batch_size: int = 256, device=None, progress_bar: bool = False) -> dict[str, list[float]]:
         continuations = check_texts(continuations, "predictions")
         contexts = check_texts(contexts, "contexts")
         check_same_length(predictions=continuations, contexts=contexts)
         check_batch_size(batch_size)
-        if device is not None and resolve_device(device) != self.device:  # checked before anything moves
-            self.device = resolve_device(device)
-            self.model.to(self.device)
+        if device is not None:
+            self.to(device)
         if self.preprocess:
             contexts = [normalize_story(c) for c in contexts]
             continuations = [normalize_story(c) for c in continuations]
