@@ -234,6 +234,9 @@ def main(argv=None) -> int:
     if args.batch_size < 1:
         print("storyeval: error: --batch-size must be positive", file=sys.stderr)
         return 2
+    if not args.score_field.strip():  # a blank name would write a nameless CSV column
+        print("storyeval: error: --score-field must be a non-blank name", file=sys.stderr)
+        return 2
     try:
         from storyeval.scoring import resolve_device
 

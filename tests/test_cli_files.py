@@ -133,3 +133,12 @@ def test_score_field_is_documented(capsys):
     with pytest.raises(SystemExit):
         cli.main(["score", "--help"])
     assert "--score-field" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("field", ["", "  "])
+def test_blank_score_field_is_refused(tiny_checkpoint, tmp_path, capsys, field):
+    table = tmp_path / "s.csv"
+    table.write_text(f"story\n{STORY}\n")
+    out = tmp_path / "out.csv"
+    code, _, err = run_cli(["score", str(table), "--config", str(tiny_checkpoint), "-o", str(out), "--score-field", field, "--quiet"], capsys)
+    assert code == 2 and "--score-field must be a non-blank name" in err and not out.exists()
