@@ -234,6 +234,53 @@ def test_training_smoke_run_writes_a_loadable_checkpoint(tmp_path, tokenizer):
     assert continued["completed_steps"] == 1 and UnionModel.from_pretrained(tmp_path / "run3" / "best").dtype == torch.float32
 
 
+def test_training_selects_on_other_pairs_when_given(tmp_path, tokenizer):
+    from storyeval_training import build_negatives, train_union
+
+    encoder_dir = tmp_path / "encoder"
+    BertModel(tiny_encoder_config()).save_pretrained(encoder_dir)
+    tokenizer.save_pretrained(encoder_dir)
+    own = {
+        "id": [f"s{i}" for i in range(6)], "context": ["he sat ."] * 6,
+        "human": [f"he sat . he ate {i} apples ." for i in range(6)],
+        "negative": [f"he sat . he ate ate {i} apples ." for i in range(6)],
+        "original": [f"he sat . he ate {i} apples ." for i in range(6)], "techniques": [["repetition"]] * 6,
+    }
+    pairs = datasets.Dataset.from_dict(own, features=build_negatives.PAIR_FEATURES)
+    datasets.DatasetDict({"train": pairs, "validation": pairs.select(range(2))}).save_to_disk(tmp_path / "pairs")
+    # released-style pairs: names kept, cased, untokenised
+    other = {
+        "id": ["a-0", "b-0"], "context": ["Tom sat down.", "Anna woke up."],
+        "human": ["Tom sat down. He ate an apple.", "Anna woke up. She was late."],
+        "negative": ["Tom sat down. He ate the chair.", "Anna woke up. She was asleep."],
+        "original": ["Tom sat down. He ate an apple.", "Anna woke up. She was late."], "techniques": [["paper"]] * 2,
+    }
+    selection = datasets.Dataset.from_dict(other, features=build_negatives.PAIR_FEATURES)
+    datasets.DatasetDict({"train": selection, "validation": selection}).save_to_disk(tmp_path / "selection")
+
+    normalised = train_union.load_selection_pairs(str(tmp_path / "selection"), delexicalize=True)
+    assert normalised["human"][0] == "[MALE] sat down . he ate an apple ."  # as scoring would see it
+
+    common = ["--pairs-dir", str(tmp_path / "pairs"), "--model-name-or-path", str(encoder_dir), "--max-train-steps", "4",
+              "--eval-steps", "1", "--per-device-train-batch-size", "4", "--max-length", "32", "--learning-rate", "1e-3"]
+    results = train_union.train(train_union.parse_args(
+        common + ["--output-dir", str(tmp_path / "run"), "--selection-pairs-dir", str(tmp_path / "selection"), "--export-dir", str(tmp_path / "export")]
+    ))
+    assert results["selected_by"] == "selection_accuracy"
+    assert all("selection_accuracy" in m and "accuracy" in m for m in results["history"])
+    first_best = max(results["history"], key=lambda m: m["selection_accuracy"])  # max keeps the earliest of ties
+    assert results["best_validation"]["step"] == first_best["step"]
+    assert "other held-out pairs" in (tmp_path / "export" / "README.md").read_text()
+    plain = train_union.train(train_union.parse_args(common + ["--output-dir", str(tmp_path / "run-plain")]))
+    assert plain["selected_by"] == "accuracy" and "selection_accuracy" not in plain["history"][0]
+
+    with pytest.raises(SystemExit):  # a missing folder is a usage error, before anything is written
+        train_union.parse_args(common + ["--output-dir", str(tmp_path / "run-bad"), "--selection-pairs-dir", str(tmp_path / "none")])
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(FileNotFoundError, match="no saved DatasetDict"):
+        train_union.load_selection_pairs(str(tmp_path / "empty"), delexicalize=True)
+
+
 @pytest.mark.parametrize("start", ["encoder", "union-checkpoint"])
 def test_training_max_length_beyond_the_encoder_is_a_clear_error(tmp_path, tokenizer, tiny_checkpoint, start):
     from storyeval_training import train_union

@@ -43,6 +43,17 @@ def _front_matter(dataset: str, base_model: str, evaluation: dict | None) -> str
     return "\n".join(lines)
 
 
+def _selection_text(results: dict) -> str:
+    best = results.get("best_validation") or {}
+    if results.get("selected_by") == "selection_accuracy":
+        selection_dir = results["args"].get("selection_pairs_dir")
+        return (f"""best accuracy on the validation split of other held-out pairs (`{selection_dir}`;
+  auto-constructed, never the human judgments): {best["selection_accuracy"]:.4f} at step {best.get("step")},
+  where the run's own validation pairs give {best.get("accuracy", float("nan")):.4f}.""")
+    return (f"""best accuracy on held-out validation pairs (auto-constructed,
+  never the human judgments): {best.get("accuracy", float("nan")):.4f} at step {best.get("step")}.""")
+
+
 def write_union_card(folder: Path, results: dict) -> None:
     folder = Path(folder)
     args = results["args"]
@@ -82,8 +93,7 @@ thousand stories may not track human judgments at all.
   max length {args["max_length"]}, {results["completed_steps"]} steps on {results["train_pairs"]} pairs,
   seed {args["seed"]}.
 - Training time: {results["training_minutes"]} minutes on a 2-core CPU machine.{_run_notes(results)}
-- Checkpoint selection: best accuracy on held-out validation pairs (auto-constructed,
-  never the human judgments): {best.get("accuracy", float("nan")):.4f} at step {best.get("step")}.
+- Checkpoint selection: {_selection_text(results)}
 - Exported in fp16 with its reconstruction head (scorers drop it when they load; training can resume from it).
 
 ## Evaluation

@@ -28,6 +28,7 @@ from transformers.trainer_pt_utils import LengthGroupedSampler
 
 from storyeval.checkpoints import OFFLINE_BACKBONE, backbone_path
 from storyeval.models import UnionModel
+from storyeval.scoring import normalize_story
 from storyeval_training import build_negatives
 from storyeval_training.model_card import write_union_card
 
@@ -60,6 +61,10 @@ def parse_args(argv=None):
     p.add_argument("--resume-from-checkpoint", default=None, help="a step_N folder written by --checkpointing-steps")
     p.add_argument("--max-train-pairs", type=int, default=None)
     p.add_argument("--max-eval-pairs", type=int, default=2000)
+    p.add_argument("--selection-pairs-dir", default=None,
+                   help="pairs saved by storyeval-build-negatives or storyeval-train-plot-coherence (its pairs/ folder) whose "
+                        "validation split chooses the best checkpoint instead of this run's own validation pairs, e.g. "
+                        "model-generated negatives, which this run's perturbations do not resemble")
     p.add_argument("--seed", type=int, default=42)
     p.add_argument("--negative-seeds", type=int, nargs="+", default=[42], help="one set of negatives per seed")
     p.add_argument("--base-model-name", default=None, help="base_model for the model card (default: --model-name-or-path)")
@@ -69,6 +74,8 @@ def parse_args(argv=None):
     args = p.parse_args(argv)
     if bool(args.dataset) == bool(args.pairs_dir):
         p.error("give exactly one of --dataset and --pairs-dir")
+    if args.selection_pairs_dir and not Path(args.selection_pairs_dir).is_dir():
+        p.error(f"--selection-pairs-dir {args.selection_pairs_dir}: no such folder")
     if args.per_device_train_batch_size < 1 or args.learning_rate <= 0:
         p.error("batch size and learning rate must be positive")
     return args
@@ -101,6 +108,24 @@ def to_examples(batch: dict, tokenizer, max_length: int) -> dict:
         out["recon_labels"] += [[-100] * len(human["input_ids"][i]), target]
         out["pair"] += [pair_id, pair_id]
     return out
+
+
+def load_selection_pairs(folder: str, delexicalize: bool) -> datasets.Dataset:
+    """The validation split of ``folder``, normalised as scoring normalises a story.
+
+    The run's own pairs are already in that form; pairs from elsewhere (the plot
+    paper's released stories keep names and their own spacing) may not be.
+    """
+    path = Path(folder)
+    if not (path / "dataset_dict.json").is_file():
+        raise FileNotFoundError(f"--selection-pairs-dir {folder}: no saved DatasetDict there (dataset_dict.json)")
+    pairs = datasets.load_from_disk(str(path))
+    if "validation" not in pairs or len(pairs["validation"]) == 0:
+        raise ValueError(f"--selection-pairs-dir {folder}: needs a non-empty validation split, has {dict(pairs.num_rows)}")
+    columns = ("human", "negative", "original")
+    return pairs["validation"].map(
+        lambda row: {c: normalize_story(row[c], delexicalize) for c in columns}, desc="normalising selection pairs"
+    )
 
 
 class Collator:
@@ -204,6 +229,13 @@ def train(args, config_overrides: dict | None = None, write_card=write_union_car
             remove_columns=pairs["train"].column_names,
             desc="tokenising",
         )
+        selection_set = None
+        if args.selection_pairs_dir:
+            selection = load_selection_pairs(args.selection_pairs_dir, model.config.delexicalize)
+            selection_set = selection.map(
+                to_examples, batched=True, fn_kwargs={"tokenizer": tokenizer, "max_length": args.max_length},
+                remove_columns=selection.column_names, desc="tokenising selection pairs",
+            )
     train_set, eval_set = examples["train"], examples["validation"]
     collator = Collator(tokenizer)
     # length grouping: batches of similar lengths waste little on padding
@@ -215,6 +247,11 @@ def train(args, config_overrides: dict | None = None, write_card=write_union_car
     )
     train_loader = DataLoader(train_set, sampler=sampler, batch_size=args.per_device_train_batch_size, collate_fn=collator)
     eval_loader = DataLoader(eval_set, batch_size=args.per_device_eval_batch_size, collate_fn=collator)
+    selection_loader = None
+    if selection_set is not None:
+        selection_loader = DataLoader(selection_set, batch_size=args.per_device_eval_batch_size, collate_fn=collator)
+    # what picks the best checkpoint: held-out pairs either way, never human judgments
+    select_by = "selection_accuracy" if selection_loader is not None else "accuracy"
 
     no_decay = ("bias", "LayerNorm.weight", "layer_norm.weight")
     groups = [
@@ -232,6 +269,8 @@ def train(args, config_overrides: dict | None = None, write_card=write_union_car
         num_training_steps=max_train_steps * accelerator.num_processes,
     )
     model, optimizer, train_loader, eval_loader, scheduler = accelerator.prepare(model, optimizer, train_loader, eval_loader, scheduler)
+    if selection_loader is not None:
+        selection_loader = accelerator.prepare(selection_loader)
     # the loader was sharded across processes: recompute the step count
     steps_per_epoch = math.ceil(len(train_loader) / args.gradient_accumulation_steps)
     if not args.max_train_steps:
@@ -244,7 +283,7 @@ def train(args, config_overrides: dict | None = None, write_card=write_union_car
         accelerator.load_state(args.resume_from_checkpoint)
         completed_steps = int(Path(args.resume_from_checkpoint).name.split("_")[-1])
         start_epoch, resume_step = divmod(completed_steps * args.gradient_accumulation_steps, len(train_loader))
-        best, history, earlier_minutes = load_trainer_state(Path(args.resume_from_checkpoint), output_dir, completed_steps)
+        best, history, earlier_minutes = load_trainer_state(Path(args.resume_from_checkpoint), output_dir, completed_steps, select_by)
         logger.info("resumed from %s at step %d", args.resume_from_checkpoint, completed_steps)
 
     logger.info(
@@ -275,10 +314,12 @@ def train(args, config_overrides: dict | None = None, write_card=write_union_car
             last = completed_steps >= max_train_steps or out_of_time
             if completed_steps % args.eval_steps == 0 or last:
                 metrics = evaluate(model, eval_loader, accelerator)
+                if selection_loader is not None:
+                    metrics["selection_accuracy"] = evaluate(model, selection_loader, accelerator)["accuracy"]
                 metrics.update(step=completed_steps, epoch=epoch, minutes=round(earlier_minutes + (time.perf_counter() - started) / 60, 1))
                 history.append(metrics)
                 logger.info("eval %s", json.dumps(metrics))
-                if best is None or metrics["accuracy"] > best["accuracy"]:
+                if best is None or metrics[select_by] > best[select_by]:
                     best = metrics
                     accelerator.wait_for_everyone()
                     if accelerator.is_main_process:
@@ -298,6 +339,7 @@ def train(args, config_overrides: dict | None = None, write_card=write_union_car
     minutes = round(earlier_minutes + (time.perf_counter() - started) / 60, 1)
     results = {
         "best_validation": best,
+        "selected_by": select_by,
         "history": history,
         "train_pairs": len(train_set) // 2,
         "completed_steps": completed_steps,
@@ -313,19 +355,22 @@ def train(args, config_overrides: dict | None = None, write_card=write_union_car
     return results
 
 
-def load_trainer_state(state_dir: Path, output_dir: Path, step: int) -> tuple[dict | None, list, float]:
+def load_trainer_state(state_dir: Path, output_dir: Path, step: int, select_by: str = "accuracy") -> tuple[dict | None, list, float]:
     """Best metrics, eval history and minutes spent up to ``step``, so a resumed
     run keeps selecting against what it had already seen."""
     if (state_dir / TRAINER_STATE).is_file():
         state = json.loads((state_dir / TRAINER_STATE).read_text())
-        return state["best"], state["history"], state["minutes"]
+        best = state["best"]
+        if best is not None and select_by not in best:  # the run is resumed with another selection rule
+            best = max(state["history"], key=lambda m: m.get(select_by, float("-inf")))
+        return best, state["history"], state["minutes"]
     # states saved before trainer_state.json existed: rebuild from the run's results
     results_file = output_dir / "all_results.json"
     if not results_file.is_file():
         logger.warning("no %s in %s and no %s: best-checkpoint tracking starts afresh", TRAINER_STATE, state_dir, results_file)
         return None, [], 0.0
     history = [m for m in json.loads(results_file.read_text())["history"] if m["step"] <= step]
-    best = max(history, key=lambda m: m["accuracy"], default=None)
+    best = max(history, key=lambda m: m.get(select_by, float("-inf")), default=None)
     return best, history, history[-1]["minutes"] if history else 0.0
 
 
