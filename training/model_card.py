@@ -63,7 +63,6 @@ def write_union_card(folder: Path, results: dict) -> None:
     base_model = args.get("base_model_name") or args["model_name_or_path"]
     if base_model == "all-MiniLM-L6-v2":
         base_model = "sentence-transformers/all-MiniLM-L6-v2"
-    best = results.get("best_validation") or {}
     body = f"""
 # union-{dataset}
 
