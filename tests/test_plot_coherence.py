@@ -71,6 +71,14 @@ def test_build_pairs_drops_leaked_groups_and_never_pairs_a_story_with_itself(dat
     assert not train_humans & set(pairs["validation"]["human"])  # split by group
 
 
+def test_pairs_only_writes_the_pairs_and_trains_nothing(data_root, tmp_path):
+    results = train_plot_coherence.train(["--data-dir", str(data_root), "--output-dir", str(tmp_path / "run"), "--pairs-only"])
+    saved = datasets.load_from_disk(str(tmp_path / "run" / "pairs"))
+    assert results["leakage_dropped_groups"] == 1 and results["pairs"] == dict(saved.num_rows)
+    assert sum(saved.num_rows.values()) == (12 + 2) * 3  # both released files, the leaked group dropped
+    assert sorted(p.name for p in (tmp_path / "run").iterdir()) == ["pairs"]  # no model, no results file
+
+
 def test_paper_negatives_are_roc_only():
     with pytest.raises(SystemExit):
         train_plot_coherence.parse_args(["--dataset", "wp", "--output-dir", "x"])

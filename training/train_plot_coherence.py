@@ -162,6 +162,8 @@ def parse_args(argv=None):
     p.add_argument("--seed", type=int, default=42)
     p.add_argument("--base-model-name", default=None)
     p.add_argument("--data-dir", default=None, help="data root (default: $STORYEVAL_DATA or ../shared/data)")
+    p.add_argument("--pairs-only", action="store_true",
+                   help="write OUTPUT_DIR/pairs and stop (e.g. for storyeval-train-union --selection-pairs-dir)")
     args = p.parse_args(argv)
     if args.negatives == "generated" and not args.generated_dir:
         p.error("--negatives generated needs --generated-dir")
@@ -191,6 +193,8 @@ def train(argv=None) -> dict:
     logger.info("names in the training text are %s", "placeholders: scoring replaces names too" if delexicalize else "kept")
     pairs_dir = Path(args.output_dir) / "pairs"
     pairs.save_to_disk(str(pairs_dir))
+    if args.pairs_only:
+        return {"pairs_dir": str(pairs_dir), "pairs": dict(pairs.num_rows), "leakage_dropped_groups": dropped}
 
     union_argv = [
         "--pairs-dir", str(pairs_dir), "--output-dir", args.output_dir,
