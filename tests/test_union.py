@@ -234,6 +234,19 @@ def test_training_smoke_run_writes_a_loadable_checkpoint(tmp_path, tokenizer):
     assert continued["completed_steps"] == 1 and UnionModel.from_pretrained(tmp_path / "run3" / "best").dtype == torch.float32
 
 
+def test_pair_accuracy_ranks_each_human_story_against_its_own_negative():
+    from storyeval_training.train_union import pair_accuracy
+
+    labels = torch.tensor([1, 0, 1, 0, 1, 0])
+    # every score is above the 0.5 threshold, so threshold accuracy is 0.5, yet two pairs of three rank right, one ties
+    logits = torch.tensor([3.0, 1.0, 2.0, 0.5, 1.0, 1.0])
+    assert pair_accuracy(logits, labels) == pytest.approx(2.5 / 3)
+    with pytest.raises(ValueError, match="alternate"):
+        pair_accuracy(logits, torch.tensor([0, 1, 1, 0, 1, 0]))
+    with pytest.raises(ValueError, match="alternate"):
+        pair_accuracy(logits[:5], labels[:5])
+
+
 def test_training_selects_on_other_pairs_when_given(tmp_path, tokenizer):
     from storyeval_training import build_negatives, train_union
 
@@ -266,13 +279,13 @@ def test_training_selects_on_other_pairs_when_given(tmp_path, tokenizer):
     results = train_union.train(train_union.parse_args(
         common + ["--output-dir", str(tmp_path / "run"), "--selection-pairs-dir", str(tmp_path / "selection"), "--export-dir", str(tmp_path / "export")]
     ))
-    assert results["selected_by"] == "selection_accuracy"
-    assert all("selection_accuracy" in m and "accuracy" in m for m in results["history"])
-    first_best = max(results["history"], key=lambda m: m["selection_accuracy"])  # max keeps the earliest of ties
+    assert results["selected_by"] == "selection_pair_accuracy"
+    assert all({"selection_pair_accuracy", "selection_accuracy", "pair_accuracy", "accuracy"} <= set(m) for m in results["history"])
+    first_best = max(results["history"], key=lambda m: m["selection_pair_accuracy"])  # max keeps the earliest of ties
     assert results["best_validation"]["step"] == first_best["step"]
     assert "other held-out pairs" in (tmp_path / "export" / "README.md").read_text()
     plain = train_union.train(train_union.parse_args(common + ["--output-dir", str(tmp_path / "run-plain")]))
-    assert plain["selected_by"] == "accuracy" and "selection_accuracy" not in plain["history"][0]
+    assert plain["selected_by"] == "accuracy" and "selection_pair_accuracy" not in plain["history"][0]
 
     with pytest.raises(SystemExit):  # a missing folder is a usage error, before anything is written
         train_union.parse_args(common + ["--output-dir", str(tmp_path / "run-bad"), "--selection-pairs-dir", str(tmp_path / "none")])

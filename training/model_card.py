@@ -45,11 +45,12 @@ def _front_matter(dataset: str, base_model: str, evaluation: dict | None) -> str
 
 def _selection_text(results: dict) -> str:
     best = results.get("best_validation") or {}
-    if results.get("selected_by") == "selection_accuracy":
+    if results.get("selected_by") == "selection_pair_accuracy":
         selection_dir = results["args"].get("selection_pairs_dir")
-        return (f"""best accuracy on the validation split of other held-out pairs (`{selection_dir}`;
-  auto-constructed, never the human judgments): {best["selection_accuracy"]:.4f} at step {best.get("step")},
-  where the run's own validation pairs give {best.get("accuracy", float("nan")):.4f}.""")
+        return (f"""the share of pairs whose human story outscores its negative, on the validation
+  split of other held-out pairs (`{selection_dir}`; auto-constructed, never the human
+  judgments): {best["selection_pair_accuracy"]:.4f} at step {best.get("step")}, where the run's own validation
+  pairs give {best.get("pair_accuracy", float("nan")):.4f}.""")
     return (f"""best accuracy on held-out validation pairs (auto-constructed,
   never the human judgments): {best.get("accuracy", float("nan")):.4f} at step {best.get("step")}.""")
 

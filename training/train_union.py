@@ -144,24 +144,40 @@ class Collator:
         return batch
 
 
+def pair_accuracy(logits: torch.Tensor, labels: torch.Tensor) -> float:
+    """Share of pairs whose human story outscores its negative (a tie counts half).
+
+    ``to_examples`` lays each pair out as (human, negative) at positions 2i, 2i+1,
+    and evaluation keeps that order. Unlike ``accuracy`` this needs no threshold:
+    it is what a metric is used for (ranking), and it stays meaningful on pairs
+    unlike the training ones, where the scores may all sit on one side of 0.5.
+    """
+    if logits.numel() % 2 or not (labels[0::2] == 1).all() or not (labels[1::2] == 0).all():
+        raise ValueError("evaluation examples must alternate human (1) and negative (0) stories of the same pair")
+    human, negative = logits[0::2], logits[1::2]
+    return ((human > negative).float() + 0.5 * (human == negative).float()).mean().item()
+
+
 @torch.inference_mode()
 def evaluate(model, dataloader, accelerator) -> dict:
     model.eval()
-    correct = total = 0
-    cls_losses, recon_losses, human_scores, negative_scores = [], [], [], []
+    cls_losses, recon_losses, all_logits, all_labels = [], [], [], []
     for batch in dataloader:
         out = model(**batch)
         logits, labels = accelerator.gather_for_metrics((out.logits, batch["labels"]))
-        correct += ((logits > 0).long() == labels).sum().item()
-        total += labels.numel()
+        all_logits.append(logits.float())
+        all_labels.append(labels)
         cls_losses.append(accelerator.gather_for_metrics(out.cls_loss.reshape(1)).mean().item())
         if out.recon_loss is not None:
             recon_losses.append(accelerator.gather_for_metrics(out.recon_loss.reshape(1)).mean().item())
-        scores = torch.sigmoid(logits.float())
-        human_scores += scores[labels == 1].tolist()
-        negative_scores += scores[labels == 0].tolist()
     model.train()
-    results = {"accuracy": correct / max(total, 1), "cls_loss": sum(cls_losses) / max(len(cls_losses), 1)}
+    if not all_logits:
+        raise ValueError("no evaluation pairs")
+    logits, labels = torch.cat(all_logits), torch.cat(all_labels)
+    scores = torch.sigmoid(logits)
+    human_scores, negative_scores = scores[labels == 1].tolist(), scores[labels == 0].tolist()
+    results = {"accuracy": ((logits > 0).long() == labels).float().mean().item(), "pair_accuracy": pair_accuracy(logits, labels),
+               "cls_loss": sum(cls_losses) / max(len(cls_losses), 1)}
     if recon_losses:
         results["recon_loss"] = sum(recon_losses) / len(recon_losses)
     if human_scores and negative_scores:
@@ -251,7 +267,7 @@ def train(args, config_overrides: dict | None = None, write_card=write_union_car
     if selection_set is not None:
         selection_loader = DataLoader(selection_set, batch_size=args.per_device_eval_batch_size, collate_fn=collator)
     # what picks the best checkpoint: held-out pairs either way, never human judgments
-    select_by = "selection_accuracy" if selection_loader is not None else "accuracy"
+    select_by = "selection_pair_accuracy" if selection_loader is not None else "accuracy"
 
     no_decay = ("bias", "LayerNorm.weight", "layer_norm.weight")
     groups = [
@@ -315,7 +331,9 @@ def train(args, config_overrides: dict | None = None, write_card=write_union_car
             if completed_steps % args.eval_steps == 0 or last:
                 metrics = evaluate(model, eval_loader, accelerator)
                 if selection_loader is not None:
-                    metrics["selection_accuracy"] = evaluate(model, selection_loader, accelerator)["accuracy"]
+                    selection_metrics = evaluate(model, selection_loader, accelerator)
+                    metrics["selection_accuracy"] = selection_metrics["accuracy"]
+                    metrics["selection_pair_accuracy"] = selection_metrics["pair_accuracy"]
                 metrics.update(step=completed_steps, epoch=epoch, minutes=round(earlier_minutes + (time.perf_counter() - started) / 60, 1))
                 history.append(metrics)
                 logger.info("eval %s", json.dumps(metrics))
