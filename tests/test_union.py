@@ -284,14 +284,23 @@ def test_training_selects_on_other_pairs_when_given(tmp_path, tokenizer):
     first_best = max(results["history"], key=lambda m: m["selection_pair_accuracy"])  # max keeps the earliest of ties
     assert results["best_validation"]["step"] == first_best["step"]
     assert "other held-out pairs" in (tmp_path / "export" / "README.md").read_text()
-    plain = train_union.train(train_union.parse_args(common + ["--output-dir", str(tmp_path / "run-plain")]))
+    plain = train_union.train(train_union.parse_args(common + ["--output-dir", str(tmp_path / "run-plain"), "--checkpointing-steps", "2"]))
     assert plain["selected_by"] == "accuracy" and "selection_pair_accuracy" not in plain["history"][0]
+    # resumed with a selection set: the earlier evaluations never measured it, so they cannot be the best
+    resumed = train_union.train(train_union.parse_args(
+        common + ["--output-dir", str(tmp_path / "run-resumed"), "--selection-pairs-dir", str(tmp_path / "selection"),
+                  "--resume-from-checkpoint", str(tmp_path / "run-plain" / "step_2")]
+    ))
+    assert [m["step"] for m in resumed["history"]] == [1, 2, 3, 4] and resumed["best_validation"]["step"] in (3, 4)
 
     with pytest.raises(SystemExit):  # a missing folder is a usage error, before anything is written
         train_union.parse_args(common + ["--output-dir", str(tmp_path / "run-bad"), "--selection-pairs-dir", str(tmp_path / "none")])
     (tmp_path / "empty").mkdir()
     with pytest.raises(FileNotFoundError, match="no saved DatasetDict"):
         train_union.load_selection_pairs(str(tmp_path / "empty"), delexicalize=True)
+    datasets.DatasetDict({"train": selection}).save_to_disk(tmp_path / "no-validation")
+    with pytest.raises(ValueError, match="needs a non-empty validation split"):
+        train_union.load_selection_pairs(str(tmp_path / "no-validation"), delexicalize=True)
 
 
 @pytest.mark.parametrize("start", ["encoder", "union-checkpoint"])

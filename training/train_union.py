@@ -378,18 +378,20 @@ def load_trainer_state(state_dir: Path, output_dir: Path, step: int, select_by: 
     run keeps selecting against what it had already seen."""
     if (state_dir / TRAINER_STATE).is_file():
         state = json.loads((state_dir / TRAINER_STATE).read_text())
-        best = state["best"]
-        if best is not None and select_by not in best:  # the run is resumed with another selection rule
-            best = max(state["history"], key=lambda m: m.get(select_by, float("-inf")))
-        return best, state["history"], state["minutes"]
+        # the best is derived from the history, so a run resumed with another selection rule selects by its own
+        return best_by(state["history"], select_by), state["history"], state["minutes"]
     # states saved before trainer_state.json existed: rebuild from the run's results
     results_file = output_dir / "all_results.json"
     if not results_file.is_file():
         logger.warning("no %s in %s and no %s: best-checkpoint tracking starts afresh", TRAINER_STATE, state_dir, results_file)
         return None, [], 0.0
     history = [m for m in json.loads(results_file.read_text())["history"] if m["step"] <= step]
-    best = max(history, key=lambda m: m.get(select_by, float("-inf")), default=None)
-    return best, history, history[-1]["minutes"] if history else 0.0
+    return best_by(history, select_by), history, history[-1]["minutes"] if history else 0.0
+
+
+def best_by(history: list[dict], select_by: str) -> dict | None:
+    """The earliest evaluation with the highest ``select_by``, as training keeps it; None if none measured it."""
+    return max((m for m in history if select_by in m), key=lambda m: m[select_by], default=None)
 
 
 def export(best_dir: Path, export_dir: Path, results: dict, keep_reconstruction_head: bool = True, write_card=write_union_card) -> None:
