@@ -301,6 +301,14 @@ def test_training_selects_on_other_pairs_when_given(tmp_path, tokenizer):
     datasets.DatasetDict({"train": selection}).save_to_disk(tmp_path / "no-validation")
     with pytest.raises(ValueError, match="needs a non-empty validation split"):
         train_union.load_selection_pairs(str(tmp_path / "no-validation"), delexicalize=True)
+    # a folder that holds no usable pairs fails before the run's output folder is made
+    with pytest.raises(ValueError, match="needs a non-empty validation split"):
+        train_union.train(train_union.parse_args(
+            common + ["--output-dir", str(tmp_path / "run-bad"), "--selection-pairs-dir", str(tmp_path / "no-validation")]))
+    bad_pairs = [a if a != str(tmp_path / "pairs") else str(tmp_path / "empty") for a in common]
+    with pytest.raises(FileNotFoundError, match="--pairs-dir .*no saved DatasetDict"):
+        train_union.train(train_union.parse_args(bad_pairs + ["--output-dir", str(tmp_path / "run-bad")]))
+    assert not (tmp_path / "run-bad").exists()
 
 
 @pytest.mark.parametrize("start", ["encoder", "union-checkpoint"])

@@ -81,9 +81,16 @@ def parse_args(argv=None):
     return args
 
 
+def load_pair_folder(folder: str, option: str) -> datasets.DatasetDict:
+    """Pairs saved by build-negatives (or the plot pipeline), with an error naming the option."""
+    if not (Path(folder) / "dataset_dict.json").is_file():
+        raise FileNotFoundError(f"{option} {folder}: no saved DatasetDict there (dataset_dict.json)")
+    return datasets.load_from_disk(folder)
+
+
 def load_pairs(args) -> datasets.DatasetDict:
     if args.pairs_dir:
-        return datasets.load_from_disk(args.pairs_dir)
+        return load_pair_folder(args.pairs_dir, "--pairs-dir")
     sets = [
         build_negatives.build(args.dataset, ("train", "validation"), seed=seed, cache_dir=args.cache_dir, data_dir=args.data_dir)
         for seed in args.negative_seeds
@@ -116,10 +123,7 @@ def load_selection_pairs(folder: str, delexicalize: bool) -> datasets.Dataset:
     The run's own pairs are already in that form; pairs from elsewhere (the plot
     paper's released stories keep names and their own spacing) may not be.
     """
-    path = Path(folder)
-    if not (path / "dataset_dict.json").is_file():
-        raise FileNotFoundError(f"--selection-pairs-dir {folder}: no saved DatasetDict there (dataset_dict.json)")
-    pairs = datasets.load_from_disk(str(path))
+    pairs = load_pair_folder(folder, "--selection-pairs-dir")
     if "validation" not in pairs or len(pairs["validation"]) == 0:
         raise ValueError(f"--selection-pairs-dir {folder}: needs a non-empty validation split, has {dict(pairs.num_rows)}")
     columns = ("human", "negative", "original")
@@ -227,11 +231,6 @@ def train(args, config_overrides: dict | None = None, write_card=write_union_car
         model = UnionModel.from_encoder(encoder_path, **settings)
     if args.recon_weight > 0 and not model.config.has_reconstruction_head:
         raise ValueError("--recon-weight > 0 needs a checkpoint with its reconstruction head")
-    # only now, so that a bad argument leaves nothing behind
-    output_dir = Path(args.output_dir)
-    if accelerator.is_main_process:
-        output_dir.mkdir(parents=True, exist_ok=True)
-
     with accelerator.main_process_first():
         pairs = load_pairs(args)
         if args.max_train_pairs:
@@ -252,6 +251,10 @@ def train(args, config_overrides: dict | None = None, write_card=write_union_car
                 to_examples, batched=True, fn_kwargs={"tokenizer": tokenizer, "max_length": args.max_length},
                 remove_columns=selection.column_names, desc="tokenising selection pairs",
             )
+    # only now, so that a bad argument or pair folder leaves nothing behind
+    output_dir = Path(args.output_dir)
+    if accelerator.is_main_process:
+        output_dir.mkdir(parents=True, exist_ok=True)
     train_set, eval_set = examples["train"], examples["validation"]
     collator = Collator(tokenizer)
     # length grouping: batches of similar lengths waste little on padding
