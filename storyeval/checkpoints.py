@@ -3,9 +3,11 @@
 A ``config_name`` is one of the registered names (``roc``, ``wp``), a local
 checkpoint folder, or a Hub repo id. Resolution order:
 
-1. a local folder (a path that exists);
-2. the bundled copy in this checkout's ``hub_cards/<checkpoint>/``;
-3. ``huggingface_hub.snapshot_download`` -- which honours ``HF_HUB_OFFLINE``,
+1. a registered name: the bundled copy in this checkout's ``hub_cards/<checkpoint>/``,
+   else the Hub (so a folder called ``roc`` in the working directory, as in the
+   shared data, does not shadow it; ``./roc`` names the folder);
+2. any other name: a local folder (a path that exists);
+3. else ``huggingface_hub.snapshot_download`` -- which honours ``HF_HUB_OFFLINE``,
    ``local_files_only`` and the local cache.
 
 A name that does not exist is a path, never a Hub id, when it starts with
@@ -68,7 +70,10 @@ def resolve_checkpoint(metric: str, config_name: str, local_files_only: bool | N
     missing = bundled = None  # the folder a namespace/name config could also mean; a registered one's place
     if config_name == "default":
         config_name = DEFAULT_CONFIG[metric]
-    if Path(config_name).expanduser().is_dir():
+    if not config_name.strip():  # Path("") is the current folder
+        raise KeyError(f"empty {metric} config name: choose one of {sorted(names) + ['default']}, a local checkpoint folder, or a Hub repo id")
+    # registered names first, so a folder called "roc" in the working directory does not shadow them ("./roc" means it)
+    if config_name not in names and Path(config_name).expanduser().is_dir():
         return Path(config_name).expanduser()
     if config_name in names:
         bundled = HUB_CARDS / names[config_name]
@@ -109,9 +114,16 @@ def recorded_metric(folder: str | Path) -> str | None:
 
 
 def check_metric(metric: str, folder: str | Path) -> None:
-    """Refuse another metric's checkpoint: plot-coherence and UNION share an architecture, so it would load and score."""
+    """Refuse another metric's checkpoint (plot-coherence and UNION share an architecture, so it would load and score),
+    and a folder that is no storyeval checkpoint, such as a bare encoder, whose head would be random."""
     recorded = recorded_metric(folder)
-    if recorded is not None and recorded != metric:
+    if recorded is None:
+        raise ValueError(
+            f"{folder} is not a storyeval checkpoint: it needs a config.json with model_type "
+            f"'storyeval-union' (union, plot_coherence) or a scorer_config.json (continuation_quality); "
+            "a bare encoder has no trained scoring head"
+        )
+    if recorded != metric:
         raise ValueError(
             f"{folder} is a {recorded} checkpoint, not a {metric} one (its config.json `metric`; none means union): "
             f"use it with the {recorded} metric, or pass a {metric} checkpoint"

@@ -27,7 +27,7 @@ from typing import Iterator
 from tqdm.auto import tqdm
 
 from storyeval import checkpoints
-from storyeval.inputs import DTYPE_NAMES
+from storyeval.inputs import DTYPE_NAMES, has_words
 
 FORMATS = (".txt", ".jsonl", ".csv")
 STORY_METRICS = ["union", "plot_coherence"]  # metrics that score a story on its own
@@ -51,8 +51,8 @@ def read_stories(path: Path, fmt: str, field: str, score_field: str | None = Non
         if fmt == ".txt":
             for lineno, line in enumerate(handle, 1):
                 story = line.rstrip("\n")
-                if not story.strip():
-                    raise InputError(f"{path}:{lineno}: empty line (one story per line)")
+                if not has_words(story):
+                    raise InputError(f"{path}:{lineno}: empty line or no letters or digits (one story per line): {story!r}")
                 yield None, story
         elif fmt == ".jsonl":
             for lineno, line in enumerate(handle, 1):
@@ -64,6 +64,8 @@ def read_stories(path: Path, fmt: str, field: str, score_field: str | None = Non
                     raise InputError(f"{path}:{lineno}: not JSON ({error.msg})") from None
                 if not isinstance(record, dict) or not isinstance(record.get(field), str):
                     raise InputError(f"{path}:{lineno}: expected an object with a string field {field!r}")
+                if not has_words(record[field]):
+                    raise InputError(f"{path}:{lineno}: {field!r} is empty or has no letters or digits: {record[field]!r}")
                 if score_field is not None and score_field in record:
                     raise InputError(f"{path}:{lineno}: {ALREADY_SCORED.format(kind='field', name=score_field)}")
                 yield record, record[field]
@@ -71,6 +73,9 @@ def read_stories(path: Path, fmt: str, field: str, score_field: str | None = Non
             reader = csv.DictReader(handle)
             if reader.fieldnames is None:
                 return  # an empty file: no header, no stories
+            repeated = sorted({name for name in reader.fieldnames if reader.fieldnames.count(name) > 1})
+            if repeated:  # DictReader keeps only the last of same-named columns, and the output would repeat it
+                raise InputError(f"{path}: the header repeats the column name(s) {repeated}; rename them")
             if field not in reader.fieldnames:
                 raise InputError(f"{path}: no column {field!r}; columns are {reader.fieldnames}")
             if score_field is not None and score_field in reader.fieldnames:
@@ -81,8 +86,8 @@ def read_stories(path: Path, fmt: str, field: str, score_field: str | None = Non
                         f"{path}:{reader.line_num}: {len(reader.fieldnames) + len(row[None])} fields, "
                         f"but the header has {len(reader.fieldnames)}"
                     )
-                if not (row[field] or "").strip():
-                    raise InputError(f"{path}:{reader.line_num}: empty {field!r}")
+                if not has_words(row[field] or ""):
+                    raise InputError(f"{path}:{reader.line_num}: {field!r} is empty or has no letters or digits: {row[field]!r}")
                 yield row, row[field]
 
 
@@ -237,12 +242,15 @@ def main(argv=None) -> int:
     if not args.score_field.strip():  # a blank name would write a nameless CSV column
         print("storyeval: error: --score-field must be a non-blank name", file=sys.stderr)
         return 2
+    if not args.config.strip():  # a blank name would mean the current folder
+        print("storyeval: error: --config must be a config name, a folder or a Hub repo id", file=sys.stderr)
+        return 2
     try:
         from storyeval.scoring import resolve_device
 
         resolve_device(args.device)  # a bad --device fails before the model loads or the input is read
         score_file(args)
-    except (InputError, KeyError, OSError, ValueError, TypeError) as error:
+    except (InputError, LookupError, OSError, ValueError, TypeError) as error:  # LookupError: KeyError and missing NLTK data
         message = error.args[0] if isinstance(error, KeyError) and error.args else error
         print(f"storyeval: error: {message}", file=sys.stderr)
         return 1

@@ -21,6 +21,7 @@ import logging
 from pathlib import Path
 
 from storyeval import checkpoints, text as textlib
+from storyeval.inputs import has_words
 
 logger = logging.getLogger(__name__)
 
@@ -72,7 +73,8 @@ def score_story(story: str, context: str = "", metrics=("union", "plot_coherence
     """Rows of (metric, score, note), and the leave-one-out rows (sentence #, sentence, score without it, change)."""
     story = _check_text(story, "story")
     context = _check_text(context, "context", required=False)
-    sentences = textlib.split_sentences(story)
+    # a "sentence" of punctuation alone ("...") has nothing to score or leave out
+    sentences = [sentence for sentence in textlib.split_sentences(story) if has_words(sentence)]
     if len(sentences) > MAX_SENTENCES:
         raise DemoInputError(f"The story has {len(sentences)} sentences; this demo takes at most {MAX_SENTENCES}.")
     rows, attribution = [], []
@@ -133,8 +135,11 @@ def score_upload(path: str | None, field: str = "story") -> tuple[list[list], li
         raise DemoInputError("Malformed file: it is not UTF-8 text.") from None
     if not stories:
         raise DemoInputError("The file holds no stories.")
-    for story in stories:
-        _check_text(story, "story")
+    for number, story in enumerate(stories, 1):
+        try:
+            _check_text(story, "story")
+        except DemoInputError as error:
+            raise DemoInputError(f"Story {number} of the file: {error}") from None
     scores = _scorer("union").score(stories, batch_size=16)
     table = [[i + 1, round(s, 4), story if len(story) <= 120 else story[:117] + "..."] for i, (s, story) in enumerate(zip(scores, stories))]
     counts = [0] * HISTOGRAM_BINS

@@ -7,6 +7,11 @@ from collections.abc import Sequence
 DTYPE_NAMES = ("float32", "bfloat16", "float16")
 
 
+def has_words(text: str) -> bool:
+    """Whether ``text`` has a letter or digit: str.strip() keeps zero-width and format characters, which the tokenizers drop."""
+    return any(character.isalnum() for character in text)
+
+
 def check_texts(texts, name: str = "predictions") -> list[str]:
     """A list of strings with words in them, or a TypeError / ValueError naming the bad item."""
     if texts is None:
@@ -18,8 +23,7 @@ def check_texts(texts, name: str = "predictions") -> list[str]:
     for index, text in enumerate(texts):
         if not isinstance(text, str):
             raise TypeError(f"{name}[{index}] must be a string, got {type(text).__name__}")
-        # str.strip() keeps zero-width and format characters, which the tokenizers drop
-        if not any(character.isalnum() for character in text):
+        if not has_words(text):
             raise ValueError(f"{name}[{index}] is empty or has no letters or digits: {text!r}")
     return list(texts)
 

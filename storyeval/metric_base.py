@@ -7,6 +7,7 @@ checks and batching live here.
 from __future__ import annotations
 
 import hashlib
+import inspect
 import logging
 import math
 import os
@@ -71,6 +72,21 @@ class CheckpointMetric(evaluate.Metric):
         """Whether ``add``/``add_batch`` queued inputs that ``compute`` has not consumed yet."""
         return self.writer is not None
 
+    def check_runtime_options(self, options: dict) -> None:
+        """Reject an option ``_compute`` does not take, or a bad value, before evaluate consumes the queued inputs."""
+        from storyeval.scoring import resolve_device, resolve_dtype
+
+        accepted = [name for name in inspect.signature(self._compute).parameters if name not in self.INPUTS]
+        unknown = sorted(set(options) - set(accepted))
+        if unknown:
+            raise TypeError(f"{self.METRIC}.compute got unknown option(s) {unknown}; it takes {accepted}")
+        if "batch_size" in options:
+            check_batch_size(options["batch_size"])
+        if options.get("device") is not None:
+            resolve_device(options["device"])
+        if options.get("dtype") is not None:
+            resolve_dtype(options["dtype"])
+
 
 class StoryScoreMetric(CheckpointMetric):
     """Scores each story in ``predictions``: ``{"scores": [...], "mean_score": x}``.
@@ -93,15 +109,20 @@ class StoryScoreMetric(CheckpointMetric):
         """Score ``predictions`` (a list of stories) and any stories queued by ``add``/``add_batch``."""
         # our checks first: evaluate's own are about Arrow types, not about what went wrong
         self.check_reference_free(references)
-        check_runtime_options(kwargs)
+        self.check_runtime_options(kwargs)
         if predictions is None and self.has_queued_inputs():
             return super().compute(**kwargs)
         predictions = check_texts(predictions, "predictions")
         if not predictions and not self.has_queued_inputs():
-            return {"scores": [], "mean_score": math.nan}
+            return self.empty_result()
         return super().compute(predictions=predictions, **kwargs)
 
+    def empty_result(self) -> dict:
+        return {"scores": [], "mean_score": math.nan}
+
     def _compute(self, predictions, batch_size: int = 16, device=None, progress_bar: bool = False, dtype=None):
+        if not predictions:  # only empty batches were queued
+            return self.empty_result()
         scores = self.scorer.score(predictions, batch_size=batch_size, device=device, progress_bar=progress_bar, dtype=dtype)
         return {"scores": scores, "mean_score": sum(scores) / len(scores)}
 
@@ -127,13 +148,16 @@ class ContinuationMetric(CheckpointMetric):
     def compute(self, *, predictions=None, contexts=None, references=None, **kwargs):
         """Score ``predictions`` (continuations) given ``contexts``, and any pairs queued by ``add``/``add_batch``."""
         self.check_reference_free(references)
-        check_runtime_options(kwargs)
+        self.check_runtime_options(kwargs)
         if predictions is None and contexts is None and self.has_queued_inputs():
             return super().compute(**kwargs)
         predictions, contexts = self.check_pairs(predictions, contexts)
         if not predictions and not self.has_queued_inputs():
-            return {**{c: [] for c in self.CRITERIA}, **{f"mean_{c}": math.nan for c in self.CRITERIA}}
+            return self.empty_result()
         return super().compute(predictions=predictions, contexts=contexts, **kwargs)
+
+    def empty_result(self) -> dict:
+        return {**{c: [] for c in self.CRITERIA}, **{f"mean_{c}": math.nan for c in self.CRITERIA}}
 
     @staticmethod
     def check_pairs(predictions, contexts) -> tuple[list[str], list[str]]:
@@ -143,17 +167,8 @@ class ContinuationMetric(CheckpointMetric):
         return predictions, contexts
 
     def _compute(self, predictions, contexts, batch_size: int = 256, device=None, progress_bar: bool = False):
+        if not predictions:  # only empty batches were queued
+            return self.empty_result()
         scores = self.scorer.score(contexts, predictions, batch_size=batch_size, device=device, progress_bar=progress_bar)
         return {**scores, **{f"mean_{c}": sum(v) / len(v) for c, v in scores.items()}}
 
-
-def check_runtime_options(options: dict) -> None:
-    """Reject a bad ``batch_size``, ``device`` or ``dtype`` before evaluate consumes the queued inputs."""
-    from storyeval.scoring import resolve_device, resolve_dtype
-
-    if "batch_size" in options:
-        check_batch_size(options["batch_size"])
-    if options.get("device") is not None:
-        resolve_device(options["device"])
-    if options.get("dtype") is not None:
-        resolve_dtype(options["dtype"])

@@ -161,3 +161,21 @@ def test_evaluate_writes_nothing_into_a_checkpoint_folder(union_checkpoint, monk
 def test_registered_configs_keep_evaluates_cache_layout(tmp_path):
     metric = evaluate.load(str(METRICS / "union"), "roc", cache_dir=str(tmp_path))
     assert Path(metric.data_dir) == tmp_path / "union" / "roc"
+
+
+def test_a_bare_encoder_folder_is_refused_not_scored_with_a_random_head():
+    with pytest.raises(ValueError, match="is not a storyeval checkpoint"):
+        evaluate.load(str(METRICS / "union"), checkpoints.backbone_path())
+
+
+def test_registered_names_win_over_a_folder_of_that_name(monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "roc").mkdir()  # as in the shared data folder, which has roc/ and wp/
+    assert checkpoints.resolve_checkpoint("union", "roc") == checkpoints.HUB_CARDS / "union-roc"
+    assert checkpoints.resolve_checkpoint("union", "./roc") == Path("roc")  # the folder, when asked for by path
+
+
+@pytest.mark.parametrize("name", ["", "  "])
+def test_a_blank_config_name_lists_the_choices(name):
+    with pytest.raises(KeyError, match=r"empty union config name: choose one of \['roc', 'wp', 'default'\]"):
+        checkpoints.resolve_checkpoint("union", name)

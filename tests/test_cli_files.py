@@ -1,5 +1,6 @@
 """`storyeval score` on awkward files and paths: output onto the input or a folder,
-bad devices, Excel CSVs, an existing score field, ragged rows, empty input."""
+bad devices, Excel CSVs, an existing score field, ragged rows, empty input, a blank
+config and missing NLTK data."""
 import csv
 import json
 from pathlib import Path
@@ -142,3 +143,24 @@ def test_blank_score_field_is_refused(tiny_checkpoint, tmp_path, capsys, field):
     out = tmp_path / "out.csv"
     code, _, err = run_cli(["score", str(table), "--config", str(tiny_checkpoint), "-o", str(out), "--score-field", field, "--quiet"], capsys)
     assert code == 2 and "--score-field must be a non-blank name" in err and not out.exists()
+
+
+@pytest.mark.parametrize("config", ["", "  "])
+def test_blank_config_is_refused(tmp_path, capsys, config):
+    stories = tmp_path / "s.txt"
+    stories.write_text(f"{STORY}\n")
+    code, out, err = run_cli(["score", str(stories), "--config", config, "--quiet"], capsys)
+    assert code == 2 and "--config must be a config name, a folder or a Hub repo id" in err and not out
+
+
+def test_missing_nltk_data_is_an_error_line_not_a_traceback(tmp_path, capsys, monkeypatch):
+    from storyeval.resources import MissingResourceError
+
+    def missing(*args, **kwargs):
+        raise MissingResourceError("NLTK resource 'punkt_tab' not found; set NLTK_DATA")
+
+    monkeypatch.setattr(cli, "load_scorer", missing)
+    stories = tmp_path / "s.txt"
+    stories.write_text(f"{STORY}\n")
+    code, _, err = run_cli(["score", str(stories), "--quiet"], capsys)
+    assert_clean_error(code, err, "NLTK resource 'punkt_tab' not found")

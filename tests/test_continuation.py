@@ -120,6 +120,13 @@ def test_metric_through_evaluate_load(tiny_checkpoint):
     assert metric.compute()["overall"] == pytest.approx(results["overall"], abs=1e-5)
     with pytest.raises(ValueError, match="same length"):
         metric.add_batch(predictions=["a ."], contexts=["b .", "c ."])
+    # an option the metric does not take is refused before the queued pairs are consumed
+    metric.add_batch(predictions=["He gave the milk to the dog."], contexts=["Ken went to the store."])
+    with pytest.raises(TypeError, match=r"unknown option\(s\) \['dtype'\]"):
+        metric.compute(dtype="bfloat16")
+    assert metric.compute()["overall"] == pytest.approx(results["overall"][:1], abs=1e-5)
+    metric.add_batch(predictions=[], contexts=[])
+    assert metric.compute()["overall"] == []
 
 
 @pytest.mark.parametrize(

@@ -150,6 +150,9 @@ def test_stories_queued_with_add_batch_are_scored_by_compute(tiny_checkpoint):
     with pytest.raises(ValueError, match="reference-free"):
         union.add(prediction=STORY, reference=STORY)
     assert len(union.compute(predictions=["he ran ."])["scores"]) == 1
+    union.add_batch(predictions=[])  # an empty batch queued, as an eval loop with nothing left may do
+    empty = union.compute()
+    assert empty["scores"] == [] and math.isnan(empty["mean_score"])
 
 
 @pytest.mark.parametrize(
@@ -162,6 +165,7 @@ def test_stories_queued_with_add_batch_are_scored_by_compute(tiny_checkpoint):
         ({"batch_size": None}, TypeError, "batch_size must be a positive integer"),
         ({"batch_size": 1.5}, TypeError, "batch_size must be a positive integer"),
         ({"dtype": "int8"}, ValueError, "unsupported dtype"),
+        ({"batchsize": 8}, TypeError, r"unknown option\(s\) \['batchsize'\]; it takes \['batch_size', 'device', 'progress_bar', 'dtype'\]"),
     ],
 )
 def test_bad_runtime_options_change_nothing(tiny_checkpoint, options, error, message):
@@ -368,6 +372,10 @@ def test_cli_round_trips_txt_jsonl_csv(tiny_checkpoint, tmp_path, capsys):
     [
         ("missing.txt", None, [], "input file not found"),
         ("s.txt", "a story .\n\nanother .\n", [], "s.txt:2: empty line"),
+        ("s.txt", "a story .\n...\n", [], "s.txt:2: empty line or no letters or digits"),
+        ("s.jsonl", '{"story": "ok ."}\n{"story": ""}\n', [], "s.jsonl:2: 'story' is empty or has no letters or digits"),
+        ("s.csv", "story,note\nok .,x\n\"...\",y\n", [], "s.csv:3: 'story' is empty or has no letters or digits"),
+        ("s.csv", "note,story,note\nfirst,ok .,second\n", [], "repeats the column name(s) ['note']"),
         ("s.jsonl", '{"story": "ok ."}\n{broken\n', [], "s.jsonl:2: not JSON"),
         ("s.jsonl", '{"text": "ok ."}\n', [], "string field 'story'"),
         ("s.csv", "id,text\n1,ok .\n", [], "no column 'story'"),

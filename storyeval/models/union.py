@@ -141,11 +141,6 @@ class UnionModel(PreTrainedModel):
         vocab_logits = states @ self.encoder.get_input_embeddings().weight.T + self.recon_bias
         return nn.functional.cross_entropy(vocab_logits.float(), recon_labels[mask])
 
-    def reconstruction_logits(self, input_ids, attention_mask=None) -> torch.Tensor:
-        """(batch, length, vocab) logits of the original token at each position."""
-        hidden = self.encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
-        return self.recon_transform(hidden) @ self.encoder.get_input_embeddings().weight.T + self.recon_bias
-
 
 def _encoder_from_config(config: PreTrainedConfig) -> PreTrainedModel:
     try:  # the pooler is unused: leave it out where the architecture allows

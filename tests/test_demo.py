@@ -1,0 +1,19 @@
+"""The demo's scoring functions without a browser (tests/browser drives the page itself)."""
+import pytest
+
+from storyeval import demo
+
+
+def test_a_trailing_sentence_of_punctuation_is_left_out_not_an_error():
+    rows, attribution = demo.score_story("Ken went home. He was tired. He slept. ...")
+    scored = {row[0]: row[1] for row in rows}
+    assert all(isinstance(value, float) for value in scored.values()), rows
+    assert [row[1] for row in attribution] == ["Ken went home.", "He was tired.", "He slept."]
+
+
+def test_an_uploaded_story_that_is_too_long_is_named_by_its_number(tmp_path, monkeypatch):
+    monkeypatch.setattr(demo, "MAX_CHARS", 40)
+    upload = tmp_path / "stories.txt"
+    upload.write_text("Ken went home. He slept.\n" + "Ken went home. " * 5 + "\n")
+    with pytest.raises(demo.DemoInputError, match="Story 2 of the file: The story has 74 characters"):
+        demo.score_upload(str(upload))
