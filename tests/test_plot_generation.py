@@ -222,3 +222,31 @@ def test_zero_rounds_keeps_a_random_selection_as_the_unfiltered_baseline(tmp_pat
     assert set(negatives) <= {c for row in candidates for c in row}
     with pytest.raises(SystemExit):
         af.parse_args(["--candidates-dir", "x", "--output-dir", "y", "--rounds", "-1"])
+
+
+def test_a_resumed_generator_keeps_the_lowest_loss_it_had_seen(trained_generator, tmp_path):
+    from storyeval_training.train_union import load_trainer_state
+
+    state = tmp_path / "step_3"
+    (state / "best").mkdir(parents=True)
+    (state / "best" / "weights").write_text("step 2")
+    history = [{"step": 1, "loss": 3.0}, {"step": 2, "loss": 1.0}, {"step": 3, "loss": 2.0}]
+    (state / "trainer_state.json").write_text(json.dumps({"best": history[1], "history": history, "minutes": 1.0}))
+    best, kept, minutes = load_trainer_state(state, tmp_path / "resumed", 3, "loss", lowest=True)
+    assert best == history[1] and kept == history and minutes == 1.0
+    assert (tmp_path / "resumed" / "best" / "weights").read_text() == "step 2"
+
+    run, _ = trained_generator
+    resumed = generator.train(generator.parse_args(
+        ["--plots-dir", str(run / "plots"), "--model-name-or-path", str(run / "out" / "best"), "--output-dir", str(tmp_path / "again"),
+         "--max-train-steps", "2", "--eval-steps", "1", "--checkpointing-steps", "1", "--per-device-train-batch-size", "4",
+         "--max-source-length", "32", "--max-target-length", "40"]
+    ))
+    continued = generator.train(generator.parse_args(
+        ["--plots-dir", str(run / "plots"), "--model-name-or-path", str(run / "out" / "best"), "--output-dir", str(tmp_path / "again2"),
+         "--max-train-steps", "2", "--eval-steps", "1", "--per-device-train-batch-size", "4",
+         "--max-source-length", "32", "--max-target-length", "40", "--resume-from-checkpoint", str(tmp_path / "again" / "step_1")]
+    ))
+    assert [m["step"] for m in continued["history"]] == [1, 2]
+    assert continued["best_validation"] == min(continued["history"], key=lambda m: m["loss"])
+    assert continued["history"][0] == resumed["history"][0]

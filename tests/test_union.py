@@ -238,6 +238,55 @@ def test_training_smoke_run_writes_a_loadable_checkpoint(tmp_path, tokenizer):
     assert continued["completed_steps"] == 1 and UnionModel.from_pretrained(tmp_path / "run3" / "best").dtype == torch.float32
 
 
+@pytest.mark.parametrize(
+    "pairs, accumulation, steps, resume_at, batches_after",
+    # 6 batches an epoch, resumed in epoch 1; 5 batches in 3 steps (the last accumulates one), resumed at an epoch's end
+    [(12, 1, 12, 8, 4), (10, 2, 6, 3, 5)],
+)
+def test_a_resumed_run_trains_on_the_batches_the_uninterrupted_one_did(
+    tmp_path, tokenizer, monkeypatch, pairs, accumulation, steps, resume_at, batches_after
+):
+    from storyeval_training import build_negatives, train_union
+
+    encoder_dir = tmp_path / "encoder"
+    BertModel(tiny_encoder_config()).save_pretrained(encoder_dir)
+    tokenizer.save_pretrained(encoder_dir)
+    rows = {
+        "id": [f"s{i}" for i in range(pairs)], "context": ["he sat ."] * pairs,
+        "human": [f"he sat . he ate {i} apples ." for i in range(pairs)],
+        "negative": [f"he sat . he ate ate {i} apples ." for i in range(pairs)],
+        "original": [f"he sat . he ate {i} apples ." for i in range(pairs)], "techniques": [["repetition"]] * pairs,
+    }
+    datasets.DatasetDict({"train": datasets.Dataset.from_dict(rows, features=build_negatives.PAIR_FEATURES),
+                          "validation": datasets.Dataset.from_dict(rows, features=build_negatives.PAIR_FEATURES).select(range(2))}
+                         ).save_to_disk(tmp_path / "pairs")
+    seen = []
+    forward = UnionModel.forward
+
+    def recording_forward(self, input_ids=None, **kwargs):
+        if self.training:
+            seen.append(sorted(input_ids.sum(dim=1).tolist()))  # which examples were in the batch
+        return forward(self, input_ids=input_ids, **kwargs)
+
+    monkeypatch.setattr(UnionModel, "forward", recording_forward)
+    common = ["--pairs-dir", str(tmp_path / "pairs"), "--model-name-or-path", str(encoder_dir), "--max-train-steps", str(steps),
+              "--per-device-train-batch-size", "4", "--max-length", "32", "--gradient-accumulation-steps", str(accumulation),
+              "--eval-steps", "2"]
+    full = train_union.train(train_union.parse_args(common + ["--output-dir", str(tmp_path / "full"), "--checkpointing-steps", str(resume_at)]))
+    uninterrupted, seen[:] = list(seen), []
+    resumed = train_union.train(train_union.parse_args(
+        common + ["--output-dir", str(tmp_path / "resumed"), "--resume-from-checkpoint", str(tmp_path / "full" / f"step_{resume_at}"),
+                  "--export-dir", str(tmp_path / "export")]))
+    assert len(seen) == batches_after and seen == uninterrupted[-batches_after:]
+    assert resumed["completed_steps"] == full["completed_steps"] == steps and (tmp_path / "export" / "model.safetensors").is_file()
+    # the best weights so far come back with the state, so a resume into a new folder can export them
+    # even if no later evaluation beats them
+    state = tmp_path / "full" / f"step_{resume_at}"
+    best, _, _ = train_union.load_trainer_state(state, tmp_path / "fresh", resume_at)
+    assert best["step"] <= resume_at
+    assert (tmp_path / "fresh" / "best" / "model.safetensors").read_bytes() == (state / "best" / "model.safetensors").read_bytes()
+
+
 def test_pair_accuracy_ranks_each_human_story_against_its_own_negative():
     from storyeval_training.train_union import pair_accuracy
 

@@ -14,6 +14,7 @@ import argparse
 import json
 import logging
 import math
+import shutil
 import time
 from pathlib import Path
 
@@ -301,7 +302,7 @@ def train(args, config_overrides: dict | None = None, write_card=write_union_car
     if args.resume_from_checkpoint:
         accelerator.load_state(args.resume_from_checkpoint)
         completed_steps = int(Path(args.resume_from_checkpoint).name.split("_")[-1])
-        start_epoch, resume_step = divmod(completed_steps * args.gradient_accumulation_steps, len(train_loader))
+        start_epoch, resume_step = resume_position(completed_steps, len(train_loader), args.gradient_accumulation_steps)
         best, history, earlier_minutes = load_trainer_state(Path(args.resume_from_checkpoint), output_dir, completed_steps, select_by)
         logger.info("resumed from %s at step %d", args.resume_from_checkpoint, completed_steps)
 
@@ -313,6 +314,7 @@ def train(args, config_overrides: dict | None = None, write_card=write_union_car
     out_of_time = False
     model.train()
     for epoch in range(start_epoch, num_epochs):
+        generator.manual_seed(args.seed + epoch)  # each epoch's order from its number alone, so a resumed run sees the same
         loader = train_loader
         if resume_step is not None and epoch == start_epoch:
             loader = accelerator.skip_first_batches(train_loader, resume_step)
@@ -347,11 +349,7 @@ def train(args, config_overrides: dict | None = None, write_card=write_union_car
                         accelerator.unwrap_model(model).save_pretrained(output_dir / "best")
                         tokenizer.save_pretrained(output_dir / "best")
             if completed_steps % args.checkpointing_steps == 0:
-                state_dir = output_dir / f"step_{completed_steps}"
-                accelerator.save_state(str(state_dir))
-                if accelerator.is_main_process:
-                    minutes = earlier_minutes + (time.perf_counter() - started) / 60
-                    (state_dir / TRAINER_STATE).write_text(json.dumps({"best": best, "history": history, "minutes": minutes}) + "\n")
+                save_training_state(accelerator, output_dir, completed_steps, best, history, earlier_minutes + (time.perf_counter() - started) / 60)
             if last:
                 break
         if completed_steps >= max_train_steps or out_of_time:
@@ -376,25 +374,58 @@ def train(args, config_overrides: dict | None = None, write_card=write_union_car
     return results
 
 
-def load_trainer_state(state_dir: Path, output_dir: Path, step: int, select_by: str = "accuracy") -> tuple[dict | None, list, float]:
+def resume_position(completed_steps: int, batches_per_epoch: int, accumulation_steps: int) -> tuple[int, int]:
+    """(epoch, batches of it already trained) after ``completed_steps`` optimizer steps.
+
+    accelerate also steps on an epoch's last, shorter accumulation, so an epoch
+    has ceil(batches / accumulation) steps, not batches / accumulation.
+    """
+    epoch, steps_into_epoch = divmod(completed_steps, math.ceil(batches_per_epoch / accumulation_steps))
+    return epoch, steps_into_epoch * accumulation_steps
+
+
+def save_training_state(accelerator, output_dir: Path, step: int, best: dict | None, history: list, minutes: float) -> None:
+    """Resumable state in ``step_N``, with the best weights so far, which a resume into another folder needs."""
+    state_dir = output_dir / f"step_{step}"
+    accelerator.save_state(str(state_dir))
+    if accelerator.is_main_process:
+        if best is not None:
+            shutil.copytree(output_dir / "best", state_dir / "best", dirs_exist_ok=True)
+        (state_dir / TRAINER_STATE).write_text(json.dumps({"best": best, "history": history, "minutes": minutes}) + "\n")
+
+
+def load_trainer_state(state_dir: Path, output_dir: Path, step: int, select_by: str = "accuracy", lowest: bool = False) -> tuple[dict | None, list, float]:
     """Best metrics, eval history and minutes spent up to ``step``, so a resumed
-    run keeps selecting against what it had already seen."""
+    run keeps selecting against what it had already seen; the best weights saved
+    with the state are put back in ``output_dir/best``."""
     if (state_dir / TRAINER_STATE).is_file():
         state = json.loads((state_dir / TRAINER_STATE).read_text())
         # the best is derived from the history, so a run resumed with another selection rule selects by its own
-        return best_by(state["history"], select_by), state["history"], state["minutes"]
-    # states saved before trainer_state.json existed: rebuild from the run's results
-    results_file = output_dir / "all_results.json"
-    if not results_file.is_file():
-        logger.warning("no %s in %s and no %s: best-checkpoint tracking starts afresh", TRAINER_STATE, state_dir, results_file)
-        return None, [], 0.0
-    history = [m for m in json.loads(results_file.read_text())["history"] if m["step"] <= step]
-    return best_by(history, select_by), history, history[-1]["minutes"] if history else 0.0
+        best, history, minutes = best_by(state["history"], select_by, lowest), state["history"], state["minutes"]
+    else:
+        # states saved before trainer_state.json existed: rebuild from the run's results
+        results_file = output_dir / "all_results.json"
+        if not results_file.is_file():
+            logger.warning("no %s in %s and no %s: best-checkpoint tracking starts afresh", TRAINER_STATE, state_dir, results_file)
+            return None, [], 0.0
+        history = [m for m in json.loads(results_file.read_text())["history"] if m["step"] <= step]
+        best, minutes = best_by(history, select_by, lowest), history[-1]["minutes"] if history else 0.0
+    saved = state_dir / "best"
+    if best is not None and saved.is_dir() and (state_dir / TRAINER_STATE).is_file() and (state.get("best") or {}).get("step") == best["step"]:
+        shutil.copytree(saved, output_dir / "best", dirs_exist_ok=True)
+    elif best is not None and not (output_dir / "best").is_dir():
+        # states from before the best weights were saved with them, resumed into a new folder
+        logger.warning("the weights of the best step %d are not in %s: best-checkpoint tracking starts afresh", best["step"], state_dir)
+        best = None
+    return best, history, minutes
 
 
-def best_by(history: list[dict], select_by: str) -> dict | None:
-    """The earliest evaluation with the highest ``select_by``, as training keeps it; None if none measured it."""
-    return max((m for m in history if select_by in m), key=lambda m: m[select_by], default=None)
+def best_by(history: list[dict], select_by: str, lowest: bool = False) -> dict | None:
+    """The earliest evaluation with the highest (``lowest``: lowest) ``select_by``, as training keeps it; None if none measured it."""
+    measured = [m for m in history if select_by in m]
+    if lowest:
+        return min(measured, key=lambda m: m[select_by], default=None)
+    return max(measured, key=lambda m: m[select_by], default=None)
 
 
 def export(best_dir: Path, export_dir: Path, results: dict, keep_reconstruction_head: bool = True, write_card=write_union_card) -> None:

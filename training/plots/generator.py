@@ -42,7 +42,7 @@ from transformers.trainer_pt_utils import LengthGroupedSampler
 
 from storyeval.checkpoints import OFFLINE_BACKBONE, backbone_path
 from storyeval_training.builders import BUILDERS, load_split
-from storyeval_training.train_union import TRAINER_STATE, load_trainer_state
+from storyeval_training.train_union import load_trainer_state, resume_position, save_training_state
 
 logger = logging.getLogger("storyeval_training.plots.generator")
 
@@ -381,10 +381,11 @@ def train(args) -> dict:
     train_set, eval_set = features["train"], features["validation"]
     # no model given: the model shifts the labels itself and masks padding in the decoder
     collator = DataCollatorForSeq2Seq(tokenizer, pad_to_multiple_of=8)
+    generator = torch.Generator().manual_seed(args.seed)
     sampler = LengthGroupedSampler(
         args.per_device_train_batch_size * accelerator.num_processes,
         lengths=[len(ids) for ids in train_set["labels"]],
-        generator=torch.Generator().manual_seed(args.seed),
+        generator=generator,
     )
     train_loader = DataLoader(train_set, sampler=sampler, batch_size=args.per_device_train_batch_size, collate_fn=collator)
     eval_loader = DataLoader(eval_set, batch_size=args.per_device_eval_batch_size, collate_fn=collator)
@@ -415,8 +416,8 @@ def train(args) -> dict:
     if args.resume_from_checkpoint:
         accelerator.load_state(args.resume_from_checkpoint)
         completed_steps = int(Path(args.resume_from_checkpoint).name.split("_")[-1])
-        start_epoch, resume_step = divmod(completed_steps * args.gradient_accumulation_steps, len(train_loader))
-        best, history, earlier_minutes = load_trainer_state(Path(args.resume_from_checkpoint), output_dir, completed_steps)
+        start_epoch, resume_step = resume_position(completed_steps, len(train_loader), args.gradient_accumulation_steps)
+        best, history, earlier_minutes = load_trainer_state(Path(args.resume_from_checkpoint), output_dir, completed_steps, "loss", lowest=True)
         logger.info("resumed from %s at step %d", args.resume_from_checkpoint, completed_steps)
 
     logger.info("training on %d (plot, story) pairs, %d steps, batch %d x %d processes", len(train_set), max_train_steps, args.per_device_train_batch_size, accelerator.num_processes)
@@ -425,6 +426,7 @@ def train(args) -> dict:
     out_of_time = False
     model.train()
     for epoch in range(start_epoch, num_epochs):
+        generator.manual_seed(args.seed + epoch)  # each epoch's order from its number alone, so a resumed run sees the same
         loader = train_loader
         if resume_step is not None and epoch == start_epoch:
             loader = accelerator.skip_first_batches(train_loader, resume_step)
@@ -454,11 +456,7 @@ def train(args) -> dict:
                     if accelerator.is_main_process:
                         save_generator(accelerator.unwrap_model(model), tokenizer, output_dir / "best", info)
             if completed_steps % args.checkpointing_steps == 0:
-                state_dir = output_dir / f"step_{completed_steps}"
-                accelerator.save_state(str(state_dir))
-                if accelerator.is_main_process:
-                    minutes = earlier_minutes + (time.perf_counter() - started) / 60
-                    (state_dir / TRAINER_STATE).write_text(json.dumps({"best": best, "history": history, "minutes": minutes}) + "\n")
+                save_training_state(accelerator, output_dir, completed_steps, best, history, earlier_minutes + (time.perf_counter() - started) / 60)
             if last:
                 break
         if completed_steps >= max_train_steps or out_of_time:
