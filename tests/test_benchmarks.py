@@ -11,6 +11,7 @@ import common  # noqa: E402
 import continuation_quality  # noqa: E402
 import generation_speed  # noqa: E402
 import scoring_speed  # noqa: E402
+import speed_ceiling  # noqa: E402
 import union_pair_accuracy  # noqa: E402
 
 
@@ -70,3 +71,13 @@ def test_pair_accuracy_groups_by_technique_and_counts_ties_half():
     assert result["negation_alone"]["accuracy"] == 0.5 and result["2_techniques"] == {"accuracy": 0.0, "pairs": 1}
     with pytest.raises(ValueError, match="one human score"):
         union_pair_accuracy.pair_accuracy([0.1], [], [["negation"]])
+
+
+def test_speed_ceiling_batches_like_the_scorer_and_counts_dense_flops():
+    assert speed_ceiling.batch_shapes([3, 9, 5, 7, 2], batch_size=2) == [(2, 9), (2, 5), (1, 2)]  # longest first, padded
+    bert_base = speed_ceiling.encoder_flops([(2, 10)], speed_ceiling.BERT_BASE)
+    # 12 layers x 20 tokens x (4 x 768^2 + 2 x 768 x 3072) multiply-adds, 2 FLOPs each
+    assert bert_base["dense"] == 2 * 12 * 20 * (4 * 768**2 + 2 * 768 * 3072)
+    assert bert_base["attention"] == 2 * 12 * 2 * 2 * 10 * 10 * 768
+    half = {**speed_ceiling.BERT_BASE, "hidden_size": 384, "intermediate_size": 1536, "num_hidden_layers": 6}
+    assert bert_base["dense"] / speed_ceiling.encoder_flops([(2, 10)], half)["dense"] == 8
