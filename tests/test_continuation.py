@@ -218,3 +218,21 @@ def test_bad_device_or_batch_size_changes_nothing(tiny_checkpoint):
             scorer.score(["Ken went to the store."], ["He bought milk."], **options)
     assert scorer.device.type == "cpu"
     assert scorer.score(["Ken went to the store."], ["He bought milk."]) == expected
+
+
+@pytest.mark.parametrize("bad", [["--epochs", "0"], ["--batch-size", "0"], ["--features", "lm", "bogus"], ["--contradiction-share", "2"]])
+def test_training_options_are_checked_before_anything_is_written(bad, tmp_path, capsys):
+    from storyeval_training import train_continuation
+
+    with pytest.raises(SystemExit):
+        train_continuation.parse_args(["--output-dir", str(tmp_path / "run"), *bad])
+    assert not (tmp_path / "run").exists()
+
+
+def test_missing_rated_pairs_leave_no_output_folder(tmp_path):
+    from storyeval_training import train_continuation
+
+    with pytest.raises(OSError):
+        train_continuation.train(train_continuation.parse_args(
+            ["--output-dir", str(tmp_path / "run"), "--rated-pairs", str(tmp_path / "none.jsonl")]))
+    assert not (tmp_path / "run").exists()

@@ -250,3 +250,10 @@ def test_a_resumed_generator_keeps_the_lowest_loss_it_had_seen(trained_generator
     assert [m["step"] for m in continued["history"]] == [1, 2]
     assert continued["best_validation"] == min(continued["history"], key=lambda m: m["loss"])
     assert continued["history"][0] == resumed["history"][0]
+
+
+@pytest.mark.parametrize("option", ["--eval-steps", "--checkpointing-steps", "--max-train-examples", "--max-target-length"])
+def test_generator_options_that_must_be_positive_are_usage_errors(option, capsys):
+    with pytest.raises(SystemExit):
+        generator.parse_args(["--output-dir", "never-made", option, "0"])
+    assert f"must be positive: {option} 0" in capsys.readouterr().err

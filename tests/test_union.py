@@ -287,6 +287,17 @@ def test_a_resumed_run_trains_on_the_batches_the_uninterrupted_one_did(
     assert (tmp_path / "fresh" / "best" / "model.safetensors").read_bytes() == (state / "best" / "model.safetensors").read_bytes()
 
 
+@pytest.mark.parametrize("option", ["--eval-steps", "--checkpointing-steps", "--gradient-accumulation-steps", "--per-device-eval-batch-size",
+                                    "--num-train-epochs", "--max-train-pairs", "--max-train-steps", "--learning-rate"])
+def test_training_options_that_must_be_positive_are_usage_errors(option, capsys):
+    from storyeval_training import train_union
+
+    with pytest.raises(SystemExit):
+        train_union.parse_args(["--dataset", "roc", "--output-dir", "never-made", option, "0"])
+    assert f"must be positive: {option} 0" in capsys.readouterr().err
+    assert train_union.parse_args(["--dataset", "roc", "--output-dir", "x", "--max-eval-pairs", "0"]).max_eval_pairs == 0  # all
+
+
 def test_pair_accuracy_ranks_each_human_story_against_its_own_negative():
     from storyeval_training.train_union import pair_accuracy
 

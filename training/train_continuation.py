@@ -40,7 +40,7 @@ def parse_args(argv=None):
     p = argparse.ArgumentParser(description="Train the continuation-quality scorer.")
     p.add_argument("--output-dir", required=True)
     p.add_argument("--rated-pairs", nargs="*", default=None, help="files in Sagarkar et al.'s shape (default: DeltaScore ratings)")
-    p.add_argument("--features", nargs="*", default=list(FEATURE_GROUPS), help=f"feature groups, from {list(FEATURE_GROUPS)}")
+    p.add_argument("--features", nargs="*", default=list(FEATURE_GROUPS), choices=list(FEATURE_GROUPS), help="feature groups")
     p.add_argument("--input-mode", default="sim+cont", choices=["cont", "sim+cont"])
     p.add_argument("--epochs", type=int, default=25)
     p.add_argument("--learning-rate", type=float, default=1e-3)
@@ -55,7 +55,13 @@ def parse_args(argv=None):
                    help="the grouped train/validation/test split of the rated pairs; change it only to build a different held-out set")
     p.add_argument("--resources-dir", default=None, help="reuse lm.npz / cooccurrence.npz from here")
     p.add_argument("--cache-dir", default=None)
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    from storyeval_training.train_union import require_positive
+
+    require_positive(p, args, ("epochs", "learning_rate", "batch_size", "lm_order"))
+    if args.cloze_pairs < 0 or not 0 <= args.contradiction_share <= 1:
+        p.error("--cloze-pairs must not be negative and --contradiction-share must be in [0, 1]")
+    return args
 
 
 def corpus_stories(cache_dir=None) -> list[list[str]]:
@@ -96,7 +102,6 @@ def train(args) -> dict:
     set_seed(args.seed)
     accelerator = Accelerator(cpu=True)
     output = Path(args.output_dir)
-    output.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
 
     if args.rated_pairs:
@@ -157,6 +162,7 @@ def train(args) -> dict:
     cloze_index = list(range(len(cloze["context"]))) if cloze is not None else []
     steps = max(len(rated_index), len(cloze_index) // 4) // args.batch_size + 1
     best, history = None, []
+    output.mkdir(parents=True, exist_ok=True)  # only now, so that bad inputs leave nothing behind
     for epoch in tqdm(range(args.epochs), desc="epochs"):
         rng.shuffle(rated_index)
         rng.shuffle(cloze_index)

@@ -38,9 +38,10 @@ import logging
 from pathlib import Path
 
 import datasets
+from transformers import AutoTokenizer
 
 from storyeval import text as textlib
-from storyeval.checkpoints import OFFLINE_BACKBONE
+from storyeval.checkpoints import OFFLINE_BACKBONE, backbone_path
 from storyeval_training import paths, train_union
 from storyeval_training.build_negatives import PAIR_FEATURES
 from storyeval_training.builders.common import InputFormatError, human_judged_keys, open_lines
@@ -192,8 +193,8 @@ def train(argv=None) -> dict:
     delexicalize = names_delexicalized(pairs)
     logger.info("names in the training text are %s", "placeholders: scoring replaces names too" if delexicalize else "kept")
     pairs_dir = Path(args.output_dir) / "pairs"
-    pairs.save_to_disk(str(pairs_dir))
     if args.pairs_only:
+        pairs.save_to_disk(str(pairs_dir))
         return {"pairs_dir": str(pairs_dir), "pairs": dict(pairs.num_rows), "leakage_dropped_groups": dropped}
 
     union_argv = [
@@ -213,6 +214,9 @@ def train(argv=None) -> dict:
         if value is not None:
             union_argv += [flag, str(value)]
     union_args = train_union.parse_args(union_argv)
+    # checked before the pairs are written, so that a bad option or model leaves nothing behind
+    AutoTokenizer.from_pretrained(backbone_path(args.model_name_or_path))
+    pairs.save_to_disk(str(pairs_dir))
     # recorded in all_results.json and the model card
     union_args.dataset, union_args.negatives, union_args.leakage_dropped_groups = args.dataset, args.negatives, dropped
     union_args.delexicalize = delexicalize

@@ -39,6 +39,20 @@ logger = logging.getLogger("storyeval_training.train_union")
 TRAINER_STATE = "trainer_state.json"
 
 
+POSITIVE_OPTIONS = (
+    "per_device_train_batch_size", "per_device_eval_batch_size", "learning_rate", "num_train_epochs", "max_train_steps",
+    "time_budget_minutes", "gradient_accumulation_steps", "eval_steps", "checkpointing_steps", "max_length",
+)
+
+
+def require_positive(parser: argparse.ArgumentParser, args, names) -> None:
+    """A usage error for each option in ``names`` that is set and not positive: a zero batch, interval or
+    count would fail deep into training (a division by zero) or, as a falsy limit, mean no limit at all."""
+    bad = [f"--{name.replace('_', '-')} {getattr(args, name)}" for name in names if getattr(args, name) is not None and getattr(args, name) <= 0]
+    if bad:
+        parser.error(f"must be positive: {', '.join(bad)}")
+
+
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description="Train a UNION checkpoint.")
     p.add_argument("--dataset", choices=["roc", "wp"], help="builder to train on (negatives are built from it)")
@@ -61,7 +75,7 @@ def parse_args(argv=None):
     p.add_argument("--checkpointing-steps", type=int, default=1000, help="save resumable state every N steps")
     p.add_argument("--resume-from-checkpoint", default=None, help="a step_N folder written by --checkpointing-steps")
     p.add_argument("--max-train-pairs", type=int, default=None)
-    p.add_argument("--max-eval-pairs", type=int, default=2000)
+    p.add_argument("--max-eval-pairs", type=int, default=2000, help="validation pairs evaluated (0: all)")
     p.add_argument("--selection-pairs-dir", default=None,
                    help="pairs saved by storyeval-build-negatives or storyeval-train-plot-coherence (its pairs/ folder) whose "
                         "validation split chooses the best checkpoint instead of this run's own validation pairs, e.g. "
@@ -77,8 +91,9 @@ def parse_args(argv=None):
         p.error("give exactly one of --dataset and --pairs-dir")
     if args.selection_pairs_dir and not Path(args.selection_pairs_dir).is_dir():
         p.error(f"--selection-pairs-dir {args.selection_pairs_dir}: no such folder")
-    if args.per_device_train_batch_size < 1 or args.learning_rate <= 0:
-        p.error("batch size and learning rate must be positive")
+    require_positive(p, args, POSITIVE_OPTIONS + ("max_train_pairs",))
+    if args.max_eval_pairs < 0:
+        p.error("--max-eval-pairs must not be negative (0: all)")
     return args
 
 

@@ -42,7 +42,7 @@ from transformers.trainer_pt_utils import LengthGroupedSampler
 
 from storyeval.checkpoints import OFFLINE_BACKBONE, backbone_path
 from storyeval_training.builders import BUILDERS, load_split
-from storyeval_training.train_union import load_trainer_state, resume_position, save_training_state
+from storyeval_training.train_union import POSITIVE_OPTIONS, load_trainer_state, require_positive, resume_position, save_training_state
 
 logger = logging.getLogger("storyeval_training.plots.generator")
 
@@ -251,8 +251,8 @@ def parse_args(argv=None):
     p.add_argument("--cache-dir", default=None, help="`datasets` cache")
     p.add_argument("--data-dir", default=None)
     args = p.parse_args(argv)
-    if args.per_device_train_batch_size < 1 or args.learning_rate <= 0:
-        p.error("batch size and learning rate must be positive")
+    require_positive(p, args, tuple(n for n in POSITIVE_OPTIONS if n != "max_length")
+                     + ("max_source_length", "max_target_length", "max_train_examples", "max_eval_examples"))
     args.max_source_length = args.max_source_length or MAX_SOURCE_LENGTH[args.dataset]
     args.max_target_length = args.max_target_length or MAX_NEW_TOKENS[args.dataset]
     return args
