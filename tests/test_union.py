@@ -344,6 +344,11 @@ def test_training_selects_on_other_pairs_when_given(tmp_path, tokenizer):
         common + ["--output-dir", str(tmp_path / "run"), "--selection-pairs-dir", str(tmp_path / "selection"), "--export-dir", str(tmp_path / "export")]
     ))
     assert results["selected_by"] == "selection_pair_accuracy"
+    assert results["train_pairs_dropped_for_selection"] == 0 and "0 training pairs" in (tmp_path / "export" / "README.md").read_text()
+    # a training story the selection pairs judge is left out: "[MALE] sat down ." and "Tom sat down." share the key
+    overlapping = datasets.Dataset.from_dict({"human": ["[MALE] sat down . he ate an apple .", "he sat . he ate 1 apples ."]})
+    kept, dropped = train_union.drop_selection_stories(overlapping, train_union.load_selection_pairs(str(tmp_path / "selection"), True))
+    assert dropped == 1 and kept["human"] == ["he sat . he ate 1 apples ."]
     assert all({"selection_pair_accuracy", "selection_accuracy", "pair_accuracy", "accuracy"} <= set(m) for m in results["history"])
     first_best = max(results["history"], key=lambda m: m["selection_pair_accuracy"])  # max keeps the earliest of ties
     assert results["best_validation"]["step"] == first_best["step"]

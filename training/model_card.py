@@ -50,7 +50,8 @@ def _selection_text(results: dict) -> str:
         return (f"""the share of pairs whose human story outscores its negative, on the validation
   split of other held-out pairs (`{selection_dir}`; auto-constructed, never the human
   judgments): {best["selection_pair_accuracy"]:.4f} at step {best.get("step")}, where the run's own validation
-  pairs give {best.get("pair_accuracy", float("nan")):.4f}.""")
+  pairs give {best.get("pair_accuracy", float("nan")):.4f}. {results.get("train_pairs_dropped_for_selection", 0):,} training pairs
+  whose human story those pairs judge were left out of training.""")
     return (f"""best accuracy on held-out validation pairs (auto-constructed,
   never the human judgments): {best.get("accuracy", float("nan")):.4f} at step {best.get("step")}.""")
 

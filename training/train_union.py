@@ -27,6 +27,7 @@ from tqdm.auto import tqdm
 from transformers import AutoTokenizer, get_scheduler
 from transformers.trainer_pt_utils import LengthGroupedSampler
 
+from storyeval import text as textlib
 from storyeval.checkpoints import OFFLINE_BACKBONE, backbone_path
 from storyeval.models import UnionModel
 from storyeval.scoring import normalize_story
@@ -148,6 +149,20 @@ def load_selection_pairs(folder: str, delexicalize: bool) -> datasets.Dataset:
     )
 
 
+def drop_selection_stories(train: datasets.Dataset, selection: datasets.Dataset) -> tuple[datasets.Dataset, int]:
+    """Training pairs whose human story is not one the selection pairs judge, and how many were dropped.
+
+    The plot paper's released stories come from the same ROC corpus, so without
+    this a checkpoint would be chosen partly on stories it was trained to call human.
+    Stories are matched by the leakage rule's key (the normalised first sentence).
+    """
+    selected = {textlib.leakage_key(story) for story in selection["human"]}
+    kept = train.filter(lambda row: textlib.leakage_key(row["human"]) not in selected, desc="dropping the selection pairs' stories")
+    dropped = len(train) - len(kept)
+    logger.info("dropped %d training pairs whose human story the selection pairs judge", dropped)
+    return kept, dropped
+
+
 class Collator:
     """Dynamic padding; recon_labels are padded with -100."""
 
@@ -249,6 +264,10 @@ def train(args, config_overrides: dict | None = None, write_card=write_union_car
         raise ValueError("--recon-weight > 0 needs a checkpoint with its reconstruction head")
     with accelerator.main_process_first():
         pairs = load_pairs(args)
+        selection, selection_overlap = None, 0
+        if args.selection_pairs_dir:
+            selection = load_selection_pairs(args.selection_pairs_dir, model.config.delexicalize)
+            pairs["train"], selection_overlap = drop_selection_stories(pairs["train"], selection)
         if args.max_train_pairs:
             pairs["train"] = pairs["train"].shuffle(seed=args.seed).select(range(min(args.max_train_pairs, len(pairs["train"]))))
         if args.max_eval_pairs:
@@ -261,8 +280,7 @@ def train(args, config_overrides: dict | None = None, write_card=write_union_car
             desc="tokenising",
         )
         selection_set = None
-        if args.selection_pairs_dir:
-            selection = load_selection_pairs(args.selection_pairs_dir, model.config.delexicalize)
+        if selection is not None:
             selection_set = selection.map(
                 to_examples, batched=True, fn_kwargs={"tokenizer": tokenizer, "max_length": args.max_length},
                 remove_columns=selection.column_names, desc="tokenising selection pairs",
@@ -376,6 +394,7 @@ def train(args, config_overrides: dict | None = None, write_card=write_union_car
         "selected_by": select_by,
         "history": history,
         "train_pairs": len(train_set) // 2,
+        "train_pairs_dropped_for_selection": selection_overlap,
         "completed_steps": completed_steps,
         "stopped_by_time_budget": out_of_time,
         "training_minutes": minutes,
