@@ -86,6 +86,12 @@ def test_build_negatives_records_the_leakage_count(data_root, tmp_path, shared_d
     stats = json.loads((tmp_path / "pairs" / "negatives_stats.json").read_text())
     assert stats["leakage_dropped_stories_all_splits"] == 1
     assert stats["train"]["leakage_dropped_stories"] in (0, 1)
+    # training from the folder learns its corpus from it, for the model card
+    from storyeval_training import train_union
+
+    args = train_union.parse_args(["--pairs-dir", str(tmp_path / "pairs"), "--output-dir", str(tmp_path / "run")])
+    train_union.load_pairs(args)
+    assert stats["dataset"] == args.dataset == "roc"
 
 
 def test_wp_official_pairs_newlines_and_truncation(data_root, tmp_path):

@@ -221,7 +221,11 @@ def test_training_smoke_run_writes_a_loadable_checkpoint(tmp_path, tokenizer):
     assert (tmp_path / "run" / "step_2" / "trainer_state.json").is_file()  # resumable state
     exported = UnionModel.from_pretrained(tmp_path / "export")
     assert exported.config.has_reconstruction_head and exported.dtype == torch.float16
-    assert "## Training data and procedure" in (tmp_path / "export" / "README.md").read_text()
+    card = (tmp_path / "export" / "README.md").read_text()
+    assert "## Training data and procedure" in card
+    # pairs from a folder that does not record its corpus: the card does not claim one, and gives the encoder's real size
+    assert "\n# union\n" in card and "datasets:" not in card and "the pairs in `" in card
+    assert "An encoder of 1 layer of width 16, smaller than the paper's BERT-base" in card
     resumed = train_union.train(train_union.parse_args(
         ["--pairs-dir", str(tmp_path / "pairs"), "--model-name-or-path", str(encoder_dir), "--output-dir", str(tmp_path / "run2"),
          "--max-train-steps", "3", "--per-device-train-batch-size", "4", "--max-length", "32",

@@ -163,6 +163,7 @@ def main(argv=None):
         stats[split]["leakage_dropped_stories"] = leaked[split]
     stats["leakage_dropped_stories_all_splits"] = sum(leaked.values())
     stats["seconds"] = round(time.perf_counter() - started, 1)
+    stats["dataset"], stats["seed"] = args.dataset, args.seed  # so training from this folder knows its corpus
     Path(args.output_dir, "negatives_stats.json").write_text(json.dumps(stats, indent=2) + "\n")
     write_negatives_card(Path(args.output_dir), args.dataset, args.seed, stats)
     for split in pairs:

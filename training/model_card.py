@@ -18,7 +18,18 @@ UNION_CITATION = """@inproceedings{guan-huang-2020-union,
 }"""
 
 
-def _front_matter(dataset: str, base_model: str, evaluation: dict | None) -> str:
+def _encoder_text(folder: Path, paper_model: str) -> str:
+    """The exported encoder's size, from its own config, against the paper's (12 layers of width 768)."""
+    if not (folder / "config.json").is_file():  # a card written before (or without) its weights
+        return f"See `config.json` for the encoder's size; the paper used {paper_model} (12 layers of width 768)."
+    encoder = json.loads((folder / "config.json").read_text()).get("encoder", {})
+    layers, width = encoder.get("num_hidden_layers"), encoder.get("hidden_size")
+    relation = "the size of" if (layers, width) == (12, 768) else "smaller than" if (layers or 0) * (width or 0) < 12 * 768 else "larger than"
+    return f"An encoder of {layers} layer{'' if layers == 1 else 's'} of width {width}, {relation} the paper's {paper_model} (12 of width 768)."
+
+
+def _front_matter(dataset: str | None, base_model: str, evaluation: dict | None) -> str:
+    name = f"union-{dataset}" if dataset else "union"
     lines = [
         "---",
         "license: apache-2.0",
@@ -27,10 +38,11 @@ def _front_matter(dataset: str, base_model: str, evaluation: dict | None) -> str
         f"base_model: {base_model}",
         "pipeline_tag: text-classification",
         "tags: [storyeval, union, story-evaluation, reference-free-metric]",
-        f"datasets: [{'rocstories' if dataset == 'roc' else 'writingprompts'}]",
     ]
+    if dataset:
+        lines.append(f"datasets: [{'rocstories' if dataset == 'roc' else 'writingprompts'}]")
     if evaluation:
-        lines += ["model-index:", f"- name: union-{dataset}", "  results:"]
+        lines += ["model-index:", f"- name: {name}", "  results:"]
         for set_name, coefficients in evaluation.get("correlations", {}).items():
             lines += [
                 "  - task: {type: text-classification, name: Story quality (correlation with human judgments)}",
@@ -59,19 +71,21 @@ def _selection_text(results: dict) -> str:
 def write_union_card(folder: Path, results: dict) -> None:
     folder = Path(folder)
     args = results["args"]
-    dataset = args.get("dataset") or "roc"
+    dataset = args.get("dataset")  # None: pairs from a folder that does not record its corpus
     evaluation_path = folder / "evaluation.json"
     evaluation = json.loads(evaluation_path.read_text()) if evaluation_path.is_file() else None
     base_model = args.get("base_model_name") or args["model_name_or_path"]
     if base_model == "all-MiniLM-L6-v2":
         base_model = "sentence-transformers/all-MiniLM-L6-v2"
+    source = (f"the `{dataset}` builder of `storyeval_training` (train split of the\n  seeded 90/5/5 split)" if dataset
+              else f"the train split of the pairs in `{args.get('pairs_dir')}`")
     body = f"""
-# union-{dataset}
+# {f"union-{dataset}" if dataset else "union"}
 
 A UNION checkpoint (Guan & Huang, EMNLP 2020): a reference-free score in [0, 1]
 for how plausible a story is, given as the probability that a human wrote it
 rather than a perturbed copy. It is the model behind the `storyeval` metric
-`evaluate.load("metrics/union", "{dataset}")`.
+`evaluate.load("metrics/union", "{dataset or '<this folder>'}")`.
 
 ## Intended use
 
@@ -83,8 +97,7 @@ thousand stories may not track human judgments at all.
 
 ## Training data and procedure
 
-- Human stories: the `{dataset}` builder of `storyeval_training` (train split of the
-  seeded 90/5/5 split), delexicalised, with stories whose first sentence opens a
+- Human stories: {source}, delexicalised, with stories whose first sentence opens a
   human-judged evaluation item removed.
 - Negatives: UNION's repetition, substitution, reordering and negation alteration,
   composed by the paper's sampler (`storyeval-build-negatives`), one per human story
@@ -107,7 +120,7 @@ thousand stories may not track human judgments at all.
   order, contradictions and off-topic sentences, not style or interest.
 - Used as a reward for reinforcement learning it can be gamed: a generator can
   learn to copy the surface statistics of human stories without being better.
-- A MiniLM-sized encoder: smaller and faster than the paper's BERT-base.
+- {_encoder_text(folder, "BERT-base")}
 - Stories longer than the model window are scored over overlapping windows.
 
 ## Citation
@@ -383,7 +396,7 @@ Scores rank stories; they are not calibrated probabilities.
 - It learns the failure modes of one generator's stories from manipulated plots;
   other failures, and other generators' styles, may go unnoticed.
 - Used as a reward for reinforcement learning it can be gamed.
-- A MiniLM-sized encoder, smaller than the paper's RoBERTa-base.
+- {_encoder_text(folder, "RoBERTa-base")}
 - Stories longer than the model window are scored over overlapping windows whose
   scores are averaged.
 

@@ -107,7 +107,12 @@ def load_pair_folder(folder: str, option: str) -> datasets.DatasetDict:
 
 def load_pairs(args) -> datasets.DatasetDict:
     if args.pairs_dir:
-        return load_pair_folder(args.pairs_dir, "--pairs-dir")
+        pairs = load_pair_folder(args.pairs_dir, "--pairs-dir")
+        stats = Path(args.pairs_dir) / "negatives_stats.json"
+        if not getattr(args, "dataset", None) and stats.is_file():
+            # recorded by build-negatives; the model card names the corpus from it
+            args.dataset = json.loads(stats.read_text()).get("dataset")
+        return pairs
     sets = [
         build_negatives.build(args.dataset, ("train", "validation"), seed=seed, cache_dir=args.cache_dir, data_dir=args.data_dir)
         for seed in args.negative_seeds
