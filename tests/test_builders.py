@@ -72,6 +72,21 @@ def test_leakage_filter_drops_stories_that_open_a_judged_item(data_root, tmp_pat
     assert len(all_rows(unfiltered)) == 2
 
 
+def test_leakage_filter_reads_the_human_sets_beside_the_given_data_dir(data_root, tmp_path, monkeypatch):
+    leaked = "jog <EOT> x <EOL> </s> Ken was out jogging one morning . </s> he ran . @"
+    other = tmp_path / "other-root"
+    (other / "human").mkdir(parents=True)  # judges nothing
+    write_roc_plot_guided(other / "roc", [ROC_LINE, leaked])
+    monkeypatch.setenv("STORYEVAL_DATA", str(tmp_path / "nonexistent"))  # the default root is not consulted
+    builder = ROCStories(cache_dir=str(tmp_path / "cache"), data_dir=str(other / "roc"))
+    builder.download_and_prepare()
+    assert len(all_rows(builder)) == 2
+    # an explicit human_dir wins
+    explicit = ROCStories(cache_dir=str(tmp_path / "c2"), data_dir=str(other / "roc"), human_dir=str(data_root / "human"))
+    explicit.download_and_prepare()
+    assert [r["title"] for r in all_rows(explicit)] == ["camping trip"]
+
+
 def test_build_negatives_records_the_leakage_count(data_root, tmp_path, shared_data):
     import json
 

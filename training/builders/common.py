@@ -44,6 +44,7 @@ class StoryConfig(datasets.BuilderConfig):
     delexicalize: bool = True  # person names -> [MALE] / [FEMALE] / [NEUTRAL]
     max_words: int = 0  # truncate stories at a sentence boundary; 0 keeps them whole
     drop_human_judged: bool = True  # the leakage filter
+    human_dir: str | None = None  # the human-judged sets it screens against (default: beside data_dir, else the shared data)
     seed: int = 42  # seeds the 90/5/5 split
 
 
@@ -157,8 +158,14 @@ class StoryBuilder(datasets.GeneratorBasedBuilder):
         raise NotImplementedError
 
     def _human_dir(self) -> str:
+        """The human-judged sets: ``human_dir``, else ``human/`` beside a given ``data_dir`` (the shared
+        data's layout: roc/, wp/, human/), else the shared data's."""
         from storyeval_training import paths
 
+        if self.config.human_dir:
+            return self.config.human_dir
+        if self.config.data_dir and (Path(self.config.data_dir).parent / "human").is_dir():
+            return str(Path(self.config.data_dir).parent / "human")
         return str(paths.data_dir() / "human")
 
     def _screened(self, sources) -> Iterator[tuple[dict, bool]]:
