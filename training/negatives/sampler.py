@@ -7,6 +7,13 @@ The number of techniques is drawn from {1, 2, 3, 4} with probabilities
 apply to a story (reordering a one-sentence story, negating a verbless one)
 is replaced by another draw. The leading context is never changed, and a
 negative never equals its source.
+
+Techniques compose in order on the current story, so a later sentence
+substitution or repetition can overwrite a sentence an earlier technique
+changed: ``techniques`` lists every technique applied, including one whose
+change a later one erased. The bundled checkpoints were trained on negatives
+built this way, so it is kept; per-technique counts are counts of techniques
+applied, not of changes visible in the negative.
 """
 from __future__ import annotations
 
