@@ -132,6 +132,8 @@ def score_file(args) -> dict:
         raise InputError(f"output {args.output} is a directory; give a file path")
     if args.output and os.path.exists(args.output) and os.path.samefile(args.output, path):
         raise InputError(f"output {args.output} is the input file; give another path")
+    if args.output and not Path(args.output).resolve().parent.is_dir():
+        raise InputError(f"output {args.output}: its folder does not exist")
     scorer = load_scorer(args.metric, args.config, args.device)
     fieldnames = None
     if fmt == ".csv":

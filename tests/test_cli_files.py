@@ -164,3 +164,14 @@ def test_missing_nltk_data_is_an_error_line_not_a_traceback(tmp_path, capsys, mo
     stories.write_text(f"{STORY}\n")
     code, _, err = run_cli(["score", str(stories), "--quiet"], capsys)
     assert_clean_error(code, err, "NLTK resource 'punkt_tab' not found")
+
+
+def test_output_in_a_missing_folder_is_refused_before_scoring(tmp_path, capsys, monkeypatch):
+    def never(*args, **kwargs):
+        raise AssertionError("the model was loaded")
+
+    monkeypatch.setattr(cli, "load_scorer", never)
+    stories = tmp_path / "s.txt"
+    stories.write_text(f"{STORY}\n")
+    code, _, err = run_cli(["score", str(stories), "-o", str(tmp_path / "missing" / "out.txt"), "--quiet"], capsys)
+    assert_clean_error(code, err, "its folder does not exist")
