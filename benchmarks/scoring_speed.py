@@ -89,12 +89,17 @@ def score_agreement(scores: list[float], reference: list[float]) -> dict:
     }
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def add_workload_arguments(parser: argparse.ArgumentParser) -> None:
+    """The scorer and stories a speed measurement runs on (shared with speed_ceiling.py)."""
     parser.add_argument("--metric", default="union", choices=["union", "plot_coherence"])
     parser.add_argument("--checkpoint", default=None, help="checkpoint folder (default: the bundled roc checkpoint of --metric)")
     parser.add_argument("--stories", type=int, default=1000)
     parser.add_argument("--batch-size", type=int, default=32)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    add_workload_arguments(parser)
     parser.add_argument("--skip-bert-base", action="store_true")
     parser.add_argument("--repeats", type=int, default=3, help="fresh processes per scorer; the median is reported")
     parser.add_argument("--dtype", default="float32", choices=DTYPE_NAMES)

@@ -27,7 +27,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import RESULTS, machine, write_results  # noqa: E402
-from scoring_speed import roc_test_stories  # noqa: E402
+from scoring_speed import add_workload_arguments, roc_test_stories  # noqa: E402
 
 BERT_BASE = {"hidden_size": 768, "intermediate_size": 3072, "num_hidden_layers": 12, "num_attention_heads": 12}
 
@@ -88,10 +88,7 @@ def measured_speed(metric: str, dtype: str) -> dict | None:
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--metric", default="union", choices=["union", "plot_coherence"])
-    parser.add_argument("--checkpoint", default=None, help="checkpoint folder (default: the bundled roc checkpoint of --metric)")
-    parser.add_argument("--stories", type=int, default=1000)
-    parser.add_argument("--batch-size", type=int, default=32)
+    add_workload_arguments(parser)
     parser.add_argument("--dtypes", nargs="+", default=["float32", "bfloat16"], choices=["float32", "bfloat16"])
     args = parser.parse_args(argv)
     from storyeval.checkpoints import resolve_checkpoint

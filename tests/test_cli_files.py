@@ -19,6 +19,12 @@ def run_cli(args, capsys):
     return code, captured.out, captured.err
 
 
+def one_story(tmp_path) -> Path:
+    stories = tmp_path / "s.txt"
+    stories.write_text(f"{STORY}\n")
+    return stories
+
+
 def score(path, checkpoint, capsys, *extra):
     return run_cli(["score", str(path), "--config", str(checkpoint), "--quiet", *extra], capsys)
 
@@ -43,8 +49,7 @@ def test_output_onto_the_input_is_refused(tiny_checkpoint, tmp_path, capsys, mon
 
 
 def test_output_folder_is_refused_before_scoring(tiny_checkpoint, tmp_path, capsys, monkeypatch):
-    stories = tmp_path / "s.txt"
-    stories.write_text(f"{STORY}\n")
+    stories = one_story(tmp_path)
     folder = tmp_path / "out"
     folder.mkdir()
     monkeypatch.setattr(cli, "load_scorer", lambda *args: pytest.fail("scored before checking the output"))
@@ -54,8 +59,7 @@ def test_output_folder_is_refused_before_scoring(tiny_checkpoint, tmp_path, caps
 
 
 def test_a_failed_rename_leaves_no_partial_file(tiny_checkpoint, tmp_path, capsys, monkeypatch):
-    stories = tmp_path / "s.txt"
-    stories.write_text(f"{STORY}\n")
+    stories = one_story(tmp_path)
     real_replace = Path.replace
 
     def failing_replace(self, target):
@@ -147,8 +151,7 @@ def test_blank_score_field_is_refused(tiny_checkpoint, tmp_path, capsys, field):
 
 @pytest.mark.parametrize("config", ["", "  "])
 def test_blank_config_is_refused(tmp_path, capsys, config):
-    stories = tmp_path / "s.txt"
-    stories.write_text(f"{STORY}\n")
+    stories = one_story(tmp_path)
     code, out, err = run_cli(["score", str(stories), "--config", config, "--quiet"], capsys)
     assert code == 2 and "--config must be a config name, a folder or a Hub repo id" in err and not out
 
@@ -160,8 +163,7 @@ def test_missing_nltk_data_is_an_error_line_not_a_traceback(tmp_path, capsys, mo
         raise MissingResourceError("NLTK resource 'punkt_tab' not found; set NLTK_DATA")
 
     monkeypatch.setattr(cli, "load_scorer", missing)
-    stories = tmp_path / "s.txt"
-    stories.write_text(f"{STORY}\n")
+    stories = one_story(tmp_path)
     code, _, err = run_cli(["score", str(stories), "--quiet"], capsys)
     assert_clean_error(code, err, "NLTK resource 'punkt_tab' not found")
 
@@ -171,7 +173,6 @@ def test_output_in_a_missing_folder_is_refused_before_scoring(tmp_path, capsys, 
         raise AssertionError("the model was loaded")
 
     monkeypatch.setattr(cli, "load_scorer", never)
-    stories = tmp_path / "s.txt"
-    stories.write_text(f"{STORY}\n")
+    stories = one_story(tmp_path)
     code, _, err = run_cli(["score", str(stories), "-o", str(tmp_path / "missing" / "out.txt"), "--quiet"], capsys)
     assert_clean_error(code, err, "its folder does not exist")
