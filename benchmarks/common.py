@@ -104,8 +104,11 @@ def machine() -> dict:
         "torch": torch.__version__,
         "torch_threads": torch.get_num_threads(),
         "commit": _git("rev-parse", "--short", "HEAD"),
-        # tracked files that differ from that commit while the benchmark ran; results are outputs, not inputs
-        "uncommitted_changes": _git("diff", "--name-only", "HEAD", "--", ".", ":(exclude)benchmarks/results").split(),
+        # files that differ from that commit, or are not in it, while the benchmark ran; results are outputs, not inputs
+        "uncommitted_changes": sorted(
+            set(_git("diff", "--name-only", "HEAD", "--", ".", ":(exclude)benchmarks/results").split())
+            | set(_git("ls-files", "--others", "--exclude-standard", "--", ".", ":(exclude)benchmarks/results").split())
+        ),
     }
 
 
