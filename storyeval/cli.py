@@ -70,33 +70,35 @@ def read_stories(path: Path, fmt: str, field: str, score_field: str | None = Non
                     raise InputError(f"{path}:{lineno}: {ALREADY_SCORED.format(kind='field', name=score_field)}")
                 yield record, record[field]
         else:
-            reader = csv.DictReader(handle)
-            if reader.fieldnames is None:
+            # rows as lists, not dicts: a header may repeat a name (spreadsheets leave blank ones), and every
+            # column must come back out as it went in
+            reader = csv.reader(handle)
+            header = next(reader, None)
+            if header is None:
                 return  # an empty file: no header, no stories
-            repeated = sorted({name for name in reader.fieldnames if reader.fieldnames.count(name) > 1})
-            if repeated:  # DictReader keeps only the last of same-named columns, and the output would repeat it
-                raise InputError(f"{path}: the header repeats the column name(s) {repeated}; rename them")
-            if field not in reader.fieldnames:
-                raise InputError(f"{path}: no column {field!r}; columns are {reader.fieldnames}")
-            if score_field is not None and score_field in reader.fieldnames:
+            if header.count(field) != 1:
+                problem = "no column" if field not in header else "more than one column named"
+                raise InputError(f"{path}: {problem} {field!r}; columns are {header}")
+            if score_field is not None and score_field in header:
                 raise InputError(f"{path}: {ALREADY_SCORED.format(kind='column', name=score_field)}")
+            column = header.index(field)
             for row in reader:
-                if None in row:  # DictReader's key for the fields past the header's
-                    raise InputError(
-                        f"{path}:{reader.line_num}: {len(reader.fieldnames) + len(row[None])} fields, "
-                        f"but the header has {len(reader.fieldnames)}"
-                    )
-                if not has_words(row[field] or ""):
-                    raise InputError(f"{path}:{reader.line_num}: {field!r} is empty or has no letters or digits: {row[field]!r}")
-                yield row, row[field]
+                if not row:
+                    continue  # a blank line holds no record
+                if len(row) > len(header):
+                    raise InputError(f"{path}:{reader.line_num}: {len(row)} fields, but the header has {len(header)}")
+                row += [""] * (len(header) - len(row))
+                if not has_words(row[column]):
+                    raise InputError(f"{path}:{reader.line_num}: {field!r} is empty or has no letters or digits: {row[column]!r}")
+                yield row, row[column]
 
 
 class Writer:
     def __init__(self, handle, fmt: str, fieldnames=None, score_field: str = "score"):
         self.handle, self.fmt, self.csv, self.score_field = handle, fmt, None, score_field
         if fmt == ".csv" and fieldnames:  # an empty input (no header) gives an empty output
-            self.csv = csv.DictWriter(handle, fieldnames=list(fieldnames) + [score_field])
-            self.csv.writeheader()
+            self.csv = csv.writer(handle)
+            self.csv.writerow(list(fieldnames) + [score_field])
 
     def write(self, record, score: float) -> None:
         if self.fmt == ".txt":
@@ -104,7 +106,7 @@ class Writer:
         elif self.fmt == ".jsonl":
             self.handle.write(json.dumps({**record, self.score_field: score}, ensure_ascii=False) + "\n")
         else:
-            self.csv.writerow({**record, self.score_field: f"{score:.6f}"})
+            self.csv.writerow(record + [f"{score:.6f}"])
 
 
 def count_records(path: Path, fmt: str) -> int | None:
@@ -252,7 +254,9 @@ def main(argv=None) -> int:
 
         resolve_device(args.device)  # a bad --device fails before the model loads or the input is read
         score_file(args)
-    except (InputError, LookupError, OSError, ValueError, TypeError) as error:  # LookupError: KeyError and missing NLTK data
+    except IndexError:
+        raise  # a LookupError too, but a bug here, not bad input: keep its traceback
+    except (InputError, LookupError, OSError, ValueError, TypeError) as error:  # LookupError: unknown config, missing NLTK data
         message = error.args[0] if isinstance(error, KeyError) and error.args else error
         print(f"storyeval: error: {message}", file=sys.stderr)
         return 1

@@ -75,6 +75,8 @@ def score_story(story: str, context: str = "", metrics=("union", "plot_coherence
     context = _check_text(context, "context", required=False)
     # a "sentence" of punctuation alone ("...") has nothing to score or leave out
     sentences = [sentence for sentence in textlib.split_sentences(story) if has_words(sentence)]
+    if not sentences:
+        raise DemoInputError("The story has no words: type some sentences.")
     if len(sentences) > MAX_SENTENCES:
         raise DemoInputError(f"The story has {len(sentences)} sentences; this demo takes at most {MAX_SENTENCES}.")
     rows, attribution = [], []
@@ -94,7 +96,7 @@ def score_story(story: str, context: str = "", metrics=("union", "plot_coherence
             for criterion, values in scores.items():
                 rows.append([f"{METRIC_TITLES[metric]}: {criterion}", round(values[0], 4), "last sentence given what precedes it"])
             continue
-        full_text = " ".join(([context] if context else []) + [story])
+        full_text = " ".join(([context] if context else []) + sentences)  # as the leave-one-out variants are built
         variants = [full_text]
         if metric == "union" and len(sentences) > 1:
             variants += [" ".join(([context] if context else []) + sentences[:i] + sentences[i + 1 :]) for i in range(len(sentences))]

@@ -168,6 +168,16 @@ def test_missing_nltk_data_is_an_error_line_not_a_traceback(tmp_path, capsys, mo
     assert_clean_error(code, err, "NLTK resource 'punkt_tab' not found")
 
 
+@pytest.mark.parametrize("header, row", [("note,story,note", "first,{story},second"), ("story,,", "{story},,")])
+def test_csv_columns_with_repeated_or_blank_names_come_back_unchanged(tiny_checkpoint, tmp_path, capsys, header, row):
+    table = tmp_path / "s.csv"
+    table.write_text(f"{header}\n{row.format(story=STORY)}\n")
+    code, out, _ = score(table, tiny_checkpoint, capsys)
+    rows = list(csv.reader(out.splitlines()))
+    assert code == 0 and rows[0] == header.split(",") + ["score"]
+    assert rows[1][:-1] == next(csv.reader([row.format(story=STORY)])) and float(rows[1][-1]) > 0
+
+
 def test_output_in_a_missing_folder_is_refused_before_scoring(tmp_path, capsys, monkeypatch):
     def never(*args, **kwargs):
         raise AssertionError("the model was loaded")

@@ -11,6 +11,11 @@ def test_a_trailing_sentence_of_punctuation_is_left_out_not_an_error():
     assert [row[1] for row in attribution] == ["Ken went home.", "He was tired.", "He slept."]
 
 
+def test_a_story_of_punctuation_alone_is_a_message_not_a_crash():
+    with pytest.raises(demo.DemoInputError, match="The story has no words"):
+        demo.score_story("...", "Ken went home.", ("continuation_quality",))
+
+
 def test_an_uploaded_story_that_is_too_long_is_named_by_its_number(tmp_path, monkeypatch):
     monkeypatch.setattr(demo, "MAX_CHARS", 40)
     upload = tmp_path / "stories.txt"

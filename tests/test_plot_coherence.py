@@ -79,9 +79,10 @@ def test_pairs_only_writes_the_pairs_and_trains_nothing(data_root, tmp_path):
     assert sorted(p.name for p in (tmp_path / "run").iterdir()) == ["pairs"]  # no model, no results file
 
 
-@pytest.mark.parametrize("bad", [["--per-device-train-batch-size", "0"], ["--eval-steps", "0"], ["--model-name-or-path", "/nonexistent/model"]])
+@pytest.mark.parametrize("bad", [["--per-device-train-batch-size", "0"], ["--eval-steps", "0"], ["--model-name-or-path", "/nonexistent/model"],
+                                 ["--max-length", "1000"]])
 def test_bad_training_options_fail_before_the_pairs_are_written(data_root, tmp_path, bad):
-    with pytest.raises((SystemExit, OSError)):
+    with pytest.raises((SystemExit, OSError, ValueError)):
         train_plot_coherence.train(["--data-dir", str(data_root), "--output-dir", str(tmp_path / "run"), *bad])
     assert not (tmp_path / "run").exists()
 

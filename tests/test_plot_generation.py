@@ -242,14 +242,18 @@ def test_a_resumed_generator_keeps_the_lowest_loss_it_had_seen(trained_generator
          "--max-train-steps", "2", "--eval-steps", "1", "--checkpointing-steps", "1", "--per-device-train-batch-size", "4",
          "--max-source-length", "32", "--max-target-length", "40"]
     ))
+    # make step 1 the lowest loss so far: the resumed run must keep it, whatever step 2 gives
+    state_file = tmp_path / "again" / "step_1" / "trainer_state.json"
+    saved = json.loads(state_file.read_text())
+    saved["history"][0]["loss"] = saved["best"]["loss"] = 1e-6
+    state_file.write_text(json.dumps(saved))
     continued = generator.train(generator.parse_args(
         ["--plots-dir", str(run / "plots"), "--model-name-or-path", str(run / "out" / "best"), "--output-dir", str(tmp_path / "again2"),
          "--max-train-steps", "2", "--eval-steps", "1", "--per-device-train-batch-size", "4",
          "--max-source-length", "32", "--max-target-length", "40", "--resume-from-checkpoint", str(tmp_path / "again" / "step_1")]
     ))
-    assert [m["step"] for m in continued["history"]] == [1, 2]
-    assert continued["best_validation"] == min(continued["history"], key=lambda m: m["loss"])
-    assert continued["history"][0] == resumed["history"][0]
+    assert [m["step"] for m in continued["history"]] == [1, 2] and continued["best_validation"]["step"] == 1
+    assert resumed["completed_steps"] == 2
 
 
 @pytest.mark.parametrize("option", ["--eval-steps", "--checkpointing-steps", "--max-train-examples", "--max-target-length"])
@@ -257,3 +261,4 @@ def test_generator_options_that_must_be_positive_are_usage_errors(option, capsys
     with pytest.raises(SystemExit):
         generator.parse_args(["--output-dir", "never-made", option, "0"])
     assert f"must be positive: {option} 0" in capsys.readouterr().err
+    assert generator.parse_args(["--output-dir", "x", "--max-eval-examples", "0"]).max_eval_examples == 0  # all

@@ -349,6 +349,11 @@ def test_training_selects_on_other_pairs_when_given(tmp_path, tokenizer):
     ))
     assert results["selected_by"] == "selection_pair_accuracy"
     assert results["train_pairs_dropped_for_selection"] == 0 and "0 training pairs" in (tmp_path / "export" / "README.md").read_text()
+    # results from before the screening say so instead of claiming none were dropped
+    from storyeval_training.model_card import write_union_card
+
+    write_union_card(tmp_path / "export", {k: v for k, v in results.items() if k != "train_pairs_dropped_for_selection"})
+    assert "were not screened" in (tmp_path / "export" / "README.md").read_text()
     # a training story the selection pairs judge is left out: "[MALE] sat down ." and "Tom sat down." share the key
     overlapping = datasets.Dataset.from_dict({"human": ["[MALE] sat down . he ate an apple .", "he sat . he ate 1 apples ."]})
     kept, dropped = train_union.drop_selection_stories(overlapping, train_union.load_selection_pairs(str(tmp_path / "selection"), True))
@@ -444,7 +449,7 @@ def test_cli_round_trips_txt_jsonl_csv(tiny_checkpoint, tmp_path, capsys):
         ("s.txt", "a story .\n...\n", [], "s.txt:2: empty line or no letters or digits"),
         ("s.jsonl", '{"story": "ok ."}\n{"story": ""}\n', [], "s.jsonl:2: 'story' is empty or has no letters or digits"),
         ("s.csv", "story,note\nok .,x\n\"...\",y\n", [], "s.csv:3: 'story' is empty or has no letters or digits"),
-        ("s.csv", "note,story,note\nfirst,ok .,second\n", [], "repeats the column name(s) ['note']"),
+        ("s.csv", "story,note,story\nok .,x,fine .\n", [], "more than one column named 'story'"),
         ("s.jsonl", '{"story": "ok ."}\n{broken\n', [], "s.jsonl:2: not JSON"),
         ("s.jsonl", '{"text": "ok ."}\n', [], "string field 'story'"),
         ("s.csv", "id,text\n1,ok .\n", [], "no column 'story'"),

@@ -55,6 +55,13 @@ def _front_matter(dataset: str | None, base_model: str, evaluation: dict | None)
     return "\n".join(lines)
 
 
+def _selection_overlap_text(results: dict) -> str:
+    dropped = results.get("train_pairs_dropped_for_selection")
+    if dropped is None:  # runs from before training left those stories out
+        return "Training pairs were not screened against those pairs' human stories, so some may have been trained on."
+    return f"{dropped:,} training pairs whose human story those pairs judge were left out of training."
+
+
 def _selection_text(results: dict) -> str:
     best = results.get("best_validation") or {}
     if results.get("selected_by") == "selection_pair_accuracy":
@@ -62,8 +69,7 @@ def _selection_text(results: dict) -> str:
         return (f"""the share of pairs whose human story outscores its negative, on the validation
   split of other held-out pairs (`{selection_dir}`; auto-constructed, never the human
   judgments): {best["selection_pair_accuracy"]:.4f} at step {best.get("step")}, where the run's own validation
-  pairs give {best.get("pair_accuracy", float("nan")):.4f}. {results.get("train_pairs_dropped_for_selection", 0):,} training pairs
-  whose human story those pairs judge were left out of training.""")
+  pairs give {best.get("pair_accuracy", float("nan")):.4f}. {_selection_overlap_text(results)}""")
     return (f"""best accuracy on held-out validation pairs (auto-constructed,
   never the human judgments): {best.get("accuracy", float("nan")):.4f} at step {best.get("step")}.""")
 

@@ -35,13 +35,13 @@ from __future__ import annotations
 import argparse
 import hashlib
 import logging
+import shutil
 from pathlib import Path
 
 import datasets
-from transformers import AutoTokenizer
 
 from storyeval import text as textlib
-from storyeval.checkpoints import OFFLINE_BACKBONE, backbone_path
+from storyeval.checkpoints import OFFLINE_BACKBONE
 from storyeval_training import paths, train_union
 from storyeval_training.build_negatives import PAIR_FEATURES
 from storyeval_training.builders.common import InputFormatError, human_judged_keys, open_lines
@@ -213,15 +213,21 @@ def train(argv=None) -> dict:
                         ("--export-dir", args.export_dir)):
         if value is not None:
             union_argv += [flag, str(value)]
-    union_args = train_union.parse_args(union_argv)
-    # checked before the pairs are written, so that a bad option or model leaves nothing behind
-    AutoTokenizer.from_pretrained(backbone_path(args.model_name_or_path))
-    pairs.save_to_disk(str(pairs_dir))
+    union_args = train_union.parse_args(union_argv)  # before anything is written
     # recorded in all_results.json and the model card
     union_args.dataset, union_args.negatives, union_args.leakage_dropped_groups = args.dataset, args.negatives, dropped
     union_args.delexicalize = delexicalize
     overrides = {"metric": "plot_coherence", "delexicalize": delexicalize, "has_reconstruction_head": False}
-    return train_union.train(union_args, config_overrides=overrides, write_card=write_plot_coherence_card)
+    output_dir = Path(args.output_dir)
+    fresh = not output_dir.exists()
+    pairs.save_to_disk(str(pairs_dir))
+    try:
+        return train_union.train(union_args, config_overrides=overrides, write_card=write_plot_coherence_card)
+    except BaseException:
+        # training checks its model and options before writing: if that failed, the pairs were all we wrote
+        if fresh and [p.name for p in output_dir.iterdir()] == ["pairs"]:
+            shutil.rmtree(output_dir)
+        raise
 
 
 if __name__ == "__main__":

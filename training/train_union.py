@@ -341,7 +341,8 @@ def train(args, config_overrides: dict | None = None, write_card=write_union_car
         accelerator.load_state(args.resume_from_checkpoint)
         completed_steps = int(Path(args.resume_from_checkpoint).name.split("_")[-1])
         start_epoch, resume_step = resume_position(completed_steps, len(train_loader), args.gradient_accumulation_steps)
-        best, history, earlier_minutes = load_trainer_state(Path(args.resume_from_checkpoint), output_dir, completed_steps, select_by)
+        best, history, earlier_minutes = load_trainer_state(Path(args.resume_from_checkpoint), output_dir, completed_steps, select_by,
+                                                           main_process=accelerator.is_main_process)
         logger.info("resumed from %s at step %d", args.resume_from_checkpoint, completed_steps)
 
     logger.info(
@@ -433,10 +434,12 @@ def save_training_state(accelerator, output_dir: Path, step: int, best: dict | N
         (state_dir / TRAINER_STATE).write_text(json.dumps({"best": best, "history": history, "minutes": minutes}) + "\n")
 
 
-def load_trainer_state(state_dir: Path, output_dir: Path, step: int, select_by: str = "accuracy", lowest: bool = False) -> tuple[dict | None, list, float]:
+def load_trainer_state(
+    state_dir: Path, output_dir: Path, step: int, select_by: str = "accuracy", lowest: bool = False, main_process: bool = True
+) -> tuple[dict | None, list, float]:
     """Best metrics, eval history and minutes spent up to ``step``, so a resumed
-    run keeps selecting against what it had already seen; the best weights saved
-    with the state are put back in ``output_dir/best``."""
+    run keeps selecting against what it had already seen; the main process puts
+    the best weights saved with the state back in ``output_dir/best``."""
     if (state_dir / TRAINER_STATE).is_file():
         state = json.loads((state_dir / TRAINER_STATE).read_text())
         # the best is derived from the history, so a run resumed with another selection rule selects by its own
@@ -451,7 +454,8 @@ def load_trainer_state(state_dir: Path, output_dir: Path, step: int, select_by: 
         best, minutes = best_by(history, select_by, lowest), history[-1]["minutes"] if history else 0.0
     saved = state_dir / "best"
     if best is not None and saved.is_dir() and (state_dir / TRAINER_STATE).is_file() and (state.get("best") or {}).get("step") == best["step"]:
-        shutil.copytree(saved, output_dir / "best", dirs_exist_ok=True)
+        if main_process:
+            shutil.copytree(saved, output_dir / "best", dirs_exist_ok=True)
     elif best is not None and not (output_dir / "best").is_dir():
         # states from before the best weights were saved with them, resumed into a new folder
         logger.warning("the weights of the best step %d are not in %s: best-checkpoint tracking starts afresh", best["step"], state_dir)

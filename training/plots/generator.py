@@ -252,7 +252,9 @@ def parse_args(argv=None):
     p.add_argument("--data-dir", default=None)
     args = p.parse_args(argv)
     require_positive(p, args, tuple(n for n in POSITIVE_OPTIONS if n != "max_length")
-                     + ("max_source_length", "max_target_length", "max_train_examples", "max_eval_examples"))
+                     + ("max_source_length", "max_target_length", "max_train_examples"))
+    if args.max_eval_examples is not None and args.max_eval_examples < 0:
+        p.error("--max-eval-examples must not be negative (0: all)")
     args.max_source_length = args.max_source_length or MAX_SOURCE_LENGTH[args.dataset]
     args.max_target_length = args.max_target_length or MAX_NEW_TOKENS[args.dataset]
     return args
@@ -417,7 +419,8 @@ def train(args) -> dict:
         accelerator.load_state(args.resume_from_checkpoint)
         completed_steps = int(Path(args.resume_from_checkpoint).name.split("_")[-1])
         start_epoch, resume_step = resume_position(completed_steps, len(train_loader), args.gradient_accumulation_steps)
-        best, history, earlier_minutes = load_trainer_state(Path(args.resume_from_checkpoint), output_dir, completed_steps, "loss", lowest=True)
+        best, history, earlier_minutes = load_trainer_state(Path(args.resume_from_checkpoint), output_dir, completed_steps, "loss", lowest=True,
+                                                           main_process=accelerator.is_main_process)
         logger.info("resumed from %s at step %d", args.resume_from_checkpoint, completed_steps)
 
     logger.info("training on %d (plot, story) pairs, %d steps, batch %d x %d processes", len(train_set), max_train_steps, args.per_device_train_batch_size, accelerator.num_processes)
