@@ -106,7 +106,7 @@ def test_build_negatives_records_the_leakage_count(data_root, tmp_path, shared_d
 
     args = train_union.parse_args(["--pairs-dir", str(tmp_path / "pairs"), "--output-dir", str(tmp_path / "run")])
     train_union.load_pairs(args)
-    assert stats["dataset"] == args.dataset == "roc"
+    assert stats["dataset"] == args.dataset == "roc" and args.negative_seeds == [stats["seed"]] == [42]
 
 
 def test_wp_official_pairs_newlines_and_truncation(data_root, tmp_path):

@@ -223,7 +223,7 @@ def train(argv=None) -> dict:
     pairs.save_to_disk(str(pairs_dir))
     try:
         return train_union.train(union_args, config_overrides=overrides, write_card=write_plot_coherence_card)
-    except BaseException:
+    except Exception:  # not an interrupt: the pairs of a run stopped by hand stay
         # training checks its model and options before writing: if that failed, the pairs were all we wrote
         if fresh and [p.name for p in output_dir.iterdir()] == ["pairs"]:
             shutil.rmtree(output_dir)

@@ -84,7 +84,7 @@ def parse_args(argv=None):
     p.add_argument("--seed", type=int, default=42)
     p.add_argument("--negative-seeds", type=int, nargs="+", default=[42], help="one set of negatives per seed")
     p.add_argument("--base-model-name", default=None, help="base_model for the model card (default: --model-name-or-path)")
-    p.add_argument("--export-dir", default=None, help="also export the best model here (fp16, no recon head) with a model card")
+    p.add_argument("--export-dir", default=None, help="also export the best model here (fp16, with its reconstruction head) with a model card")
     p.add_argument("--cache-dir", default=None, help="`datasets` cache")
     p.add_argument("--data-dir", default=None)
     args = p.parse_args(argv)
@@ -109,9 +109,11 @@ def load_pairs(args) -> datasets.DatasetDict:
     if args.pairs_dir:
         pairs = load_pair_folder(args.pairs_dir, "--pairs-dir")
         stats = Path(args.pairs_dir) / "negatives_stats.json"
-        if not getattr(args, "dataset", None) and stats.is_file():
-            # recorded by build-negatives; the model card names the corpus from it
-            args.dataset = json.loads(stats.read_text()).get("dataset")
+        if stats.is_file():
+            # recorded by build-negatives; the model card names the corpus and seed from them
+            recorded = json.loads(stats.read_text())
+            args.dataset = getattr(args, "dataset", None) or recorded.get("dataset")
+            args.negative_seeds = [recorded["seed"]] if "seed" in recorded else args.negative_seeds
         return pairs
     sets = [
         build_negatives.build(args.dataset, ("train", "validation"), seed=seed, cache_dir=args.cache_dir, data_dir=args.data_dir)
@@ -476,8 +478,7 @@ def export(best_dir: Path, export_dir: Path, results: dict, keep_reconstruction_
 
     The reconstruction head is kept by default: it reuses the input embeddings,
     so it adds only ~0.2M parameters, and it lets training resume from the
-    export and the demo show which tokens the model would change. Scorers drop
-    it when they load.
+    export with reconstruction. Scorers drop it when they load.
     """
     model = UnionModel.from_pretrained(best_dir)
     if not keep_reconstruction_head:
