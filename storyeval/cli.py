@@ -136,6 +136,10 @@ def score_file(args) -> dict:
         raise InputError(f"output {args.output} is the input file; give another path")
     if args.output and not Path(args.output).resolve().parent.is_dir():
         raise InputError(f"output {args.output}: its folder does not exist")
+    if args.quiet:  # transformers draws its own bar while it reads the weights
+        from transformers.utils import logging as transformers_logging
+
+        transformers_logging.disable_progress_bar()
     scorer = load_scorer(args.metric, args.config, args.device)
     fieldnames = None
     if fmt == ".csv":

@@ -186,3 +186,17 @@ def test_output_in_a_missing_folder_is_refused_before_scoring(tmp_path, capsys, 
     stories = one_story(tmp_path)
     code, _, err = run_cli(["score", str(stories), "-o", str(tmp_path / "missing" / "out.txt"), "--quiet"], capsys)
     assert_clean_error(code, err, "its folder does not exist")
+
+
+def test_quiet_draws_no_bar_while_the_weights_load(tmp_path, capsys):
+    from conftest import save_tiny_checkpoint
+    from transformers.utils import logging as transformers_logging
+
+    checkpoint = save_tiny_checkpoint(tmp_path / "fresh")  # not cached yet: the weights are read in this call
+    stories = one_story(tmp_path)
+    capsys.readouterr()  # the bars of saving it
+    try:
+        code, _, err = score(stories, checkpoint, capsys)
+        assert code == 0 and "Loading weights" not in err and "%|" not in err
+    finally:
+        transformers_logging.enable_progress_bar()  # the CLI switched it off for the whole process
