@@ -61,7 +61,10 @@ class CheckpointMetric(evaluate.Metric):
         # unknown names raise KeyError here, at load time, listing the choices
         from storyeval.scoring import load_scorer
 
-        self.checkpoint_path = checkpoints.resolve_checkpoint(self.METRIC, self.config_name)
+        # evaluate.load(..., download_config=datasets.DownloadConfig(local_files_only=True)) keeps the checkpoint
+        # offline too; otherwise HF_HUB_OFFLINE decides
+        local_only = True if getattr(dl_manager.download_config, "local_files_only", False) else None
+        self.checkpoint_path = checkpoints.resolve_checkpoint(self.METRIC, self.config_name, local_files_only=local_only)
         self.scorer = load_scorer(self.METRIC, self.checkpoint_path)  # refuses another metric's checkpoint
 
     def check_reference_free(self, references) -> None:

@@ -3,6 +3,7 @@ mistyped paths, Hub failures, the unpublished plot-coherence wp checkpoint, a ch
 of the wrong metric, and evaluate's cache files kept out of checkpoint folders."""
 from pathlib import Path
 
+import datasets
 import evaluate
 import httpx2
 import huggingface_hub
@@ -179,3 +180,17 @@ def test_registered_names_win_over_a_folder_of_that_name(monkeypatch, tmp_path):
 def test_a_blank_config_name_lists_the_choices(name):
     with pytest.raises(KeyError, match=r"empty union config name: choose one of \['roc', 'wp', 'default'\]"):
         checkpoints.resolve_checkpoint("union", name)
+
+
+def test_evaluates_local_files_only_reaches_the_hub_call(monkeypatch, union_checkpoint):
+    calls = []
+
+    def fake(repo_id, **kwargs):
+        calls.append(kwargs["local_files_only"])
+        return str(union_checkpoint)
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", fake)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    evaluate.load(str(METRICS / "union"), "org/model-a", download_config=datasets.DownloadConfig(local_files_only=True))
+    evaluate.load(str(METRICS / "union"), "org/model-b")
+    assert calls == [True, False]
