@@ -60,11 +60,7 @@ def evaluate_checkpoint(folder: Path, batch_size: int = 512) -> dict:
     first = scorer.score(cloze["context"], cloze["ending_1"], batch_size=batch_size)
     second = scorer.score(cloze["context"], cloze["ending_2"], batch_size=batch_size)
     seconds = time.perf_counter() - started
-    right = np.array(cloze["right"])
-    accuracy = {}
-    for criterion in CRITERIA:
-        prefers_second = np.array(second[criterion]) > np.array(first[criterion])
-        accuracy[criterion] = float(np.mean(prefers_second.astype(int) == right))
+    accuracy = {criterion: cloze_accuracy(first[criterion], second[criterion], cloze["right"]) for criterion in CRITERIA}
     return {
         "heldout_pairs": len(test),
         "heldout_contexts": len(set(test["context"])),
@@ -73,6 +69,13 @@ def evaluate_checkpoint(folder: Path, batch_size: int = 512) -> dict:
         "story_cloze_accuracy": accuracy,
         "pairs_per_second": 2 * len(cloze) / seconds,
     }
+
+
+def cloze_accuracy(first_scores, second_scores, right_endings) -> float:
+    """Share of items whose higher-scored ending is the right one (``right_endings``: its index, 0 or 1); a tie counts half."""
+    gap = np.array(second_scores) - np.array(first_scores)
+    chose_right = (gap > 0) == (np.array(right_endings) == 1)
+    return float(np.mean(np.where(gap == 0, 0.5, chose_right)))
 
 
 def main(argv=None):

@@ -54,14 +54,14 @@ def main(argv=None):
         "union-roc": str(CHECKOUT / "hub_cards" / "union-roc"),
         "union-wp": str(CHECKOUT / "hub_cards" / "union-wp"),
     }
+    for label, path in checkpoints.items():  # a mistyped path fails here, before any scoring or results file
+        if not (Path(path) / "config.json").is_file():
+            parser.error(f"--checkpoint {label}={path}: no checkpoint there (config.json)")
     payload = {"machine": machine(), "command": "python benchmarks/union_correlation.py " + " ".join(argv or sys.argv[1:]), "paper": {}, "checkpoints": {}}
     for set_name in args.sets:
         payload["paper"][set_name] = reproduce_paper(set_name)
         print(f"paper UNION on {set_name}: " + _row(payload["paper"][set_name]))
     for label, path in checkpoints.items():
-        if not (Path(path) / "config.json").is_file():
-            print(f"skipping {label}: no checkpoint at {path}")
-            continue
         scorer = load_union_scorer(path)
         payload["checkpoints"][label] = {"path": str(path), "sets": {}}
         for set_name in args.sets:

@@ -12,6 +12,8 @@ import continuation_quality  # noqa: E402
 import generation_speed  # noqa: E402
 import scoring_speed  # noqa: E402
 import speed_ceiling  # noqa: E402
+import negatives_throughput  # noqa: E402
+import union_correlation  # noqa: E402
 import union_pair_accuracy  # noqa: E402
 
 
@@ -81,3 +83,23 @@ def test_speed_ceiling_batches_like_the_scorer_and_counts_dense_flops():
     assert bert_base["attention"] == 2 * 12 * 2 * 2 * 10 * 10 * 768
     half = {**speed_ceiling.BERT_BASE, "hidden_size": 384, "intermediate_size": 1536, "num_hidden_layers": 6}
     assert bert_base["dense"] / speed_ceiling.encoder_flops([(2, 10)], half)["dense"] == 8
+
+
+def test_story_cloze_accuracy_counts_a_tie_as_half():
+    # right endings by index: first, second, second, first; the third item is a tie
+    assert continuation_quality.cloze_accuracy([0.9, 0.1, 0.5, 0.2], [0.1, 0.8, 0.5, 0.7], [0, 1, 1, 0]) == (1 + 1 + 0.5 + 0) / 4
+
+
+def test_union_correlation_refuses_a_missing_checkpoint_before_writing(tmp_path, capsys):
+    before = {p.name: p.stat().st_mtime for p in common.RESULTS.glob("*.json")}
+    with pytest.raises(SystemExit):
+        union_correlation.main(["--checkpoint", f"typo={tmp_path / 'nothing'}", "--output", "never_written"])
+    assert "no checkpoint there" in capsys.readouterr().err
+    assert {p.name: p.stat().st_mtime for p in common.RESULTS.glob("*.json")} == before
+
+
+def test_build_memory_adds_up_the_whole_process_tree():
+    # a parent and a child each holding 60 MB: the sum is what a machine must have free
+    holder = "import time; x = bytearray(60_000_000); x[::4096] = b'1' * len(x[::4096]); time.sleep(1.5)"
+    parent = f"import subprocess, sys; c = subprocess.Popen([sys.executable, '-c', {holder!r}]); exec({holder!r}); c.wait()"
+    assert negatives_throughput.run_sampling_memory([sys.executable, "-c", parent], interval=0.1) > 110
