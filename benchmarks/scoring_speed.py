@@ -97,6 +97,15 @@ def add_workload_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batch-size", type=int, default=32)
 
 
+def workload_checkpoint(args) -> str:
+    """``--checkpoint``, or the bundled roc checkpoint of ``--metric``."""
+    if args.checkpoint is not None:
+        return args.checkpoint
+    from storyeval.checkpoints import resolve_checkpoint
+
+    return str(resolve_checkpoint(args.metric, "roc"))
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add_workload_arguments(parser)
@@ -106,10 +115,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.repeats < 1:
         parser.error("--repeats must be at least 1")
-    if args.checkpoint is None:
-        from storyeval.checkpoints import resolve_checkpoint
-
-        args.checkpoint = str(resolve_checkpoint(args.metric, "roc"))
+    args.checkpoint = workload_checkpoint(args)
     stories_path = CHECKOUT / "benchmarks" / "results" / ".roc_test_stories.txt"
     stories_path.parent.mkdir(parents=True, exist_ok=True)
     stories_path.write_text("\n".join(roc_test_stories(args.stories)) + "\n", encoding="utf-8")

@@ -24,12 +24,14 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
+from transformers import BertConfig
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import RESULTS, machine, write_results  # noqa: E402
-from scoring_speed import add_workload_arguments, roc_test_stories  # noqa: E402
+from scoring_speed import add_workload_arguments, roc_test_stories, workload_checkpoint  # noqa: E402
 
-BERT_BASE = {"hidden_size": 768, "intermediate_size": 3072, "num_hidden_layers": 12, "num_attention_heads": 12}
+# the sizes of the BERT-base-sized scorer scoring_speed.py measures: transformers' BertConfig defaults
+BERT_BASE = {name: getattr(BertConfig(), name) for name in ("hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads")}
 
 
 def batch_shapes(window_lengths: list[int], batch_size: int) -> list[tuple[int, int]]:
@@ -91,10 +93,9 @@ def main(argv=None):
     add_workload_arguments(parser)
     parser.add_argument("--dtypes", nargs="+", default=["float32", "bfloat16"], choices=["float32", "bfloat16"])
     args = parser.parse_args(argv)
-    from storyeval.checkpoints import resolve_checkpoint
     from storyeval.scoring import load_scorer
 
-    checkpoint = args.checkpoint or str(resolve_checkpoint(args.metric, "roc"))
+    checkpoint = workload_checkpoint(args)
     scorer = load_scorer(args.metric, checkpoint, device="cpu")
     encoder = scorer.model.config.encoder
     ours = {name: getattr(encoder, name) for name in BERT_BASE}

@@ -192,7 +192,8 @@ def train(argv=None) -> dict:
                 dropped, len(groups), len(pairs["train"]), len(pairs["validation"]))
     delexicalize = names_delexicalized(pairs)
     logger.info("names in the training text are %s", "placeholders: scoring replaces names too" if delexicalize else "kept")
-    pairs_dir = Path(args.output_dir) / "pairs"
+    output_dir = Path(args.output_dir)
+    pairs_dir = output_dir / "pairs"
     if args.pairs_only:
         pairs.save_to_disk(str(pairs_dir))
         return {"pairs_dir": str(pairs_dir), "pairs": dict(pairs.num_rows), "leakage_dropped_groups": dropped}
@@ -218,7 +219,6 @@ def train(argv=None) -> dict:
     union_args.dataset, union_args.negatives, union_args.leakage_dropped_groups = args.dataset, args.negatives, dropped
     union_args.delexicalize = delexicalize
     overrides = {"metric": "plot_coherence", "delexicalize": delexicalize, "has_reconstruction_head": False}
-    output_dir = Path(args.output_dir)
     fresh = not output_dir.exists()
     pairs.save_to_disk(str(pairs_dir))
     try:

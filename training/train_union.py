@@ -446,6 +446,7 @@ def load_trainer_state(
         state = json.loads((state_dir / TRAINER_STATE).read_text())
         # the best is derived from the history, so a run resumed with another selection rule selects by its own
         best, history, minutes = best_by(state["history"], select_by, lowest), state["history"], state["minutes"]
+        saved_step = (state["best"] or {}).get("step")  # the step whose weights were saved with the state
     else:
         # states saved before trainer_state.json existed: rebuild from the run's results
         results_file = output_dir / "all_results.json"
@@ -454,10 +455,10 @@ def load_trainer_state(
             return None, [], 0.0
         history = [m for m in json.loads(results_file.read_text())["history"] if m["step"] <= step]
         best, minutes = best_by(history, select_by, lowest), history[-1]["minutes"] if history else 0.0
-    saved = state_dir / "best"
-    if best is not None and saved.is_dir() and (state_dir / TRAINER_STATE).is_file() and (state.get("best") or {}).get("step") == best["step"]:
+        saved_step = None
+    if best is not None and (state_dir / "best").is_dir() and saved_step == best["step"]:
         if main_process:
-            shutil.copytree(saved, output_dir / "best", dirs_exist_ok=True)
+            shutil.copytree(state_dir / "best", output_dir / "best", dirs_exist_ok=True)
     elif best is not None and not (output_dir / "best").is_dir():
         # states from before the best weights were saved with them, resumed into a new folder
         logger.warning("the weights of the best step %d are not in %s: best-checkpoint tracking starts afresh", best["step"], state_dir)
