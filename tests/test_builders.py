@@ -85,6 +85,10 @@ def test_leakage_filter_reads_the_human_sets_beside_the_given_data_dir(data_root
     explicit = ROCStories(cache_dir=str(tmp_path / "c2"), data_dir=str(other / "roc"), human_dir=str(data_root / "human"))
     explicit.download_and_prepare()
     assert [r["title"] for r in all_rows(explicit)] == ["camping trip"]
+    # a human_dir that is not there is an error naming it, not a build without the leakage rule
+    missing = ROCStories(cache_dir=str(tmp_path / "c3"), data_dir=str(other / "roc"), human_dir=str(tmp_path / "no-human"))
+    with pytest.raises(FileNotFoundError, match="human-judgment folder not found: .*no-human"):
+        missing.download_and_prepare()
 
 
 def test_build_negatives_records_the_leakage_count(data_root, tmp_path, shared_data):

@@ -148,6 +148,9 @@ class StoryBuilder(datasets.GeneratorBasedBuilder):
 
     def _split_generators(self, dl_manager):
         sources = self._sources(dl_manager)
+        if self.config.drop_human_judged:
+            # read (and cached) here, so a missing folder is its own error, not one datasets wraps during generation
+            human_judged_keys(self._human_dir())
         return [datasets.SplitGenerator(name=split, gen_kwargs={"split": split, "sources": sources}) for split in SPLITS]
 
     def _sources(self, dl_manager):
