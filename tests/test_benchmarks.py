@@ -14,6 +14,7 @@ import scoring_speed  # noqa: E402
 import speed_ceiling  # noqa: E402
 import negatives_throughput  # noqa: E402
 import union_correlation  # noqa: E402
+import union_development  # noqa: E402
 import union_pair_accuracy  # noqa: E402
 
 
@@ -95,6 +96,36 @@ def test_union_correlation_refuses_a_missing_checkpoint_before_writing(tmp_path,
     with pytest.raises(SystemExit):
         union_correlation.main(["--checkpoint", f"typo={tmp_path / 'nothing'}", "--output", "never_written"])
     assert "no checkpoint there" in capsys.readouterr().err
+    assert {p.name: p.stat().st_mtime for p in common.RESULTS.glob("*.json")} == before
+
+
+def test_union_development_set_never_reads_the_held_out_pairs(shared_data):
+    import datasets
+
+    from storyeval_training import continuation_data
+
+    root = shared_data / "continuation"
+    rated = datasets.concatenate_datasets([continuation_data.read_deltascore(root / f"deltascore_crowdsource_{name}.jsonl") for name in ("roc", "wp")])
+    held_out = continuation_data.grouped_split(rated)["test"]
+    held_out_stories = {f"{c} {s}" for c, s in zip(held_out["context"], held_out["continuation"])}
+    sizes = {}
+    for set_name in ("roc", "wp"):
+        stories, overall = union_development.development_stories(set_name)
+        assert len(stories) == len(overall) and not held_out_stories & set(stories)
+        assert all(1 <= rating <= 5 for rating in overall)
+        sizes[set_name] = len(stories)
+    # together with the held-out side, the two sets make up both files, each row once
+    assert sizes["roc"] + sizes["wp"] + len(held_out) == len(rated)
+    assert sizes["roc"] < sum(1 for source in rated["source"] if "_roc:" in source)
+
+
+@pytest.mark.parametrize("labels", [["a", "a"], ["missing"]])
+def test_union_development_refuses_bad_checkpoints_before_writing(labels, tiny_checkpoint, tmp_path, capsys):
+    before = {p.name: p.stat().st_mtime for p in common.RESULTS.glob("*.json")}
+    paths = {"a": tiny_checkpoint, "missing": tmp_path / "nothing"}
+    with pytest.raises(SystemExit):
+        union_development.main([arg for label in labels for arg in ("--checkpoint", f"{label}={paths[label]}")] + ["--output", "never_written"])
+    assert ("unique" if labels == ["a", "a"] else "no checkpoint there") in capsys.readouterr().err
     assert {p.name: p.stat().st_mtime for p in common.RESULTS.glob("*.json")} == before
 
 
