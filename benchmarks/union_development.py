@@ -12,7 +12,8 @@ score is "overall", the mean of the fluency, coherence and logicality ratings
 
 Unlike the sets in union_correlation.py, which are test sets, this one may
 choose a checkpoint: per set, the one with the highest Spearman coefficient is
-reported as ``selected``. With 84 or 72 stories a coefficient's standard error
+reported as ``selected``. Each generating model's mean score and mean rating
+are recorded too. With 84 or 72 stories a coefficient's standard error
 is about 0.11-0.12, so close candidates are not told apart.
 """
 from __future__ import annotations
@@ -21,6 +22,8 @@ import argparse
 import sys
 from pathlib import Path
 
+import numpy as np
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import checkpoint_spec, correlations, data_dir, machine, write_results  # noqa: E402
 
@@ -28,8 +31,8 @@ SETS = ("roc", "wp")
 DEVELOPMENT_SIDES = ("train", "validation")
 
 
-def development_stories(set_name: str) -> tuple[list[str], list[float]]:
-    """(context + continuation, overall rating) for one set's non-held-out DeltaScore pairs."""
+def development_stories(set_name: str) -> tuple[list[str], list[float], list[str]]:
+    """(context + continuation, overall rating, generating model) for one set's non-held-out DeltaScore pairs."""
     import datasets
 
     from storyeval_training import continuation_data
@@ -41,7 +44,17 @@ def development_stories(set_name: str) -> tuple[list[str], list[float]]:
     development = datasets.concatenate_datasets([splits[side] for side in DEVELOPMENT_SIDES])
     development = development.filter(lambda row: row["source"].startswith(f"deltascore_crowdsource_{set_name}:"))
     stories = [f"{context} {continuation}" for context, continuation in zip(development["context"], development["continuation"])]
-    return stories, development["overall"]
+    models = [source.split(":", 1)[1] for source in development["source"]]
+    return stories, development["overall"], models
+
+
+def by_model(scores, human, models) -> dict:
+    """Mean metric score and mean human rating of each generating model's stories."""
+    return {
+        model: {"stories": len(rows), "mean_score": float(np.mean([scores[i] for i in rows])), "mean_overall": float(np.mean([human[i] for i in rows]))}
+        for model in sorted(set(models))
+        for rows in [[i for i, m in enumerate(models) if m == model]]
+    }
 
 
 def main(argv=None):
@@ -62,12 +75,14 @@ def main(argv=None):
 
     development = {set_name: development_stories(set_name) for set_name in args.sets}
     payload = {"machine": machine(), "command": "python benchmarks/union_development.py " + " ".join(argv or sys.argv[1:]),
-               "stories": {name: len(stories) for name, (stories, _) in development.items()}, "checkpoints": {}, "selected": {}}
+               "stories": {name: len(stories) for name, (stories, _, _) in development.items()}, "checkpoints": {}, "selected": {}}
     for label, path in checkpoints.items():
         scorer = load_union_scorer(path)
         payload["checkpoints"][label] = {"path": str(path), "sets": {}}
-        for set_name, (stories, human) in development.items():
-            result = correlations(scorer.score(stories, batch_size=args.batch_size), human)
+        for set_name, (stories, human, models) in development.items():
+            scores = scorer.score(stories, batch_size=args.batch_size)
+            result = correlations(scores, human)
+            result["by_model"] = by_model(scores, human, models)
             payload["checkpoints"][label]["sets"][set_name] = result
             print(f"{label} on {set_name} development: Pearson {result['pearson']:.4f} / Spearman {result['spearman']:.4f} "
                   f"(p={result['spearman_p']:.1e}) / Kendall {result['kendall']:.4f}")

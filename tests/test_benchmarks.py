@@ -110,13 +110,19 @@ def test_union_development_set_never_reads_the_held_out_pairs(shared_data):
     held_out_stories = {f"{c} {s}" for c, s in zip(held_out["context"], held_out["continuation"])}
     sizes = {}
     for set_name in ("roc", "wp"):
-        stories, overall = union_development.development_stories(set_name)
-        assert len(stories) == len(overall) and not held_out_stories & set(stories)
+        stories, overall, models = union_development.development_stories(set_name)
+        assert len(stories) == len(overall) == len(models) and not held_out_stories & set(stories)
         assert all(1 <= rating <= 5 for rating in overall)
         sizes[set_name] = len(stories)
     # together with the held-out side, the two sets make up both files, each row once
     assert sizes["roc"] + sizes["wp"] + len(held_out) == len(rated)
     assert sizes["roc"] < sum(1 for source in rated["source"] if "_roc:" in source)
+
+
+def test_union_development_groups_scores_by_generating_model():
+    grouped = union_development.by_model([0.2, 0.4, 0.9], [3.0, 4.0, 5.0], ["gpt3", "gpt3", "BART"])
+    assert grouped == {"BART": {"stories": 1, "mean_score": 0.9, "mean_overall": 5.0},
+                       "gpt3": {"stories": 2, "mean_score": pytest.approx(0.3), "mean_overall": 3.5}}
 
 
 @pytest.mark.parametrize("labels", [["a", "a"], ["missing"]])
