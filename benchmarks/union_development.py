@@ -12,8 +12,8 @@ score is "overall", the mean of the fluency, coherence and logicality ratings
 
 Unlike the sets in union_correlation.py, which are test sets, this one may
 choose a checkpoint: per set, the one with the highest Spearman coefficient is
-reported as ``selected``. Each generating model's mean score and mean rating
-are recorded too. With 84 or 72 stories a coefficient's standard error
+reported as ``selected``. Each generating model's mean score, mean rating and
+mean length are recorded too. With 84 or 72 stories a coefficient's standard error
 is about 0.11-0.12, so close candidates are not told apart.
 """
 from __future__ import annotations
@@ -48,10 +48,11 @@ def development_stories(set_name: str) -> tuple[list[str], list[float], list[str
     return stories, development["overall"], models
 
 
-def by_model(scores, human, models) -> dict:
-    """Mean metric score and mean human rating of each generating model's stories."""
+def by_model(scores, human, models, stories) -> dict:
+    """Mean metric score, mean human rating and mean length in words of each generating model's stories."""
     return {
-        model: {"stories": len(rows), "mean_score": float(np.mean([scores[i] for i in rows])), "mean_overall": float(np.mean([human[i] for i in rows]))}
+        model: {"stories": len(rows), "mean_score": float(np.mean([scores[i] for i in rows])), "mean_overall": float(np.mean([human[i] for i in rows])),
+                "mean_words": float(np.mean([len(stories[i].split()) for i in rows]))}
         for model in sorted(set(models))
         for rows in [[i for i, m in enumerate(models) if m == model]]
     }
@@ -82,7 +83,7 @@ def main(argv=None):
         for set_name, (stories, human, models) in development.items():
             scores = scorer.score(stories, batch_size=args.batch_size)
             result = correlations(scores, human)
-            result["by_model"] = by_model(scores, human, models)
+            result["by_model"] = by_model(scores, human, models, stories)
             payload["checkpoints"][label]["sets"][set_name] = result
             print(f"{label} on {set_name} development: Pearson {result['pearson']:.4f} / Spearman {result['spearman']:.4f} "
                   f"(p={result['spearman_p']:.1e}) / Kendall {result['kendall']:.4f}")

@@ -120,9 +120,9 @@ def test_union_development_set_never_reads_the_held_out_pairs(shared_data):
 
 
 def test_union_development_groups_scores_by_generating_model():
-    grouped = union_development.by_model([0.2, 0.4, 0.9], [3.0, 4.0, 5.0], ["gpt3", "gpt3", "BART"])
-    assert grouped == {"BART": {"stories": 1, "mean_score": 0.9, "mean_overall": 5.0},
-                       "gpt3": {"stories": 2, "mean_score": pytest.approx(0.3), "mean_overall": 3.5}}
+    grouped = union_development.by_model([0.2, 0.4, 0.9], [3.0, 4.0, 5.0], ["gpt3", "gpt3", "BART"], ["a b", "a b c d", "a"])
+    assert grouped == {"BART": {"stories": 1, "mean_score": 0.9, "mean_overall": 5.0, "mean_words": 1.0},
+                       "gpt3": {"stories": 2, "mean_score": pytest.approx(0.3), "mean_overall": 3.5, "mean_words": 3.0}}
 
 
 @pytest.mark.parametrize("labels", [["a", "a"], ["missing"]])
