@@ -126,6 +126,9 @@ thousand stories may not track human judgments at all.
   order, contradictions and off-topic sentences, not style or interest.
 - Used as a reward for reinforcement learning it can be gamed: a generator can
   learn to copy the surface statistics of human stories without being better.
+- It can mark down stories unlike its training stories (longer, from another kind of
+  generator) whatever their quality. Check a new kind of generator against human
+  ratings before trusting its scores.
 - {_encoder_text(folder, "BERT-base")}
 - Stories longer than the model window are scored over overlapping windows.
 
