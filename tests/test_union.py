@@ -315,6 +315,18 @@ def test_pair_accuracy_ranks_each_human_story_against_its_own_negative():
         pair_accuracy(logits[:5], labels[:5])
 
 
+def test_the_best_evaluation_is_the_earliest_of_equals_and_never_nan():
+    from storyeval_training.selection import best_by, improves
+
+    nan = float("nan")
+    history = [{"step": 1, "rho": nan}, {"step": 2, "rho": 0.3}, {"step": 3, "rho": nan}, {"step": 4, "rho": 0.3}, {"step": 5}]
+    assert best_by(history, "rho")["step"] == 2
+    assert best_by(history[:1], "rho")["step"] == 1  # a NaN is kept only until a number arrives
+    assert best_by([{"step": 1, "loss": 2.0}, {"step": 2, "loss": 1.0}], "loss", lowest=True)["step"] == 2
+    assert best_by([{"step": 5}], "rho") is None
+    assert improves({"rho": 0.1}, None, "rho") and not improves({"rho": nan}, {"rho": 0.0}, "rho")
+
+
 def test_training_selects_on_other_pairs_when_given(tmp_path, tokenizer):
     from storyeval_training import build_negatives, train_union
 

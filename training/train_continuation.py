@@ -32,6 +32,7 @@ from storyeval.continuation.model import CRITERIA, ContinuationModel
 from storyeval.continuation.ngram_lm import NgramLM
 from storyeval_training import continuation_data, paths
 from storyeval_training.builders import ROCStories, WritingPrompts, load_split
+from storyeval_training.selection import improves
 
 logger = logging.getLogger("storyeval_training.train_continuation")
 
@@ -183,7 +184,7 @@ def train(args) -> dict:
             optimizer.step()
         score, per = mean_spearman(model, splits["validation"], features["validation"])
         history.append({"epoch": epoch + 1, "validation_mean_spearman": score, **{f"validation_{k}": v for k, v in per.items()}})
-        if best is None or score > best["validation_mean_spearman"]:
+        if improves(history[-1], best, "validation_mean_spearman"):
             best = history[-1]
             model.save(output)
     results = {

@@ -33,6 +33,7 @@ from storyeval.models import UnionModel
 from storyeval.scoring import normalize_story
 from storyeval_training import build_negatives
 from storyeval_training.model_card import write_union_card
+from storyeval_training.selection import best_by, improves
 
 logger = logging.getLogger("storyeval_training.train_union")
 
@@ -383,7 +384,7 @@ def train(args, config_overrides: dict | None = None, write_card=write_union_car
                 metrics.update(step=completed_steps, epoch=epoch, minutes=round(earlier_minutes + (time.perf_counter() - started) / 60, 1))
                 history.append(metrics)
                 logger.info("eval %s", json.dumps(metrics))
-                if best is None or metrics[select_by] > best[select_by]:
+                if improves(metrics, best, select_by):
                     best = metrics
                     accelerator.wait_for_everyone()
                     if accelerator.is_main_process:
@@ -464,14 +465,6 @@ def load_trainer_state(
         logger.warning("the weights of the best step %d are not in %s: best-checkpoint tracking starts afresh", best["step"], state_dir)
         best = None
     return best, history, minutes
-
-
-def best_by(history: list[dict], select_by: str, lowest: bool = False) -> dict | None:
-    """The earliest evaluation with the highest (``lowest``: lowest) ``select_by``, as training keeps it; None if none measured it."""
-    measured = [m for m in history if select_by in m]
-    if lowest:
-        return min(measured, key=lambda m: m[select_by], default=None)
-    return max(measured, key=lambda m: m[select_by], default=None)
 
 
 def export(best_dir: Path, export_dir: Path, results: dict, keep_reconstruction_head: bool = True, write_card=write_union_card) -> None:

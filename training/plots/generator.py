@@ -42,7 +42,14 @@ from transformers.trainer_pt_utils import LengthGroupedSampler
 
 from storyeval.checkpoints import OFFLINE_BACKBONE, backbone_path
 from storyeval_training.builders import BUILDERS, load_split
-from storyeval_training.train_union import POSITIVE_OPTIONS, load_trainer_state, require_positive, resume_position, save_training_state
+from storyeval_training.selection import improves
+from storyeval_training.train_union import (
+    POSITIVE_OPTIONS,
+    load_trainer_state,
+    require_positive,
+    resume_position,
+    save_training_state,
+)
 
 logger = logging.getLogger("storyeval_training.plots.generator")
 
@@ -453,7 +460,7 @@ def train(args) -> dict:
                 metrics.update(step=completed_steps, epoch=epoch, minutes=round(earlier_minutes + (time.perf_counter() - started) / 60, 1))
                 history.append(metrics)
                 logger.info("eval %s", json.dumps(metrics))
-                if best is None or metrics["loss"] < best["loss"]:
+                if improves(metrics, best, "loss", lowest=True):
                     best = metrics
                     accelerator.wait_for_everyone()
                     if accelerator.is_main_process:
