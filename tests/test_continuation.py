@@ -236,3 +236,32 @@ def test_missing_rated_pairs_leave_no_output_folder(tmp_path):
         train_continuation.train(train_continuation.parse_args(
             ["--output-dir", str(tmp_path / "run"), "--rated-pairs", str(tmp_path / "none.jsonl")]))
     assert not (tmp_path / "run").exists()
+
+
+def test_training_smoke_run_keeps_its_best_epoch_and_writes_a_loadable_checkpoint(tmp_path):
+    from storyeval.continuation.scorer import ContinuationScorer
+    from storyeval_training import train_continuation
+    from storyeval_training.selection import best_by
+
+    resources = tmp_path / "resources"
+    resources.mkdir()
+    NgramLM(order=2).fit(CORPUS).save(resources / "lm.npz")
+    CooccurrenceStats(windows=(10, 25, 50), min_pair_count=1, min_word_count=1).fit(CORPUS).save(resources / "cooccurrence.npz")
+    animals = ["cat", "dog", "fish", "bird", "horse", "goat", "sheep", "mouse", "frog", "duck"]
+    rows = []  # 30 contexts, so the grouped split puts some on every side
+    for i in range(30):
+        context = f"[MALE] saw a {animals[i % 10]} number {i} at the park ."
+        rows.append({"context": context, "continuation": f"he fed the {animals[i % 10]} some bread .", "overall": 7, "relevance": 8, "interestingness": 4 + i % 3})
+        rows.append({"context": context, "continuation": "the stock market fell sharply today .", "overall": 3, "relevance": 1, "interestingness": 2 + i % 2})
+    rated = tmp_path / "rated.jsonl"
+    rated.write_text("".join(json.dumps(row) + "\n" for row in rows))
+
+    results = train_continuation.train(train_continuation.parse_args([
+        "--output-dir", str(tmp_path / "run"), "--rated-pairs", str(rated), "--resources-dir", str(resources),
+        "--cloze-pairs", "0", "--epochs", "3", "--batch-size", "8"]))
+    assert len(results["history"]) == 3 and results["corpus_stories"] is None
+    assert results["best_validation"] == best_by(results["history"], "validation_mean_spearman")
+    assert results["train_pairs"] + results["validation_pairs"] + results["test_pairs"] == len(rows)
+    assert json.loads((tmp_path / "run" / "training_results.json").read_text())["best_validation"]["epoch"] == results["best_validation"]["epoch"]
+    scores = ContinuationScorer(tmp_path / "run", device="cpu").score(["Ken saw a cat at the park."], ["He fed the cat some bread."])
+    assert set(scores) == set(CRITERIA) and all(len(v) == 1 for v in scores.values())

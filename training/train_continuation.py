@@ -121,12 +121,14 @@ def train(args) -> dict:
     cloze_path = paths.data_dir() / "continuation" / "story_cloze_test_spring2016.tsv"
     if cloze_path.is_file():
         exclude |= {textlib.leakage_key(c) for c in continuation_data.read_story_cloze(cloze_path)["context"]}
+    corpus_size = None  # statistics loaded from --resources-dir carry no count
     if args.resources_dir:
         lm = NgramLM.load(Path(args.resources_dir) / "lm.npz")
         cooccurrence = CooccurrenceStats.load(Path(args.resources_dir) / "cooccurrence.npz")
     else:
         stories = [s for s in corpus_stories(args.cache_dir) if textlib.leakage_key(s[0]) not in exclude]
         lm, cooccurrence = fit_resources(stories, args.lm_order)
+        corpus_size = len(stories)
     extractor = FeatureExtractor(lm=lm if "lm" in args.features else None,
                                  cooccurrence=cooccurrence if "pmi" in args.features else None,
                                  groups=tuple(args.features))
@@ -195,6 +197,7 @@ def train(args) -> dict:
         "validation_pairs": len(splits["validation"]),
         "test_pairs": len(splits["test"]),
         "cloze_pairs": len(cloze_index),
+        "corpus_stories": corpus_size,
         "training_minutes": round((time.perf_counter() - started) / 60, 1),
         "args": vars(args),
     }
