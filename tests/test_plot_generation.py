@@ -262,3 +262,17 @@ def test_generator_options_that_must_be_positive_are_usage_errors(option, capsys
         generator.parse_args(["--output-dir", "never-made", option, "0"])
     assert f"must be positive: {option} 0" in capsys.readouterr().err
     assert generator.parse_args(["--output-dir", "x", "--max-eval-examples", "0"]).max_eval_examples == 0  # all
+
+
+@pytest.mark.parametrize("dataset", ["roc", "wp"])
+def test_generator_data_dir_is_the_data_root_as_in_the_other_commands(dataset, tmp_path, monkeypatch):
+    seen = []
+
+    def fake_load_split(builder, split, cache_dir=None, **config):
+        seen.append(config)
+        return datasets.Dataset.from_list([{"id": "1", "plot": [["went"]], "story": "he went ."}])
+
+    monkeypatch.setattr(generator, "load_split", fake_load_split)
+    args = generator.parse_args(["--dataset", dataset, "--output-dir", str(tmp_path / "run"), "--data-dir", str(tmp_path)])
+    generator.load_story_plots(args)
+    assert [config["data_dir"] for config in seen] == [str(tmp_path / dataset)] * 2

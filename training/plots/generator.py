@@ -256,7 +256,7 @@ def parse_args(argv=None):
     p.add_argument("--resume-from-checkpoint", default=None, help="a step_N folder written by --checkpointing-steps")
     p.add_argument("--seed", type=int, default=42)
     p.add_argument("--cache-dir", default=None, help="`datasets` cache")
-    p.add_argument("--data-dir", default=None)
+    p.add_argument("--data-dir", default=None, help="data root (default: $STORYEVAL_DATA or ../shared/data)")
     args = p.parse_args(argv)
     require_positive(p, args, tuple(n for n in POSITIVE_OPTIONS if n != "max_length")
                      + ("max_source_length", "max_target_length", "max_train_examples"))
@@ -275,7 +275,7 @@ def load_story_plots(args) -> datasets.DatasetDict:
             split = loaded.train_test_split(test_size=max(1, len(loaded) // 20), seed=args.seed)
             loaded = datasets.DatasetDict({"train": split["train"], "validation": split["test"]})
     else:
-        config = {"data_dir": args.data_dir} if args.data_dir else {}
+        config = {"data_dir": str(Path(args.data_dir) / args.dataset)} if args.data_dir else {}  # a root, as in the other commands
         if args.dataset == "wp":
             # the plot covers the whole story: truncating the target would teach the model to drop plot parts.
             # The decoder's window (512 for MiniLM) can still cut long stories: train() warns with the count.
