@@ -170,6 +170,16 @@ def test_sampler_applies_two_to_four_distinct_techniques_reproducibly(lexicon):
     assert PLOT == [["made breakfast", "kitchen"], ["happy"], ["ate breakfast"], ["left", "school bus"]]  # input untouched
 
 
+def test_substitution_draws_from_other_stories_only():
+    original = [["made breakfast"], ["happy"], ["ate breakfast"]]
+    changed = [["made breakfast", "sad"], ["ate breakfast"], ["ate breakfast"]]  # "happy" was overwritten earlier
+    pool = [list(sentence) for sentence in original] + [["rain", "fell"]]
+    drawn = [substitute_randomly(changed, random.Random(seed), pool, protected={0}, original=original) for seed in range(20)]
+    assert sum(out is not None for out in drawn) > 10  # None: ten draws in a row hit this story's own sentence plots
+    for out in filter(None, drawn):
+        assert [sentence for sentence in out if sentence not in changed] == [["rain", "fell"]]
+
+
 def recorded_steps(monkeypatch):
     """Every successful technique application, as (name, plot before, plot after)."""
     steps = []
@@ -184,14 +194,19 @@ def recorded_steps(monkeypatch):
     return steps
 
 
-@pytest.mark.parametrize("plot", [PLOT, [["bob"]], [["bob"], ["happy"]], [["made breakfast"], ["ate breakfast"]]])
+@pytest.mark.parametrize("plot", [PLOT, [["bob"]], [["bob"], ["happy"]], [["made breakfast"], ["ate breakfast"]],
+                                  [["park"], ["ball"], ["home"], ["sleep"], ["bed"]]])
 def test_no_recorded_technique_is_overwritten_by_a_later_one(lexicon, monkeypatch, plot):
-    """Each sentence plot a technique changed keeps its words in the final plot:
-    a later substitution or copied sentence must not erase an earlier technique
-    (words, not phrases: a reordering may put "then" before a phrase)."""
+    """Each sentence plot a technique changed keeps its words in the final plot, and a
+    repeated phrase keeps all its copies: a later substitution or copied sentence must
+    not erase an earlier technique (words, not phrases: a reordering may put "then"
+    before a phrase)."""
 
     def words(sentences):
         return Counter(w for sentence in sentences for p in sentence for w in p.split())
+
+    def phrases(sentences):  # a reordering may prefix a connective: "then dog" still holds "dog"
+        return Counter(p for sentence in sentences for p in sentence)
 
     steps = recorded_steps(monkeypatch)
     for seed in range(60):
@@ -204,6 +219,11 @@ def test_no_recorded_technique_is_overwritten_by_a_later_one(lexicon, monkeypatc
             assert changed, name
             lost = words(after[i] for i in changed) - words(out)
             assert not lost, f"seed {seed}: {name} in {techniques} was overwritten ({dict(lost)} gone from {out})"
+            if name == "insert_repetition":  # the first copy of a repeated phrase survives too
+                had, has = phrases(before), phrases(after)
+                for phrase in (p for p in has if has[p] > max(had[p], 1)):
+                    kept = sum(count for p, count in phrases(out).items() if p == phrase or p.endswith(" " + phrase))
+                    assert kept >= has[phrase], f"seed {seed}: the repetition of {phrase!r} in {techniques} was undone in {out}"
 
 
 @pytest.mark.parametrize("left_out", TECHNIQUES)

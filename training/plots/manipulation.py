@@ -32,6 +32,7 @@ import dataclasses
 import functools
 import itertools
 import random
+from collections import Counter
 from collections.abc import Collection, Iterable, Sequence
 from pathlib import Path
 
@@ -272,12 +273,16 @@ def insert_repetition(plot: Plot, rng: random.Random, protected: Collection[int]
     return out
 
 
-def substitute_randomly(plot: Plot, rng: random.Random, pool: Sequence[list[str]], protected: Collection[int] = ()) -> Plot | None:
+def substitute_randomly(
+    plot: Plot, rng: random.Random, pool: Sequence[list[str]], protected: Collection[int] = (), original: Plot = ()
+) -> Plot | None:
     """Replace about a fifth of the sentence plots (at least one) with sentence plots from ``pool``.
 
     ``protected`` sentence plots (changed by an earlier technique) are never replaced; None if all are.
+    Neither this plot's sentence plots nor those of the ``original`` story (before earlier
+    techniques changed it) are drawn: a substitute comes from another story.
     """
-    own = {tuple(sentence) for sentence in plot}
+    own = {tuple(sentence) for sentence in [*plot, *original]}
     free = [i for i in range(len(plot)) if i not in protected]
     if not free or not pool:
         return None
@@ -294,12 +299,14 @@ def substitute_randomly(plot: Plot, rng: random.Random, pool: Sequence[list[str]
 
 
 def apply_technique(
-    name: str, plot: Plot, rng: random.Random, pool: Sequence[list[str]], lexicon: PlotLexicon, protected: Collection[int] = ()
+    name: str, plot: Plot, rng: random.Random, pool: Sequence[list[str]], lexicon: PlotLexicon,
+    protected: Collection[int] = (), original: Plot = (),
 ) -> tuple[Plot | None, str]:
     """Apply one technique; returns (new plot or None, the name to record).
 
     ``protected``: sentence plots that earlier techniques changed; the techniques
-    that overwrite whole sentence plots leave them alone.
+    that overwrite whole sentence plots leave them alone. ``original``: the story's
+    plot before any technique, whose sentence plots substitution never draws.
     """
     if name == "reorder_nonlogically":
         reordered = reorder_nonlogically(plot, rng, lexicon)
@@ -311,8 +318,19 @@ def apply_technique(
     if name == "insert_repetition":
         return insert_repetition(plot, rng, protected), name
     if name == "substitute_randomly":
-        return substitute_randomly(plot, rng, pool, protected), name
+        return substitute_randomly(plot, rng, pool, protected, original), name
     raise KeyError(f"unknown technique {name!r}; choose from {TECHNIQUES}")
+
+
+def sentences_to_protect(before: Plot, after: Plot) -> set[int]:
+    """Sentence plots a later overwrite must leave alone: those a technique changed, and every one
+    holding a phrase it added another copy of (otherwise substituting away the first copy of a
+    repeated phrase would undo the repetition)."""
+    changed = {i for i, (old, new) in enumerate(zip(before, after)) if old != new}
+    had = Counter(phrase for sentence in before for phrase in sentence)
+    has = Counter(phrase for sentence in after for phrase in sentence)
+    repeated = {phrase for phrase, count in has.items() if count > max(had[phrase], 1)}
+    return changed | {i for i, sentence in enumerate(after) if repeated.intersection(sentence)}
 
 
 def check_techniques(techniques: Sequence[str]) -> list[int]:
@@ -332,9 +350,10 @@ def manipulate_plot(
 
     ``techniques`` limits the choice, for the paper's leave-one-out ablation
     (with three left, 2-3 are applied). A technique that cannot apply is
-    replaced by one not yet tried. Sentence plots a technique changed are
-    protected from later overwrites (substitution, a copied sentence plot), so
-    every recorded technique stays visible in the result. A draw that ends
+    replaced by one not yet tried. Sentence plots a technique changed, and those
+    holding the first copy of a phrase it repeated, are protected from later
+    overwrites (substitution, a copied sentence plot), so every recorded
+    technique stays visible in the result. A draw that ends
     with fewer than two techniques is drawn again; only a plot that admits a
     single technique (one phrase, no pool, no lexicon match) keeps fewer.
     The result always differs from ``plot``.
@@ -351,9 +370,9 @@ def manipulate_plot(
         for name in order:
             if len(applied) == wanted:
                 break
-            result, label = apply_technique(name, current, rng, pool, lexicon, touched)
+            result, label = apply_technique(name, current, rng, pool, lexicon, touched, plot)
             if result is not None:
-                touched.update(i for i, (old, new) in enumerate(zip(current, result)) if old != new)
+                touched.update(sentences_to_protect(current, result))
                 current, applied = result, applied + [label]
         if current == plot:  # a repetition the reordering swapped back, say: draw again
             continue
