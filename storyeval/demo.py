@@ -133,8 +133,6 @@ def score_upload(path: str | None, field: str = "story") -> tuple[list[list], li
                 raise DemoInputError(f"The file has more than {MAX_UPLOAD_STORIES:,} stories; use `storyeval score` for large files.")
     except InputError as error:
         raise DemoInputError(f"Malformed file: {error}".replace(str(path), path.name)) from None
-    except UnicodeDecodeError:
-        raise DemoInputError("Malformed file: it is not UTF-8 text.") from None
     if not stories:
         raise DemoInputError("The file holds no stories.")
     for number, story in enumerate(stories, 1):

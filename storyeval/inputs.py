@@ -25,7 +25,18 @@ def check_texts(texts, name: str = "predictions") -> list[str]:
             raise TypeError(f"{name}[{index}] must be a string, got {type(text).__name__}")
         if not has_words(text):
             raise ValueError(f"{name}[{index}] is empty or has no letters or digits: {text!r}")
+        if problem := not_unicode_text(text):
+            raise ValueError(f"{name}[{index}] {problem}")
     return list(texts)
+
+
+def not_unicode_text(text: str) -> str | None:
+    """Why ``text`` cannot be encoded as UTF-8 (a lone surrogate, e.g. from a JSON escape of half an emoji), or None."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as error:
+        return f"holds {text[error.start]!r} at position {error.start}, a lone surrogate rather than a character (text cut inside an emoji?)"
+    return None
 
 
 def check_batch_size(batch_size) -> int:

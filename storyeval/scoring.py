@@ -197,11 +197,22 @@ def load_scorer(metric: str, checkpoint: str | Path, device=None):
 
     check_metric(metric, checkpoint)
     if metric == "union":
-        return load_union_scorer(checkpoint, device)
-    if metric == "plot_coherence":
-        return load_plot_coherence_scorer(checkpoint, device)
-    if metric == "continuation_quality":
+        scorer = load_union_scorer(checkpoint, device)
+        scorer.windows(PROBE_STORY)
+    elif metric == "plot_coherence":
+        scorer = load_plot_coherence_scorer(checkpoint, device)
+        scorer.windows(PROBE_STORY)
+    elif metric == "continuation_quality":
         from storyeval.continuation.scorer import load_continuation_scorer
 
-        return load_continuation_scorer(str(checkpoint), None if device is None else str(device))
-    raise KeyError(f"no scorer for metric {metric!r}")
+        scorer = load_continuation_scorer(str(checkpoint), None if device is None else str(device))
+        context, continuation = PROBE_STORY.split(". ", 1)
+        scorer.score([context + "."], [continuation])
+    else:
+        raise KeyError(f"no scorer for metric {metric!r}")
+    return scorer
+
+
+# Run through a scorer's text side at load, so that missing NLTK data is an error there and not
+# at the first compute(), by which time evaluate has taken the queued inputs.
+PROBE_STORY = "Ken went home. He slept."

@@ -200,3 +200,36 @@ def test_quiet_draws_no_bar_while_the_weights_load(tmp_path, capsys):
         assert code == 0 and "Loading weights" not in err and "%|" not in err
     finally:
         transformers_logging.enable_progress_bar()  # the CLI switched it off for the whole process
+
+
+def test_a_csv_story_longer_than_the_csv_modules_default_field_limit_is_scored(tiny_checkpoint, tmp_path, capsys):
+    long_story = " ".join([STORY] * 2000)  # about 170,000 characters; the default limit is 131,072
+    table = tmp_path / "s.csv"
+    with table.open("w", newline="") as handle:
+        csv.writer(handle).writerows([["id", "story"], ["long", long_story], ["short", STORY]])
+    code, out, err = run_cli(["score", str(table), "--config", str(tiny_checkpoint), "--quiet"], capsys)
+    rows = list(csv.reader(out.splitlines()))
+    assert code == 0 and [row[0] for row in rows] == ["id", "long", "short"] and "2 stories" in err
+
+
+def test_a_lone_carriage_return_stays_inside_its_story(tiny_checkpoint, tmp_path, capsys):
+    stories = tmp_path / "s.txt"
+    stories.write_bytes(b"ken was at the bar .\rhe noticed a phone .\r\nshe went home .\n")
+    code, out, err = run_cli(["score", str(stories), "--config", str(tiny_checkpoint), "--quiet"], capsys)
+    assert code == 0 and len(out.splitlines()) == 2 and "2 stories" in err
+
+
+@pytest.mark.parametrize(
+    "name, content, message",
+    [
+        ("s.txt", b"ken went home .\ncaf\xe9 was closed .\n", "s.txt:2: not UTF-8 text (byte 0xe9"),
+        ("s.csv", b"id,story\n1,ken went home .\n2,caf\xe9 was closed .\n", "s.csv:3: not UTF-8 text"),
+        ("s.jsonl", b'{"story": "ken went home ."}\n{"story": "he saw a dog \\ud83d"}\n', "s.jsonl:2: 'story' holds '\\ud83d' at position 13, a lone surrogate"),
+        ("s.csv", b"id,story\n1,ken went home .\n2,ken\rwent home .\n", "s.csv:3: not valid CSV (new-line character seen in unquoted field"),
+    ],
+)
+def test_text_that_is_not_unicode_is_an_error_naming_its_line(tiny_checkpoint, tmp_path, capsys, name, content, message):
+    path = tmp_path / name
+    path.write_bytes(content)
+    code, _, err = run_cli(["score", str(path), "--config", str(tiny_checkpoint), "--quiet"], capsys)
+    assert_clean_error(code, err, message)

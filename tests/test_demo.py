@@ -22,3 +22,10 @@ def test_an_uploaded_story_that_is_too_long_is_named_by_its_number(tmp_path, mon
     upload.write_text("Ken went home. He slept.\n" + "Ken went home. " * 5 + "\n")
     with pytest.raises(demo.DemoInputError, match="Story 2 of the file: The story has 74 characters"):
         demo.score_upload(str(upload))
+
+
+def test_an_upload_that_is_not_utf8_names_its_line(tmp_path):
+    upload = tmp_path / "stories.txt"
+    upload.write_bytes(b"Ken went home.\nCaf\xe9 was closed.\n")
+    with pytest.raises(demo.DemoInputError, match=r"Malformed file: stories.txt:2: not UTF-8 text"):
+        demo.score_upload(str(upload))

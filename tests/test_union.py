@@ -115,6 +115,7 @@ def test_metric_through_evaluate_load(tiny_checkpoint):
         ([STORY, "   "], ValueError, r"predictions\[1\] is empty"),
         ([STORY, "\u200b"], ValueError, r"predictions\[1\] is empty or has no letters or digits"),
         ([STORY, "..."], ValueError, r"predictions\[1\] is empty or has no letters or digits"),
+        ([STORY, "he saw a dog \ud83d"], ValueError, r"predictions\[1\] holds '\\ud83d' at position 13, a lone surrogate"),
     ],
 )
 def test_metric_bad_input(tiny_checkpoint, predictions, error, message):
@@ -123,6 +124,16 @@ def test_metric_bad_input(tiny_checkpoint, predictions, error, message):
         union.compute(predictions=predictions)
     with pytest.raises(ValueError, match="reference-free"):
         union.compute(predictions=[STORY], references=[STORY])
+
+
+def test_missing_nltk_data_fails_at_load_not_at_the_first_compute(tiny_checkpoint, tmp_path, monkeypatch):
+    import nltk
+
+    from storyeval.resources import MissingResourceError
+
+    monkeypatch.setattr(nltk.data, "path", [str(tmp_path)])  # an empty data folder
+    with pytest.raises(MissingResourceError, match="punkt_tab"):
+        evaluate.load(METRIC_DIR, str(tiny_checkpoint))
 
 
 def test_numpy_arrays_of_stories_are_accepted(tiny_checkpoint):
