@@ -255,8 +255,9 @@ def test_training_smoke_run_writes_a_loadable_checkpoint(tmp_path, tokenizer):
 
 @pytest.mark.parametrize(
     "pairs, accumulation, steps, resume_at, batches_after",
-    # 6 batches an epoch, resumed in epoch 1; 5 batches in 3 steps (the last accumulates one), resumed at an epoch's end
-    [(12, 1, 12, 8, 4), (10, 2, 6, 3, 5)],
+    # 6 batches an epoch, resumed in epoch 1; 5 batches in 3 steps (the last accumulates one), resumed at an epoch's end;
+    # 6 batches an epoch, the last step (9) in the middle of epoch 1
+    [(12, 1, 12, 8, 4), (10, 2, 6, 3, 5), (12, 1, 9, 3, 6)],
 )
 def test_a_resumed_run_trains_on_the_batches_the_uninterrupted_one_did(
     tmp_path, tokenizer, monkeypatch, pairs, accumulation, steps, resume_at, batches_after
@@ -294,6 +295,16 @@ def test_a_resumed_run_trains_on_the_batches_the_uninterrupted_one_did(
                   "--export-dir", str(tmp_path / "export")]))
     assert len(seen) == batches_after and seen == uninterrupted[-batches_after:]
     assert resumed["completed_steps"] == full["completed_steps"] == steps and (tmp_path / "export" / "model.safetensors").is_file()
+    # and with the same dropout masks: every evaluation after the resume matches the uninterrupted run's
+    def evaluations(results):
+        return [{k: v for k, v in h.items() if k != "minutes"} for h in results["history"] if h["step"] > resume_at]
+
+    assert evaluations(resumed) and evaluations(resumed) == evaluations(full)
+    if steps % resume_at == 0:  # resuming from the last step trains nothing more
+        seen[:] = []
+        again = train_union.train(train_union.parse_args(
+            common + ["--output-dir", str(tmp_path / "again"), "--resume-from-checkpoint", str(tmp_path / "full" / f"step_{steps}")]))
+        assert not seen and again["completed_steps"] == steps and again["history"] == full["history"]
     # the best weights so far come back with the state, so a resume into a new folder can export them
     # even if no later evaluation beats them
     state = tmp_path / "full" / f"step_{resume_at}"

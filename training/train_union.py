@@ -356,11 +356,11 @@ def train(args, config_overrides: dict | None = None, write_card=write_union_car
     out_of_time = False
     model.train()
     for epoch in range(start_epoch, num_epochs):
+        if completed_steps >= max_train_steps:  # resumed from the last step: nothing left to train
+            break
         generator.manual_seed(args.seed + epoch)  # each epoch's order from its number alone, so a resumed run sees the same
-        loader = train_loader
-        if resume_step is not None and epoch == start_epoch:
-            loader = accelerator.skip_first_batches(train_loader, resume_step)
-        for batch in loader:
+        skipped = resume_step if resume_step is not None and epoch == start_epoch else 0
+        for batch in epoch_batches(accelerator, train_loader, skipped):
             with accelerator.accumulate(model):
                 out = model(**batch)
                 accelerator.backward(out.loss)
@@ -425,6 +425,26 @@ def resume_position(completed_steps: int, batches_per_epoch: int, accumulation_s
     """
     epoch, steps_into_epoch = divmod(completed_steps, math.ceil(batches_per_epoch / accumulation_steps))
     return epoch, steps_into_epoch * accumulation_steps
+
+
+def epoch_batches(accelerator, loader, skipped: int = 0):
+    """An epoch's batches after the first ``skipped`` (a resumed run), drawing nothing from torch's RNG.
+
+    Starting a DataLoader iterator draws a seed from the global generator. The
+    uninterrupted run drew it at the start of the epoch, before the state a
+    resumed run restores was saved, so a resumed run puts the state back after
+    its first batch; otherwise every later dropout mask would differ.
+    """
+    if not skipped:
+        yield from loader
+        return
+    state = torch.get_rng_state()
+    batches = iter(accelerator.skip_first_batches(loader, skipped))
+    first = next(batches, None)  # the draw happens here, when the iterator starts
+    torch.set_rng_state(state)
+    if first is not None:
+        yield first
+        yield from batches
 
 
 def save_training_state(accelerator, output_dir: Path, step: int, best: dict | None, history: list, minutes: float) -> None:

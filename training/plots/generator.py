@@ -45,6 +45,7 @@ from storyeval_training.builders import BUILDERS, load_split
 from storyeval_training.selection import improves
 from storyeval_training.train_union import (
     POSITIVE_OPTIONS,
+    epoch_batches,
     load_trainer_state,
     require_positive,
     resume_position,
@@ -436,11 +437,11 @@ def train(args) -> dict:
     out_of_time = False
     model.train()
     for epoch in range(start_epoch, num_epochs):
+        if completed_steps >= max_train_steps:  # resumed from the last step: nothing left to train
+            break
         generator.manual_seed(args.seed + epoch)  # each epoch's order from its number alone, so a resumed run sees the same
-        loader = train_loader
-        if resume_step is not None and epoch == start_epoch:
-            loader = accelerator.skip_first_batches(train_loader, resume_step)
-        for batch in loader:
+        skipped = resume_step if resume_step is not None and epoch == start_epoch else 0
+        for batch in epoch_batches(accelerator, train_loader, skipped):
             with accelerator.accumulate(model):
                 loss = model(**batch).loss
                 accelerator.backward(loss)
