@@ -264,6 +264,24 @@ def test_generator_options_that_must_be_positive_are_usage_errors(option, capsys
     assert generator.parse_args(["--output-dir", "x", "--max-eval-examples", "0"]).max_eval_examples == 0  # all
 
 
+@pytest.mark.parametrize("options", [["--lr-scheduler-type", "bogus"], ["--num-warmup-steps", "-1"], ["--resume-from-checkpoint", "nowhere/step_3"]])
+def test_generator_options_that_would_fail_after_the_output_folder_are_usage_errors(options, tmp_path):
+    with pytest.raises(SystemExit):
+        generator.parse_args(["--output-dir", str(tmp_path / "run"), *options])
+    assert not (tmp_path / "run").exists()
+
+
+def test_generation_and_negatives_limits_must_be_positive(capsys):
+    from storyeval_training import build_negatives
+
+    with pytest.raises(SystemExit):
+        generator.parse_generate_args(["--plots-dir", "p", "--model-name-or-path", "m", "--output-dir", "o", "--max-examples", "0"])
+    assert "--max-examples must be positive" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        build_negatives.parse_args(["--dataset", "roc", "--output-dir", "o", "--limit", "-1"])
+    assert "--limit must be at least 1" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("dataset", ["roc", "wp"])
 def test_generator_data_dir_is_the_data_root_as_in_the_other_commands(dataset, tmp_path, monkeypatch):
     seen = []

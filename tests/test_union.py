@@ -324,6 +324,32 @@ def test_training_options_that_must_be_positive_are_usage_errors(option, capsys)
     assert train_union.parse_args(["--dataset", "roc", "--output-dir", "x", "--max-eval-pairs", "0"]).max_eval_pairs == 0  # all
 
 
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        (["--recon-weight", "-1"], "--recon-weight (0: no reconstruction) must not be negative"),
+        (["--weight-decay", "-0.1"], "must not be negative: --weight-decay -0.1"),
+        (["--num-warmup-steps", "-3"], "must not be negative: --num-warmup-steps -3"),
+        (["--negative-seeds", "42", "42"], "--negative-seeds repeats a seed"),
+        (["--lr-scheduler-type", "bogus"], "invalid choice: 'bogus'"),
+        (["--resume-from-checkpoint", "{tmp}/nothing/step_4"], "expected a step_N folder"),
+        (["--resume-from-checkpoint", "{tmp}/best"], "expected a step_N folder"),
+    ],
+)
+def test_training_options_that_would_fail_after_the_output_folder_are_usage_errors(options, message, tmp_path, capsys):
+    from storyeval_training import train_union
+
+    (tmp_path / "best").mkdir()
+    with pytest.raises(SystemExit):
+        train_union.parse_args(["--dataset", "roc", "--output-dir", str(tmp_path / "run")] + [o.format(tmp=tmp_path) for o in options])
+    assert message in capsys.readouterr().err and not (tmp_path / "run").exists()
+
+
+def test_a_negative_reconstruction_weight_is_refused_by_the_config():
+    with pytest.raises(StrictDataclassClassValidationError, match="recon_weight must not be negative"):
+        UnionConfig(encoder=tiny_encoder_config().to_dict(), max_length=64, recon_weight=-1.0)
+
+
 def test_pair_accuracy_ranks_each_human_story_against_its_own_negative():
     from storyeval_training.train_union import pair_accuracy
 
@@ -335,6 +361,19 @@ def test_pair_accuracy_ranks_each_human_story_against_its_own_negative():
         pair_accuracy(logits, torch.tensor([0, 1, 1, 0, 1, 0]))
     with pytest.raises(ValueError, match="alternate"):
         pair_accuracy(logits[:5], labels[:5])
+
+
+def test_reconstruction_targets_are_the_original_words_not_special_tokens(tokenizer):
+    from storyeval_training import train_union
+
+    batch = {"id": ["s1"], "human": ["he ate apples ."], "negative": ["he ate ate apples ."], "original": ["he ate apples ."]}
+    examples = train_union.to_examples(batch, tokenizer, max_length=32)
+    human_targets, negative_targets = examples["recon_labels"]
+    assert set(human_targets) == {-100} and examples["labels"] == [1, 0]
+    words = tokenizer("he ate apples .", add_special_tokens=False)["input_ids"]
+    # aligned by position with the negative: [CLS] he ate ate apples . [SEP] -> - he ate apples . - -
+    assert negative_targets == [-100, *words, -100, -100]
+    assert len(negative_targets) == len(examples["input_ids"][1])
 
 
 def test_the_best_evaluation_is_the_earliest_of_equals_and_never_nan():

@@ -144,8 +144,8 @@ def parse_args(argv=None):
     parser.add_argument("--data-dir", default=None, help="data root (default: $STORYEVAL_DATA or ../shared/data)")
     parser.add_argument("--cache-dir", default=None, help="`datasets` cache folder")
     args = parser.parse_args(argv)
-    if args.num_proc < 1:
-        parser.error("--num-proc must be at least 1")
+    if args.num_proc < 1 or (args.limit is not None and args.limit < 1):
+        parser.error("--num-proc and --limit must be at least 1")
     return args
 
 

@@ -14,6 +14,7 @@ import argparse
 import json
 import logging
 import math
+import re
 import shutil
 import time
 from pathlib import Path
@@ -24,7 +25,7 @@ from accelerate import Accelerator
 from accelerate.utils import set_seed
 from torch.utils.data import DataLoader
 from tqdm.auto import tqdm
-from transformers import AutoTokenizer, get_scheduler
+from transformers import AutoTokenizer, SchedulerType, get_scheduler
 from transformers.trainer_pt_utils import LengthGroupedSampler
 
 from storyeval import text as textlib
@@ -55,6 +56,22 @@ def require_positive(parser: argparse.ArgumentParser, args, names) -> None:
         parser.error(f"must be positive: {', '.join(bad)}")
 
 
+SCHEDULERS = [scheduler.value for scheduler in SchedulerType]
+
+
+def check_loop_options(parser: argparse.ArgumentParser, args) -> None:
+    """Usage errors, before anything is written, for the options the training loops share beyond
+    :func:`require_positive`: ones that would fail only after the output folder exists."""
+    negative = [f"--{name.replace('_', '-')} {getattr(args, name)}" for name in ("weight_decay", "num_warmup_steps") if getattr(args, name) < 0]
+    if negative:
+        parser.error(f"must not be negative: {', '.join(negative)}")
+    if args.resume_from_checkpoint:
+        state = Path(args.resume_from_checkpoint)
+        if not re.fullmatch(r"step_\d+", state.name) or not (state / "optimizer.bin").is_file():
+            parser.error(f"--resume-from-checkpoint {state}: expected a step_N folder written by --checkpointing-steps "
+                         "(with optimizer.bin); best/ and exported checkpoints hold weights only")
+
+
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description="Train a UNION checkpoint.")
     p.add_argument("--dataset", choices=["roc", "wp"], help="builder to train on (negatives are built from it)")
@@ -69,7 +86,7 @@ def parse_args(argv=None):
     p.add_argument("--max-train-steps", type=int, default=None, help="overrides --num-train-epochs")
     p.add_argument("--time-budget-minutes", type=float, default=None, help="stop (after a final evaluation) when exceeded")
     p.add_argument("--gradient-accumulation-steps", type=int, default=1)
-    p.add_argument("--lr-scheduler-type", default="linear")
+    p.add_argument("--lr-scheduler-type", default="linear", choices=SCHEDULERS)
     p.add_argument("--num-warmup-steps", type=int, default=0)
     p.add_argument("--recon-weight", type=float, default=0.1, help="lambda; 0 is the paper's -Recon ablation")
     p.add_argument("--max-length", type=int, default=512, help="tokens per story in training (the scoring window too)")
@@ -94,8 +111,11 @@ def parse_args(argv=None):
     if args.selection_pairs_dir and not Path(args.selection_pairs_dir).is_dir():
         p.error(f"--selection-pairs-dir {args.selection_pairs_dir}: no such folder")
     require_positive(p, args, POSITIVE_OPTIONS + ("max_train_pairs",))
-    if args.max_eval_pairs < 0:
-        p.error("--max-eval-pairs must not be negative (0: all)")
+    check_loop_options(p, args)
+    if args.max_eval_pairs < 0 or args.recon_weight < 0:
+        p.error("--max-eval-pairs (0: all) and --recon-weight (0: no reconstruction) must not be negative")
+    if len(set(args.negative_seeds)) != len(args.negative_seeds):
+        p.error(f"--negative-seeds repeats a seed ({args.negative_seeds}): each seed's pairs would be trained on twice")
     return args
 
 
@@ -125,10 +145,13 @@ def load_pairs(args) -> datasets.DatasetDict:
 
 def to_examples(batch: dict, tokenizer, max_length: int) -> dict:
     """Each pair gives a human example (label 1) and a negative (label 0) whose
-    reconstruction target is the original story, aligned by position."""
+    reconstruction target is the original story's words, aligned by position
+    (special tokens such as [CLS] and [SEP] are not targets)."""
     human = tokenizer(batch["human"], truncation=True, max_length=max_length)
     negative = tokenizer(batch["negative"], truncation=True, max_length=max_length)
-    original = tokenizer(batch["original"], truncation=True, max_length=max_length)["input_ids"]
+    framed = tokenizer(batch["original"], truncation=True, max_length=max_length, return_special_tokens_mask=True)
+    original = [[-100 if special else token for token, special in zip(ids, mask)]
+                for ids, mask in zip(framed["input_ids"], framed["special_tokens_mask"])]
     out = {"input_ids": [], "attention_mask": [], "labels": [], "recon_labels": [], "pair": []}
     for i, pair_id in enumerate(batch["id"]):
         out["input_ids"] += [human["input_ids"][i], negative["input_ids"][i]]

@@ -45,6 +45,10 @@ class UnionConfig(PreTrainedConfig):
     delexicalize: bool = True
     metric: str = "union"
 
+    def validate_recon_weight(self):
+        if self.recon_weight < 0:
+            raise ValueError(f"recon_weight must not be negative (0: no reconstruction loss), got {self.recon_weight}")
+
     def validate_max_length(self):
         """A window longer than the encoder's position table would fail deep in the forward pass."""
         positions = getattr(self.encoder, "max_position_embeddings", None)

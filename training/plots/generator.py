@@ -45,6 +45,8 @@ from storyeval_training.builders import BUILDERS, load_split
 from storyeval_training.selection import improves
 from storyeval_training.train_union import (
     POSITIVE_OPTIONS,
+    SCHEDULERS,
+    check_loop_options,
     epoch_batches,
     load_trainer_state,
     require_positive,
@@ -248,7 +250,7 @@ def parse_args(argv=None):
     p.add_argument("--max-train-steps", type=int, default=None, help="overrides --num-train-epochs")
     p.add_argument("--time-budget-minutes", type=float, default=None, help="stop (after a final evaluation) when exceeded")
     p.add_argument("--gradient-accumulation-steps", type=int, default=1)
-    p.add_argument("--lr-scheduler-type", default="linear")
+    p.add_argument("--lr-scheduler-type", default="linear", choices=SCHEDULERS)
     p.add_argument("--num-warmup-steps", type=int, default=0)
     p.add_argument("--max-train-examples", type=int, default=None, help="e.g. a few thousand plots on CPU")
     p.add_argument("--max-eval-examples", type=int, default=200)
@@ -261,6 +263,7 @@ def parse_args(argv=None):
     args = p.parse_args(argv)
     require_positive(p, args, tuple(n for n in POSITIVE_OPTIONS if n != "max_length")
                      + ("max_source_length", "max_target_length", "max_train_examples"))
+    check_loop_options(p, args)
     if args.max_eval_examples is not None and args.max_eval_examples < 0:
         p.error("--max-eval-examples must not be negative (0: all)")
     args.max_source_length = args.max_source_length or MAX_SOURCE_LENGTH[args.dataset]
@@ -514,8 +517,8 @@ def parse_generate_args(argv=None):
     p.add_argument("--device", default=None, help="default: cuda if available, else cpu")
     p.add_argument("--seed", type=int, default=42)
     args = p.parse_args(argv)
-    if args.num_candidates < 1 or args.batch_size < 1:
-        p.error("--num-candidates and --batch-size must be positive")
+    if args.num_candidates < 1 or args.batch_size < 1 or (args.max_examples is not None and args.max_examples < 1):
+        p.error("--num-candidates, --batch-size and --max-examples must be positive")
     return args
 
 
