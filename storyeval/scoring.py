@@ -69,7 +69,7 @@ def normalize_story(story: str, delexicalize: bool = True) -> str:
     for sentence in sentences:
         tokens = textlib.tokenize(sentence, lowercase=False)
         if delexicalize:
-            tokens = textlib.delexicalize(tokens, cased=not sentence.islower())
+            tokens = textlib.delexicalize(tokens, cased=textlib.is_cased(sentence))
         out.append(" ".join(t if t in textlib.NAME_PLACEHOLDERS else t.lower() for t in tokens))
     return " ".join(out)
 

@@ -85,6 +85,12 @@ def name_gender(token: str, cased: bool) -> str | None:
     return "[MALE]" if in_male else "[FEMALE]"
 
 
+def is_cased(sentence: str) -> bool:
+    """Whether a sentence keeps its capitals, so that only capitalised words can be names.
+    Placeholders do not count: "[MALE] met kate ." is lower-cased text."""
+    return not _PLACEHOLDER_RE.sub(" ", sentence).islower()
+
+
 def delexicalize(tokens: list[str], cased: bool = False) -> list[str]:
     """Replace person names with [MALE]/[FEMALE]/[NEUTRAL] placeholders."""
     return [name_gender(t, cased) or t for t in tokens]

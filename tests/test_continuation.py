@@ -63,6 +63,13 @@ def test_pmi_counts_only_frequent_pairs_and_normalises_by_both_lengths(tmp_path)
     assert CooccurrenceStats.load(tmp_path / "c.npz").scores([["dog"]], [["bark"]])[2][0] == pytest.approx(one)
 
 
+def test_a_rare_word_does_not_cut_the_pmi_window():
+    # "cat" and "dog" always share a story, two words apart; the word between them is too rare for the vocabulary
+    documents = [["cat", f"rare{i}", "dog"] for i in range(20)]
+    stats = CooccurrenceStats(windows=(10, 25, 50), min_pair_count=1, min_word_count=5).fit(documents)
+    assert "rare0" not in stats.vocab and stats.scores([["cat"]], [["dog"]])[10][0] > 0
+
+
 def test_feature_switches_drive_the_columns():
     lm = NgramLM(order=3).fit(CORPUS)
     extractor = FeatureExtractor(lm=lm, groups=("length", "lm"))

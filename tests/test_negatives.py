@@ -55,6 +55,9 @@ def test_repeat_sentence_overwrites_the_next_sentence_and_keeps_the_count():
     assert len(out) == len(STORY) and out[0] == STORY[0]
     i = next(i for i in range(1, 5) if out[i] != STORY[i])
     assert out[i] == out[i - 1]
+    # the context is never the copy either: a story of context + two sentences has one source only
+    for seed in range(20):
+        assert repeat_sentence(STORY[:3], 1, random.Random(seed)) == [STORY[0], STORY[1], STORY[1]]
 
 
 def test_reorder_really_changes_the_order_and_keeps_the_context():
@@ -74,6 +77,14 @@ def test_keyword_substitution_prefers_inflected_antonyms(lexicon):
     assert (("[MALE]", "was", "sad", "."), ("he", "hated", "the", "floor", ".")) in outs  # VBD antonym, inflected
     assert (("[MALE]", "was", "sad", "."), ("he", "loved", "the", "ceiling", ".")) in outs
     assert all(o[0] == tuple(story[0]) for o in outs)
+
+
+def test_antonyms_that_are_already_inflected_are_not_inflected_again(tmp_path):
+    path = tmp_path / "antonym.txt"
+    path.write_text("find|||/r/Antonym|||lose lost\ncome|||/r/Antonym|||going\n")
+    lex = KeywordLexicon.from_conceptnet(path)
+    assert {lex.antonym("found", "VBD", random.Random(s)) for s in range(20)} == {"lost"}  # not "losted"
+    assert {lex.antonym("coming", "VBG", random.Random(s)) for s in range(20)} == {"going"}  # not "goinging"
 
 
 def test_keyword_without_antonym_takes_a_same_pos_keyword_by_frequency(lexicon):

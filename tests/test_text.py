@@ -52,3 +52,11 @@ def test_found_nltk_resource_is_checked_again_when_the_search_path_changes(monke
     monkeypatch.setattr(nltk.data, "path", [str(tmp_path)])
     with pytest.raises(resources.MissingResourceError, match="punkt_tab"):
         resources.require_nltk("punkt_tab")
+
+
+def test_a_placeholder_does_not_make_lower_cased_text_count_as_cased():
+    from storyeval.scoring import normalize_story
+    from storyeval.text import is_cased
+
+    assert not is_cased("[MALE] met kate .") and is_cased("Ken met Kate.")
+    assert normalize_story("[MALE] met kate .") == normalize_story("he met kate .").replace("he", "[MALE]", 1) == "[MALE] met [FEMALE] ."

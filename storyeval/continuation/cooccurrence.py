@@ -34,9 +34,10 @@ class CooccurrenceStats:
         words = sorted(w for w, c in counts.items() if c >= self.min_word_count)
         self.vocab = {w: i for i, w in enumerate(words)}
         size = len(words)
-        # one stream of ids; -1 marks words out of vocabulary and separates documents
-        stream = np.concatenate([np.append(np.array([self.vocab.get(w, -1) for w in d], dtype=np.int64), -1) for d in documents] or [np.array([-1])])
-        doc_id = np.cumsum(stream == -1)
+        # one stream of ids: -1 marks a word out of vocabulary (it still takes its place in the window),
+        # -2 ends a document; only the end marker starts a new document
+        stream = np.concatenate([np.append(np.array([self.vocab.get(w, -1) for w in d], dtype=np.int64), -2) for d in documents] or [np.array([-2])])
+        doc_id = np.cumsum(stream == -2)
         unigram = np.bincount(stream[stream >= 0], minlength=size).astype(np.float64)
         total_tokens = unigram.sum()
         pair_counts = sparse.csr_matrix((size, size), dtype=np.float64)

@@ -91,7 +91,7 @@ def preprocess_sentences(sentences: list[str], config: StoryConfig) -> list[str]
     if config.tokenize or config.delexicalize:
         processed = []
         for sentence in sentences:
-            cased = not sentence.islower()
+            cased = textlib.is_cased(sentence)
             tokens = textlib.tokenize(sentence, lowercase=False)
             if config.delexicalize:
                 tokens = textlib.delexicalize(tokens, cased=cased)

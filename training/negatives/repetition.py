@@ -36,8 +36,8 @@ def repeat_ngram(sentences: Sentences, start: int, rng: random.Random) -> Senten
 
 def repeat_sentence(sentences: Sentences, start: int, rng: random.Random) -> Sentences | None:
     """Copy a random sentence over the one that follows it; the count stays the same."""
-    # the copied sentence may be the context, the overwritten one may not
-    sources = [i for i in range(max(start - 1, 0), len(sentences) - 1) if sentences[i] != sentences[i + 1]]
+    # neither the copied nor the overwritten sentence is the context, as in UNION's own sampler
+    sources = [i for i in range(start, len(sentences) - 1) if sentences[i] != sentences[i + 1]]
     if not sources:
         return None
     i = rng.choice(sources)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Iterable
 
 from lemminflect import getAllLemmas, getInflection
+from wordfreq import word_frequency
 
 from storyeval import resources
 from storyeval_training.builders.common import InputFormatError, open_lines
@@ -113,12 +114,14 @@ class KeywordLexicon:
         options = []
         for lemma in dict.fromkeys((token, *_lemmas(token, upos))):
             for target in self.antonyms.get(lemma, ()):
-                if upos not in getAllLemmas(target):
-                    continue
-                inflected = getInflection(target, tag=tag)
-                form = inflected[0] if inflected else target
-                if form != token and form not in options:
-                    options.append(form)
+                # inflect the target's lemma: targets can be inflected already ("lost", "going"),
+                # and inflecting those again gives non-words ("losted", "goinging")
+                for target_lemma in getAllLemmas(target).get(upos, ()):
+                    inflected = getInflection(target_lemma, tag=tag)
+                    form = inflected[0] if inflected else target_lemma
+                    # lemminflect inflects by rule, so "poorly" gives "poorliest": keep forms English text uses
+                    if form != token and form not in options and word_frequency(form, "en") > 0:
+                        options.append(form)
         return rng.choice(options) if options else None
 
     def same_tag_keyword(self, token: str, tag: str, rng: random.Random) -> str | None:
