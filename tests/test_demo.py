@@ -29,3 +29,11 @@ def test_an_upload_that_is_not_utf8_names_its_line(tmp_path):
     upload.write_bytes(b"Ken went home.\nCaf\xe9 was closed.\n")
     with pytest.raises(demo.DemoInputError, match=r"Malformed file: stories.txt:2: not UTF-8 text"):
         demo.score_upload(str(upload))
+
+
+def test_missing_nltk_data_is_shown_with_its_message_not_as_a_crash():
+    from storyeval.resources import MissingResourceError, download_missing_nltk
+
+    message = demo._message(MissingResourceError("NLTK resource 'punkt_tab' not found (NLTK_DATA=<unset>)"))
+    assert message == "**Error:** NLTK resource 'punkt_tab' not found (NLTK_DATA=<unset>)"
+    assert download_missing_nltk() == []  # everything is under NLTK_DATA here, so nothing is fetched

@@ -126,3 +126,11 @@ def test_cli_dry_run_reports_and_fails_clearly(negatives_folder, tmp_path, capsy
     assert "would upload" in capsys.readouterr().err
     assert cli.main(["push", str(tmp_path / "missing"), "--repo-id", "someone/x", "--dry-run"]) == 1
     assert "no such folder" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("card", sorted(checkpoints.HUB_CARDS.glob("*/README.md")), ids=lambda p: p.parent.name)
+def test_model_cards_do_not_offer_a_transformers_pipeline_that_cannot_load_them(card):
+    from huggingface_hub import ModelCard
+
+    data = ModelCard.load(card).data
+    assert data.library_name == "storyeval" and data.pipeline_tag is None

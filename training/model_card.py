@@ -34,9 +34,8 @@ def _front_matter(dataset: str | None, base_model: str, evaluation: dict | None)
         "---",
         "license: apache-2.0",
         "language: en",
-        "library_name: transformers",
+        "library_name: storyeval",  # a custom architecture: transformers' pipeline() cannot load it
         f"base_model: {base_model}",
-        "pipeline_tag: text-classification",
         "tags: [storyeval, union, story-evaluation, reference-free-metric]",
     ]
     if dataset:
@@ -336,8 +335,8 @@ def write_plot_coherence_card(folder: Path, results: dict) -> None:
     else:
         names += (", but the stories it was trained on " + ("had placeholders" if trained_delexicalized else "kept names")
                   + ": its scores of stories with names are unreliable; retrain")
-    lines = ["---", "license: apache-2.0", "language: en", "library_name: transformers", f"base_model: {base_model}",
-             "pipeline_tag: text-classification", "tags: [storyeval, plot-coherence, story-evaluation, reference-free-metric]",
+    lines = ["---", "license: apache-2.0", "language: en", "library_name: storyeval", f"base_model: {base_model}",
+             "tags: [storyeval, plot-coherence, story-evaluation, reference-free-metric]",
              f"datasets: [{'rocstories' if dataset == 'roc' else 'writingprompts'}]"]
     if evaluation:
         lines += ["model-index:", f"- name: {name}", "  results:",

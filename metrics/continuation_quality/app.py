@@ -4,5 +4,8 @@ evaluate's ``launch_gradio_widget`` uses ``gr.inputs``, which Gradio 4 removed,
 so the demo is built with ``gr.Blocks`` in ``storyeval.demo``.
 """
 from storyeval.demo import build_demo
+from storyeval.resources import download_missing_nltk
+
+download_missing_nltk()  # a Space starts without NLTK's data
 
 build_demo(metrics=("continuation_quality",), title="Continuation quality").launch()
