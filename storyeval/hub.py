@@ -18,6 +18,8 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from huggingface_hub.utils import filter_repo_objects
+
 MAX_CHECKPOINT_MB = 50  # bundled checkpoints are committed to git
 MODEL_CARD_KEYS = ("license", "datasets", "tags", "model-index")
 SPACE_CARD_KEYS = ("title", "sdk", "app_file")
@@ -72,6 +74,11 @@ def _is_dataset_card(folder: Path) -> bool:
     return readme.is_file() and "task_categories:" in readme.read_text(encoding="utf-8").split("\n---", 1)[0]
 
 
+# never uploaded, and not counted by --dry-run: byte code, the CLI's half-written outputs, and hidden
+# files and folders (editor and notebook leftovers, the download cache under .cache/)
+UPLOAD_IGNORE = ["__pycache__/*", "*/__pycache__/*", "*.pyc", "*.partial", ".*", "*/.*"]
+
+
 def validate_folder(folder: str | Path) -> FolderReport:
     """Everything ``--dry-run`` checks; raises :class:`PushError` on the first problem."""
     from huggingface_hub import DatasetCard, ModelCard, SpaceCard
@@ -80,7 +87,8 @@ def validate_folder(folder: str | Path) -> FolderReport:
     if not folder.is_dir():
         raise PushError(f"{folder}: no such folder")
     kind = folder_kind(folder)
-    files = sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+    files = sorted(filter_repo_objects((str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file()),
+                                       ignore_patterns=UPLOAD_IGNORE))
     report = FolderReport(kind, files)
     if kind == "model":
         metadata = _card_metadata(folder, ModelCard)
@@ -150,7 +158,7 @@ def push_folder(folder: str | Path, repo_id: str, dry_run: bool = False, private
         repo_id=repo_id,
         repo_type=report.kind,
         folder_path=str(folder),
-        ignore_patterns=["__pycache__/*", "*.pyc"],
+        ignore_patterns=UPLOAD_IGNORE,
         commit_message=f"Upload {Path(folder).name} with storyeval",
     )
     return report

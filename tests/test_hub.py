@@ -121,6 +121,35 @@ def test_push_creates_the_repo_and_uploads_the_folder(negatives_folder, monkeypa
     assert calls[1][2]["folder_path"] == str(negatives_folder)
 
 
+def test_leftovers_are_neither_counted_nor_uploaded(negatives_folder, monkeypatch):
+    before = hub.validate_folder(negatives_folder).files
+    for leftover in ["scores.jsonl.partial", ".DS_Store", ".ipynb_checkpoints/README-checkpoint.md",
+                     ".cache/huggingface/download/x.lock", "train/__pycache__/x.pyc"]:
+        (negatives_folder / leftover).parent.mkdir(parents=True, exist_ok=True)
+        (negatives_folder / leftover).write_text("x")
+    assert hub.validate_folder(negatives_folder).files == before
+    uploaded = []
+
+    class RecordingApi:
+        def __init__(self, token=None):
+            pass
+
+        def create_repo(self, repo_id, **kwargs):
+            pass
+
+        def upload_folder(self, **kwargs):
+            from huggingface_hub.utils import filter_repo_objects
+
+            files = [str(p.relative_to(negatives_folder)) for p in negatives_folder.rglob("*") if p.is_file()]
+            uploaded.extend(filter_repo_objects(files, ignore_patterns=kwargs["ignore_patterns"]))
+
+    import huggingface_hub
+
+    monkeypatch.setattr(huggingface_hub, "HfApi", RecordingApi)
+    hub.push_folder(negatives_folder, "someone/union-negatives-roc")
+    assert sorted(uploaded) == before
+
+
 def test_cli_dry_run_reports_and_fails_clearly(negatives_folder, tmp_path, capsys):
     assert cli.main(["push", str(negatives_folder), "--repo-id", "someone/x", "--dry-run"]) == 0
     assert "would upload" in capsys.readouterr().err
