@@ -150,3 +150,21 @@ def test_output_differs_and_input_is_untouched(tokens, seed):
         out = fn(tokens, random.Random(seed))
         assert tokens == before
         assert out is None or (out != tokens and out is not tokens)
+
+
+@pytest.mark.parametrize(
+    "sentence, expected",
+    [
+        ("no one stopped .", "someone stopped ."),
+        ("nobody came .", "somebody came ."),
+        ("nothing happened to him .", "something happened to him ."),
+        ("he had no idea .", "he had some idea ."),
+        ("he no longer worked there .", "he still worked there ."),
+        ("none of them came .", None),  # no single positive form, and no second negation either
+        ("no , he said .", None),
+    ],
+)
+def test_negative_pronouns_are_flipped_not_doubled(sentence, expected):
+    for seed in range(5):
+        out = alter_negation(sentence.split(), random.Random(seed))
+        assert (" ".join(out) if out else None) == expected

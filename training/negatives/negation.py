@@ -43,7 +43,11 @@ Removing negation undoes these: ``did n't go`` -> ``went``, ``does not like``
 -> ``likes``, ``ca n't`` -> ``can``, ``wo n't`` -> ``will``, ``sha n't`` ->
 ``shall``, ``cannot`` -> ``can``, and any other ``not``/``n't``/``never`` is
 deleted.  ``ai n't`` has no single positive form and is left alone, as is
-``not`` in ``or not``/``if not``/``why not``.
+``not`` in ``or not``/``if not``/``why not``.  Negative pronouns and determiners
+are negations too: ``nobody``/``nothing``/``nowhere``/``no one`` become
+``somebody``/``something``/``somewhere``/``someone``, ``no longer`` becomes
+``still`` and ``no`` before a noun or adjective ``some``; a sentence holding any of
+them (or ``none``, ``neither``, ``nor``) never gets a second negation added.
 """
 from __future__ import annotations
 
@@ -89,6 +93,11 @@ _NOUN_TAGS = frozenset({"NN", "NNS", "NNP", "NNPS"})
 _NOT_SUBJECT_TAGS = frozenset({"DT", "PRP$", "IN", "CC", "TO", "WDT", "WRB", "EX"})
 _NOMINAL_GERUND_PREV = frozenset({"DT", "PRP$", "POS", "JJ", "JJR", "JJS", "CD"})
 _KEEP_NOT_AFTER = frozenset({"or", "if", "why"})
+# Negative pronouns and determiners. A sentence holding one gets no second negation ("nobody
+# did not come"); the ones with a positive counterpart are flipped instead.
+_NEGATIVE_PRONOUNS = {"nobody": "somebody", "nothing": "something", "nowhere": "somewhere"}
+_NEGATIVE_WORDS = frozenset({*_NEGATIVE_PRONOUNS, "no", "none", "neither", "nor"})
+_NO_BEFORE_TAGS = frozenset({"NN", "NNS", "JJ", "JJR", "JJS", "CD"})  # "no idea", "no more", "no two"
 
 # An edit: replace tokens[start:end] with the given tokens.
 Edit = tuple[int, int, tuple[str, ...]]
@@ -309,6 +318,8 @@ def _add_sites(tokens: Sequence[str], tags: Tagged) -> list[tuple[int, list[tupl
 
 
 def _choose_addition(tokens: Sequence[str], tags: Tagged, rng: random.Random) -> list[str] | None:
+    if any(t.lower() in _NEGATIVE_WORDS for t in tokens):
+        return None  # a second negation: "he had no idea" -> "he did not have no idea"
     sites = _add_sites(tokens, tags)
     if not sites:
         return None
@@ -326,6 +337,16 @@ def _removal_edits(tokens: Sequence[str], tags: Callable[[], Tagged]) -> list[Ca
     lower = [t.lower() for t in tokens]
     edits: list[Callable[[], Edit]] = []
     for k, w in enumerate(lower):
+        following = lower[k + 1] if k + 1 < len(lower) else None
+        if w in _NEGATIVE_PRONOUNS:
+            edits.append(lambda k=k, w=w: (k, k + 1, _match_case(tokens[k], (_NEGATIVE_PRONOUNS[w],))))
+        elif w == "no" and following == "one":
+            edits.append(lambda k=k: (k, k + 2, _match_case(tokens[k], ("someone",))))
+        elif w == "no" and following == "longer":
+            edits.append(lambda k=k: (k, k + 2, _match_case(tokens[k], ("still",))))
+        elif w == "no" and following is not None:
+            # a determiner before a noun or adjective ("no idea" -> "some idea"); "no ," is an answer
+            edits.append(lambda k=k: (k, k + 1, _match_case(tokens[k], ("some",))) if tags()[k + 1] in _NO_BEFORE_TAGS else None)
         if w not in NEG_WORDS:
             continue
         prev = lower[k - 1] if k > 0 else None
@@ -366,9 +387,12 @@ def _choose_removal(
     tokens: Sequence[str], tags: Callable[[], Tagged], rng: random.Random
 ) -> list[str] | None:
     edits = _removal_edits(tokens, tags)
-    if not edits:
-        return None
-    return _apply(tokens, edits[rng.randrange(len(edits))]())
+    rng.shuffle(edits)
+    for edit in edits:  # an edit may turn out not to apply once the tags are known ("no ,")
+        chosen = edit()
+        if chosen is not None:
+            return _apply(tokens, chosen)
+    return None
 
 
 def _lazy_tags(tokens: Sequence[str]) -> Callable[[], Tagged]:
