@@ -272,3 +272,12 @@ def test_training_smoke_run_keeps_its_best_epoch_and_writes_a_loadable_checkpoin
     assert json.loads((tmp_path / "run" / "training_results.json").read_text())["best_validation"]["epoch"] == results["best_validation"]["epoch"]
     scores = ContinuationScorer(tmp_path / "run", device="cpu").score(["Ken saw a cat at the park."], ["He fed the cat some bread."])
     assert set(scores) == set(CRITERIA) and all(len(v) == 1 for v in scores.values())
+
+
+def test_the_lm_has_seen_a_sentence_follow_a_full_stop():
+    from storyeval_training.train_continuation import fit_resources
+
+    lm, _ = fit_resources([["ken went home .", "he slept ."], ["amy went home .", "she slept ."]] * 10, 3)
+    after_context = lm.score_batch([["he", "slept", "."]], [["ken", "went", "home", "."]])[0]
+    alone = lm.score_batch([["he", "slept", "."]], [[]])[0]
+    assert after_context > alone - 1.0  # a sentence-level LM put an unseen ". he" here, many nats below

@@ -74,7 +74,9 @@ def corpus_stories(cache_dir=None) -> list[list[str]]:
 
 def fit_resources(stories: list[list[str]], order: int) -> tuple[NgramLM, CooccurrenceStats]:
     started = time.perf_counter()
-    lm = NgramLM(order=order).fit(s.split() for story in stories for s in story)
+    # whole stories, not sentences: a continuation is scored after its context's last words, so the LM
+    # must have seen a sentence's first word follow another sentence's full stop
+    lm = NgramLM(order=order).fit([word for sentence in story for word in sentence.split()] for story in stories)
     logger.info("fitted a %d-gram LM on %d stories in %.0f s", order, len(stories), time.perf_counter() - started)
     from storyeval import resources
 
