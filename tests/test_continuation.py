@@ -155,9 +155,9 @@ def test_bundled_checkpoint_scores_are_pinned(shared_data):
     metric = evaluate.load(METRIC_DIR, "deltascore")
     context = "[MALE] went to the store with his dog . he bought milk ."
     results = metric.compute(predictions=["he gave the milk to the dog .", "a tiger ate the moon ."], contexts=[context, context])
-    assert results["overall"] == pytest.approx([4.9623, 2.6667], abs=2e-3)
-    assert results["relevance"] == pytest.approx([5.0665, 2.3542], abs=2e-3)
-    assert results["interestingness"] == pytest.approx([2.7736, 2.1609], abs=2e-3)
+    assert results["overall"] == pytest.approx([6.2928, 1.4690], abs=2e-3)
+    assert results["relevance"] == pytest.approx([6.1647, 0.9347], abs=2e-3)
+    assert results["interestingness"] == pytest.approx([2.3480, 2.4746], abs=2e-3)
 
 
 def test_cloze_pairs_mix_contradicted_and_other_story_endings():
