@@ -205,7 +205,8 @@ ratings; compare them within a study, not across studies.
 - The paper's 4,586 annotated pairs are not public. Rated pairs here: the DeltaScore crowd
   ratings of ROC and WP continuations (1-5), mapped to our criteria as
   overall = mean(fluency, coherence, logicality), relevance = relatedness,
-  interestingness = interestingness. Scores are on that 1-5 scale.
+  interestingness = interestingness. Scores aim at that 1-5 scale, but the regression is unbounded:
+  text unlike the training pairs can score outside it.
 - Split by context (no context on two sides): {results["train_pairs"]} training,
   {results["validation_pairs"]} validation and {results["test_pairs"]} held-out test pairs.
 - Weak signal: {results["cloze_pairs"]} cloze pairs from ROC training stories (true fifth sentence vs
