@@ -50,10 +50,10 @@ def download_missing_nltk() -> list[str]:
     """Fetch the NLTK resources NLTK cannot find, into its default folder, for an online host
     such as a Hugging Face Space (offline, point NLTK_DATA at a copy instead); returns their names."""
     missing = []
-    for resource, path in NLTK_RESOURCES.items():
+    for resource in NLTK_RESOURCES:
         try:
-            nltk.data.find(path)
-        except LookupError:
+            require_nltk(resource)
+        except MissingResourceError:
             missing.append(resource)
     if missing and not nltk.download(missing, quiet=True):
         raise MissingResourceError(f"could not download the NLTK resources {missing}; set NLTK_DATA to a folder holding them")
