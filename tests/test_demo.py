@@ -37,3 +37,14 @@ def test_missing_nltk_data_is_shown_with_its_message_not_as_a_crash():
     message = demo._message(MissingResourceError("NLTK resource 'punkt_tab' not found (NLTK_DATA=<unset>)"))
     assert message == "**Error:** NLTK resource 'punkt_tab' not found (NLTK_DATA=<unset>)"
     assert download_missing_nltk() == []  # everything is under NLTK_DATA here, so nothing is fetched
+
+
+def test_a_failed_nltk_download_is_a_clear_error(tmp_path, monkeypatch):
+    import nltk
+
+    from storyeval.resources import MissingResourceError, download_missing_nltk
+
+    monkeypatch.setattr(nltk.data, "path", [str(tmp_path)])  # nothing there
+    monkeypatch.setattr(nltk, "download", lambda *args, **kwargs: False)  # offline, as here
+    with pytest.raises(MissingResourceError, match="could not download the NLTK resources .*punkt_tab.*; set NLTK_DATA"):
+        download_missing_nltk()
