@@ -5,13 +5,12 @@ import argparse
 import csv
 import json
 import os
-import platform
-import subprocess
 from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
 from scipy import stats
+from storyeval_training.provenance import environment
 
 CHECKOUT = Path(__file__).resolve().parent.parent
 RESULTS = CHECKOUT / "benchmarks" / "results"
@@ -87,33 +86,8 @@ def correlations(metric_scores, human_scores) -> dict:
 
 
 def machine() -> dict:
-    cpu = platform.processor()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    import torch
-
-    return {
-        "cpu": cpu,
-        "cores": os.cpu_count(),
-        "python": platform.python_version(),
-        "torch": torch.__version__,
-        "torch_threads": torch.get_num_threads(),
-        "commit": _git("rev-parse", "--short", "HEAD"),
-        # files that differ from that commit, or are not in it, while the benchmark ran; results are outputs, not inputs
-        "uncommitted_changes": sorted(
-            set(_git("diff", "--name-only", "HEAD", "--", ".", ":(exclude)benchmarks/results").split())
-            | set(_git("ls-files", "--others", "--exclude-standard", "--", ".", ":(exclude)benchmarks/results").split())
-        ),
-    }
-
-
-def _git(*args) -> str:
-    return subprocess.run(["git", *args], cwd=CHECKOUT, capture_output=True, text=True).stdout.strip()
+    # results are outputs of the benchmark, not inputs
+    return environment(exclude=("benchmarks/results",))
 
 
 def write_results(name: str, payload: dict) -> Path:

@@ -237,6 +237,9 @@ def test_training_smoke_run_writes_a_loadable_checkpoint(tmp_path, tokenizer):
     # pairs from a folder that does not record its corpus: the card does not claim one, and gives the encoder's real size
     assert "\n# union\n" in card and "datasets:" not in card and "the pairs in `" in card
     assert "An encoder of 1 layer of width 16, smaller than the paper's BERT-base" in card
+    # the card says where it trained, from the environment the loop recorded
+    environment = json.loads((tmp_path / "export" / "training_results.json").read_text())["environment"]
+    assert environment["cores"] >= 1 and f"-core CPU ({environment['cpu']})" in card
     resumed = train_union.train(train_union.parse_args(
         ["--pairs-dir", str(tmp_path / "pairs"), "--model-name-or-path", str(encoder_dir), "--output-dir", str(tmp_path / "run2"),
          "--max-train-steps", "3", "--per-device-train-batch-size", "4", "--max-length", "32",

@@ -25,6 +25,7 @@ from storyeval_training.builders import BUILDERS, prepare
 from storyeval_training.model_card import write_negatives_card
 from storyeval_training.negatives.sampler import NegativeSampler
 from storyeval_training.negatives.substitution import KeywordLexicon
+from storyeval_training.provenance import environment
 
 logger = logging.getLogger("storyeval_training.build_negatives")
 
@@ -164,6 +165,7 @@ def main(argv=None):
     stats["leakage_dropped_stories_all_splits"] = sum(leaked.values())
     stats["seconds"] = round(time.perf_counter() - started, 1)
     stats["dataset"], stats["seed"] = args.dataset, args.seed  # so training from this folder knows its corpus
+    stats["environment"] = environment()
     Path(args.output_dir, "negatives_stats.json").write_text(json.dumps(stats, indent=2) + "\n")
     write_negatives_card(Path(args.output_dir), args.dataset, args.seed, stats)
     for split in pairs:

@@ -111,7 +111,7 @@ thousand stories may not track human judgments at all.
 - Hyperparameters: batch {args["per_device_train_batch_size"]}, learning rate {args["learning_rate"]},
   max length {args["max_length"]}, {results["completed_steps"]} steps on {results["train_pairs"]} pairs,
   seed {args["seed"]}.
-- Training time: {results["training_minutes"]} minutes on a 2-core CPU machine.{_run_notes(results)}
+- Training time: {results["training_minutes"]} minutes on {_machine_text(results)}.{_run_notes(results)}
 - Checkpoint selection: {_selection_text(results)}
 - Exported in fp16 with its reconstruction head (scorers drop it when they load; training can resume from it).
 
@@ -138,6 +138,18 @@ thousand stories may not track human judgments at all.
 ```
 """
     (folder / "README.md").write_text(_front_matter(dataset, base_model, evaluation) + "\n" + body.lstrip("\n"))
+
+
+def _machine_text(results: dict) -> str:
+    """Where the run trained, from the environment its loop recorded. Runs from before the loops
+    recorded it (the first bundled checkpoints) ran on the project's 2-core CPU machine."""
+    env = results.get("environment")
+    if not env:
+        return "a 2-core CPU machine"
+    where = f"{len(env['gpus'])} x {env['gpus'][0]}" if env.get("gpus") else f"a {env['cores']}-core CPU ({env['cpu']})"
+    if env.get("commit"):
+        where += f", code at commit {env['commit']}" + (" with uncommitted changes" if env.get("uncommitted_changes") else "")
+    return where
 
 
 def _run_notes(results: dict) -> str:
@@ -391,7 +403,7 @@ Scores rank stories; they are not calibrated probabilities.
 - Hyperparameters: batch {args["per_device_train_batch_size"]}, learning rate {args["learning_rate"]},
   max length {args["max_length"]} tokens, {args["num_train_epochs"]:g} epoch(s) (the paper: 3),
   {results["completed_steps"]} steps on {results["train_pairs"]} pairs, seed {args["seed"]}.
-- Training time: {results["training_minutes"]} minutes on a 2-core CPU machine.{_run_notes(results)}
+- Training time: {results["training_minutes"]} minutes on {_machine_text(results)}.{_run_notes(results)}
 - Checkpoint selection: best accuracy on the validation pairs (never the human
   judgments): {best.get("accuracy", float("nan")):.4f} at step {best.get("step")}.
 - Text is lower-cased and Treebank-tokenised; {names}.

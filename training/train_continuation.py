@@ -32,6 +32,7 @@ from storyeval.continuation.model import CRITERIA, ContinuationModel
 from storyeval.continuation.ngram_lm import NgramLM
 from storyeval_training import continuation_data, paths
 from storyeval_training.builders import ROCStories, WritingPrompts, load_split
+from storyeval_training.provenance import environment
 from storyeval_training.selection import improves
 
 logger = logging.getLogger("storyeval_training.train_continuation")
@@ -202,6 +203,7 @@ def train(args) -> dict:
         "corpus_stories": corpus_size,
         "training_minutes": round((time.perf_counter() - started) / 60, 1),
         "args": vars(args),
+        "environment": environment(),
     }
     lm.save(output / "lm.npz")
     cooccurrence.save(output / "cooccurrence.npz")

@@ -34,6 +34,7 @@ from storyeval.models import UnionModel
 from storyeval.scoring import normalize_story
 from storyeval_training import build_negatives
 from storyeval_training.model_card import write_union_card
+from storyeval_training.provenance import environment
 from storyeval_training.selection import best_by, improves
 
 logger = logging.getLogger("storyeval_training.train_union")
@@ -431,6 +432,7 @@ def train(args, config_overrides: dict | None = None, write_card=write_union_car
         "stopped_by_time_budget": out_of_time,
         "training_minutes": minutes,
         "args": vars(args),
+        "environment": environment(),
     }
     if accelerator.is_main_process:
         (output_dir / "all_results.json").write_text(json.dumps(results, indent=2) + "\n")

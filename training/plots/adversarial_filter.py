@@ -41,6 +41,8 @@ import numpy as np
 from scipy import optimize, sparse
 from tqdm.auto import tqdm
 
+from storyeval_training.provenance import environment
+
 logger = logging.getLogger("storyeval_training.plots.adversarial_filter")
 
 PAIR_FEATURES = datasets.Features(
@@ -360,7 +362,7 @@ def run(args) -> dict:
             logger.info("%s: %d groups; %d random candidates each, not filtered", name, reports[name]["stories"], args.keep)
     output_dir = Path(args.output_dir)
     (outputs["train"] if single else datasets.DatasetDict(outputs)).save_to_disk(str(output_dir))
-    summary = {"args": vars(args), "splits": reports}
+    summary = {"args": vars(args), "splits": reports, "environment": environment()}
     (output_dir / "adversarial_filter_history.json").write_text(json.dumps(summary, indent=2) + "\n")
     return summary
 

@@ -38,6 +38,7 @@ from storyeval_training import paths
 from storyeval_training.builders import BUILDERS, prepare
 from storyeval_training.plots.extraction import extract_plot
 from storyeval_training.plots.manipulation import TECHNIQUES, PlotLexicon, check_techniques, manipulate_plot
+from storyeval_training.provenance import environment
 
 logger = logging.getLogger("storyeval_training.plots.build_plots")
 
@@ -170,6 +171,7 @@ def main(argv=None):
                  # the leakage rule (shared/data/README.md): this split's share, and the whole corpus's
                  leakage_dropped_stories=leaked[args.split], leakage_dropped_stories_all_splits=sum(leaked.values()))
     stats["seconds"] = round(time.perf_counter() - started, 1)
+    stats["environment"] = environment()
     Path(args.output_dir, "plots_stats.json").write_text(json.dumps(stats, indent=2) + "\n")
     for technique, count in stats["per_technique"].items():
         logger.info("%s: %d stories", technique, count)

@@ -42,6 +42,7 @@ from transformers.trainer_pt_utils import LengthGroupedSampler
 
 from storyeval.checkpoints import OFFLINE_BACKBONE, backbone_path
 from storyeval_training.builders import BUILDERS, load_split
+from storyeval_training.provenance import environment
 from storyeval_training.selection import improves
 from storyeval_training.train_union import (
     POSITIVE_OPTIONS,
@@ -485,6 +486,7 @@ def train(args) -> dict:
         "stopped_by_time_budget": out_of_time,
         "training_minutes": round(earlier_minutes + (time.perf_counter() - started) / 60, 1),
         "args": vars(args),
+        "environment": environment(),
     }
     if accelerator.is_main_process:
         (output_dir / "all_results.json").write_text(json.dumps(results, indent=2) + "\n")
@@ -541,7 +543,7 @@ def generate_negatives(args) -> dict:
     loaded = datasets.load_from_disk(args.plots_dir)
     single = isinstance(loaded, datasets.Dataset)
     splits = {"train": loaded} if single else {name: loaded[name] for name in (args.splits or loaded)}
-    outputs, summary = {}, {"args": vars(args), "splits": {}}
+    outputs, summary = {}, {"args": vars(args), "splits": {}, "environment": environment()}
     for offset, (name, rows) in enumerate(splits.items()):
         manipulated_plots = list(rows["manipulated_plot"])
         with_plot = [i for i, plot in enumerate(manipulated_plots) if has_phrases(plot)]

@@ -1,0 +1,55 @@
+"""Where a run happened: the machine and the code, recorded beside every measured figure.
+
+Training loops store it in their results files and benchmarks in theirs, so a training
+time or a correlation can be traced to a CPU and a commit.
+"""
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+from pathlib import Path
+
+# the checkout this package was imported from (git finds nothing on a non-editable install)
+CHECKOUT = Path(__file__).resolve().parents[1]
+
+
+def environment(exclude: tuple[str, ...] = ()) -> dict:
+    """CPU, cores, GPUs, Python and torch versions, the commit, and files changed since it.
+
+    ``exclude``: checkout paths whose changes are outputs of the run, not its inputs.
+    """
+    import torch  # imported here so that reading this module stays cheap
+
+    cpu = platform.processor()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    pathspec = ["--", ".", *(f":(exclude){path}" for path in exclude)]
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "torch_threads": torch.get_num_threads(),
+        "gpus": [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())] if torch.cuda.is_available() else [],
+        "commit": _git("rev-parse", "--short", "HEAD"),
+        # files that differ from that commit, or are not in it, while the run ran
+        "uncommitted_changes": sorted(
+            set(_git("diff", "--name-only", "HEAD", *pathspec).split())
+            | set(_git("ls-files", "--others", "--exclude-standard", *pathspec).split())
+        ),
+    }
+
+
+def _git(*args: str) -> str:
+    """git's output in the checkout, or "" where there is no git or no repository."""
+    try:
+        completed = subprocess.run(["git", *args], cwd=CHECKOUT, capture_output=True, text=True, check=False)
+    except OSError:
+        return ""
+    return completed.stdout.strip() if completed.returncode == 0 else ""
