@@ -80,10 +80,12 @@ class SequenceScorer:
     def __init__(self, model, tokenizer, max_length: int, window_stride: int, device=None, preprocess: bool = True, delexicalize: bool = True):
         if not 0 < window_stride <= max_length - 2:
             raise ValueError(f"window_stride must be in 1..{max_length - 2}, got {window_stride}")
-        self.device = resolve_device(device)
+        self.device = resolve_device(device)  # where the model loaded; a score(device=...) call never moves it
         self.model = model.to(self.device).eval()
-        # low-precision copies, made on first use; self.model stays float32 so that switching back is exact
-        self._models_by_dtype = {torch.float32: self.model}
+        # copies on other devices or in lower precision, made on first use: the loaded scorers are cached and
+        # shared, so one caller's device or dtype must not change another's, and self.model stays float32
+        # so that switching back is exact
+        self._models = {(self.device, torch.float32): self.model}
         self.tokenizer = tokenizer
         self.max_length = max_length
         self.window_stride = window_stride
@@ -104,22 +106,14 @@ class SequenceScorer:
                 break
         return windows
 
-    def to(self, device) -> "SequenceScorer":
-        """Move the model (and its low-precision copies) to ``device``, checked first so a bad one changes nothing."""
-        device = resolve_device(device)
-        if device != self.device:
-            for model in self._models_by_dtype.values():
-                model.to(device)
-            self.device = device
-        return self
-
-    def model_in(self, dtype: torch.dtype):
-        """The model with weights in ``dtype``, on the scorer's device."""
-        if dtype not in self._models_by_dtype:
+    def model_in(self, dtype: torch.dtype, device: torch.device | None = None):
+        """The model with weights in ``dtype`` on ``device`` (default: where the scorer loaded)."""
+        key = (device or self.device, dtype)
+        if key not in self._models:
             # copied outside inference mode, or the copy's weights would be inference tensors that forward rejects
             with torch.inference_mode(False):
-                self._models_by_dtype[dtype] = copy.deepcopy(self.model).to(dtype).requires_grad_(False)
-        return self._models_by_dtype[dtype]
+                self._models[key] = copy.deepcopy(self.model).to(device=key[0], dtype=dtype).requires_grad_(False)
+        return self._models[key]
 
     @torch.inference_mode()
     def score(self, stories, batch_size: int = 16, device=None, progress_bar: bool = False, dtype=None) -> list[float]:
@@ -127,9 +121,8 @@ class SequenceScorer:
         stories = check_texts(stories, "predictions")
         check_batch_size(batch_size)
         dtype = resolve_dtype(dtype)
-        if device is not None:
-            self.to(device)
-        model = self.model_in(dtype)
+        device = self.device if device is None else resolve_device(device)
+        model = self.model_in(dtype, device)
         windows = [(i, w) for i, story in enumerate(stories) for w in self.windows(story)]
         # longest first: an out-of-memory error shows up on the first batch, not the last
         order = sorted(range(len(windows)), key=lambda k: -len(windows[k][1]))
@@ -144,7 +137,7 @@ class SequenceScorer:
                 seq = windows[k][1]
                 ids[row, : len(seq)] = torch.tensor(seq)
                 mask[row, : len(seq)] = 1
-            logits = model(input_ids=ids.to(self.device), attention_mask=mask.to(self.device)).logits
+            logits = model(input_ids=ids.to(device), attention_mask=mask.to(device)).logits
             for k, value in zip(chunk, torch.sigmoid(logits.float()).tolist()):
                 window_scores[k] = value
         totals, counts = [0.0] * len(stories), [0] * len(stories)

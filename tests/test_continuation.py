@@ -225,6 +225,9 @@ def test_bad_device_or_batch_size_changes_nothing(tiny_checkpoint):
             scorer.score(["Ken went to the store."], ["He bought milk."], **options)
     assert scorer.device.type == "cpu"
     assert scorer.score(["Ken went to the store."], ["He bought milk."]) == expected
+    # another device scores with a copy: the scorer, cached and shared by every metric instance, stays put
+    assert scorer.score(["Ken went to the store."], ["He bought milk."], device="cpu:1") == expected
+    assert scorer.device == torch.device("cpu") and next(scorer.model.parameters()).device == torch.device("cpu")
 
 
 @pytest.mark.parametrize("bad", [["--epochs", "0"], ["--batch-size", "0"], ["--features", "lm", "bogus"], ["--contradiction-share", "2"]])

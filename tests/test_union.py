@@ -64,6 +64,17 @@ def test_scorer_restores_order_and_is_batch_invariant(tiny_checkpoint):
     assert all(0.0 <= s <= 1.0 for s in together)
 
 
+def test_a_device_passed_to_score_does_not_move_the_shared_cached_scorer(tiny_checkpoint):
+    # load_union_scorer caches one scorer per folder and device; every metric instance on that folder holds it
+    scorer, other = load_union_scorer(tiny_checkpoint, device="cpu"), load_union_scorer(tiny_checkpoint, device="cpu")
+    assert scorer is other
+    expected = scorer.score([STORY])
+    assert scorer.score([STORY], device="cpu:1") == pytest.approx(expected, abs=1e-6)
+    assert other.device == torch.device("cpu") and next(other.model.parameters()).device == torch.device("cpu")
+    assert next(scorer.model_in(torch.float32, torch.device("cpu:1")).parameters()) is not next(scorer.model.parameters())
+    assert load_union_scorer(tiny_checkpoint, device="cpu").device == torch.device("cpu")
+
+
 def test_bfloat16_scores_track_float32_and_leave_it_exact(tiny_checkpoint):
     scorer = load_union_scorer(tiny_checkpoint, device="cpu")
     stories = [STORY, "he left .", "she smiled at him ."]

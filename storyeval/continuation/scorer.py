@@ -1,6 +1,7 @@
 """Load-once scorer for continuation quality: (context, continuation) -> overall, relevance, interestingness."""
 from __future__ import annotations
 
+import copy
 import functools
 import json
 from pathlib import Path
@@ -29,15 +30,16 @@ class ContinuationScorer:
         )
         self.device = resolve_device(device)
         self.model = ContinuationModel.load(folder).to(self.device)
+        self._models = {self.device: self.model}
         self.preprocess = preprocess
 
-    def to(self, device) -> "ContinuationScorer":
-        """Move the model to ``device``, checked first so a bad one changes nothing."""
-        device = resolve_device(device)
-        if device != self.device:
-            self.model.to(device)
-            self.device = device
-        return self
+    def model_on(self, device: torch.device):
+        """The model on ``device``: a copy, made on first use, where it is not the device the scorer loaded on
+        (loaded scorers are cached and shared, so one caller's device must not move another's model)."""
+        if device not in self._models:
+            with torch.inference_mode(False):
+                self._models[device] = copy.deepcopy(self.model).to(device)
+        return self._models[device]
 
     @torch.inference_mode()
     def score(self, contexts, continuations, batch_size: int = 256, device=None, progress_bar: bool = False) -> dict[str, list[float]]:
@@ -45,16 +47,16 @@ class ContinuationScorer:
         contexts = check_texts(contexts, "contexts")
         check_same_length(predictions=continuations, contexts=contexts)
         check_batch_size(batch_size)
-        if device is not None:
-            self.to(device)
+        device = self.device if device is None else resolve_device(device)
+        model = self.model_on(device)
         if self.preprocess:
             contexts = [normalize_story(c) for c in contexts]
             continuations = [normalize_story(c) for c in continuations]
         outputs = []
         for begin in tqdm(range(0, len(contexts), batch_size), disable=not progress_bar, desc="scoring", unit="batch"):
             ctx, cont = contexts[begin : begin + batch_size], continuations[begin : begin + batch_size]
-            features = torch.from_numpy(self.extractor([c.split() for c in ctx], [c.split() for c in cont])).to(self.device)
-            outputs.append(self.model(ctx, cont, features).float().cpu().numpy())
+            features = torch.from_numpy(self.extractor([c.split() for c in ctx], [c.split() for c in cont])).to(device)
+            outputs.append(model(ctx, cont, features).float().cpu().numpy())
         scores = np.concatenate(outputs) if outputs else np.zeros((0, len(CRITERIA)))
         return {criterion: scores[:, i].tolist() for i, criterion in enumerate(CRITERIA)}
 
