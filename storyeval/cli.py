@@ -135,7 +135,11 @@ class Writer:
         if self.fmt == ".txt":
             self.handle.write(f"{score:.6f}\n")
         elif self.fmt == ".jsonl":
-            self.handle.write(json.dumps({**record, self.score_field: score}, ensure_ascii=False) + "\n")
+            line = json.dumps({**record, self.score_field: score}, ensure_ascii=False)
+            if not_unicode_text(line):
+                # a lone surrogate in another field (a valid JSON escape) goes back out escaped, as it came in
+                line = json.dumps({**record, self.score_field: score})
+            self.handle.write(line + "\n")
         else:
             self.csv.writerow(record + [f"{score:.6f}"])
 

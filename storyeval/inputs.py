@@ -7,9 +7,14 @@ from collections.abc import Sequence
 DTYPE_NAMES = ("float32", "bfloat16", "float16")
 
 
+# marks sentence ends in the plot-guided releases; the scorers split on it and drop it
+SENTENCE_SEPARATOR = "</s>"
+
+
 def has_words(text: str) -> bool:
-    """Whether ``text`` has a letter or digit: str.strip() keeps zero-width and format characters, which the tokenizers drop."""
-    return any(character.isalnum() for character in text)
+    """Whether ``text`` has a letter or digit outside sentence separators: str.strip() keeps
+    zero-width and format characters, which the tokenizers drop."""
+    return any(character.isalnum() for character in text.replace(SENTENCE_SEPARATOR, " "))
 
 
 def check_texts(texts, name: str = "predictions") -> list[str]:

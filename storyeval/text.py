@@ -13,9 +13,9 @@ import re
 from nltk.tokenize import TreebankWordTokenizer
 
 from storyeval import resources
+from storyeval.inputs import SENTENCE_SEPARATOR
 
 NAME_PLACEHOLDERS = ("[MALE]", "[FEMALE]", "[NEUTRAL]")
-SENTENCE_SEPARATOR = "</s>"
 _PLACEHOLDER_RE = re.compile(r"(\[(?:MALE|FEMALE|NEUTRAL)\])")
 _TREEBANK = TreebankWordTokenizer()
 

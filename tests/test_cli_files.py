@@ -233,3 +233,14 @@ def test_text_that_is_not_unicode_is_an_error_naming_its_line(tiny_checkpoint, t
     path.write_bytes(content)
     code, _, err = run_cli(["score", str(path), "--config", str(tiny_checkpoint), "--quiet"], capsys)
     assert_clean_error(code, err, message)
+
+
+def test_a_lone_surrogate_outside_the_story_goes_back_out_as_it_came_in(tiny_checkpoint, tmp_path, capsys):
+    # valid JSON: only the story must be text the model can read; another field is passed through
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(b'{"story": "ken went home .", "note": "half an emoji \\ud83d"}\n')
+    code, out, err = run_cli(["score", str(path), "--config", str(tiny_checkpoint), "--quiet"], capsys)
+    assert code == 0, err
+    record = json.loads(out)
+    assert record["note"] == "half an emoji \ud83d" and 0 <= record["score"] <= 1
+    assert "\\ud83d" in out  # escaped, so the output file is UTF-8

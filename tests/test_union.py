@@ -126,6 +126,8 @@ def test_metric_through_evaluate_load(tiny_checkpoint):
         ([STORY, "   "], ValueError, r"predictions\[1\] is empty"),
         ([STORY, "\u200b"], ValueError, r"predictions\[1\] is empty or has no letters or digits"),
         ([STORY, "..."], ValueError, r"predictions\[1\] is empty or has no letters or digits"),
+        # the sentence separator of the plot-guided releases is markup, not words
+        ([STORY, " </s> . </s>"], ValueError, r"predictions\[1\] is empty or has no letters or digits"),
         ([STORY, "he saw a dog \ud83d"], ValueError, r"predictions\[1\] holds '\\ud83d' at position 13, a lone surrogate"),
     ],
 )
