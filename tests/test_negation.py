@@ -138,7 +138,7 @@ VOCAB = [
     "he", "she", "they", "i", "[MALE]", "the", "dog", "store", "home", "happy", "to", "and",
     "went", "go", "goes", "gone", "running", "is", "was", "am", "'s", "can", "will", "may",
     "did", "does", "do", "had", "has", "not", "n't", "never", "cannot", "ca", "wo", "ai",
-    "or", "really", ".", ",", "?",
+    "or", "really", ".", ",", "?", "any", "anyone", "ever", "either", "yet", "at", "all", "without",
 ]  # fmt: skip
 
 
@@ -167,4 +167,29 @@ def test_output_differs_and_input_is_untouched(tokens, seed):
 def test_negative_pronouns_are_flipped_not_doubled(sentence, expected):
     for seed in range(5):
         out = alter_negation(sentence.split(), random.Random(seed))
+        assert (" ".join(out) if out else None) == expected
+
+
+@pytest.mark.parametrize(
+    "sentence, expected",
+    [
+        ("she did n't get any sleep .", "she got some sleep ."),
+        ("he did n't see anyone .", "he saw someone ."),
+        ("he could n't travel anymore .", "he could travel ."),
+        ("you can never take that away .", "you can take that away ."),
+        ("he did n't like it at all .", "he liked it ."),
+        ("he did n't want any more cake .", "he wanted some more cake ."),
+        ("she had n't finished yet .", "she had finished ."),
+        ("he did n't go either .", "he went too ."),
+        ("no one had ever seen anything .", "someone had seen something ."),
+        # items before the removed negation, or after another licensor, were never its to license
+        ("if anyone asks , he did n't go .", "if anyone asks , he went ."),
+        ("he did n't see anyone without any help .", "he saw someone without any help ."),
+        # "either" inside the sentence has no positive form: the negation stays
+        ("he did n't want either of them .", None),
+    ],
+)
+def test_removing_a_negation_leaves_no_unlicensed_polarity_item(sentence, expected):
+    for seed in range(5):
+        out = remove_negation(sentence.split(), random.Random(seed))
         assert (" ".join(out) if out else None) == expected

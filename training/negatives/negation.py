@@ -48,6 +48,11 @@ are negations too: ``nobody``/``nothing``/``nowhere``/``no one`` become
 ``somebody``/``something``/``somewhere``/``someone``, ``no longer`` becomes
 ``still`` and ``no`` before a noun or adjective ``some``; a sentence holding any of
 them (or ``none``, ``neither``, ``nor``) never gets a second negation added.
+Polarity items the removed negation licensed are made positive with it, unless
+another negation before them is left: ``any``/``anyone``/``anything`` become ``some``/``someone``/
+``something``, ``ever``, ``anymore``, ``any longer`` and ``at all`` are dropped, a
+closing ``yet`` is dropped and a closing ``either`` becomes ``too``; a sentence whose
+``either``/``yet`` stands elsewhere ("either of them") keeps its negation.
 """
 from __future__ import annotations
 
@@ -383,6 +388,47 @@ def _remove_do_support(tokens: Sequence[str], lower: Sequence[str], tags: Tagged
     return d, v + 1, _match_case(tokens[d], (*middle, verb))
 
 
+# Negative-polarity items a removed negation leaves without a licence ("he did n't sleep at all" ->
+# "he slept at all"), with the positive form each takes; () drops the word.
+_NPI_POSITIVE = {
+    "any": ("some",), "anyone": ("someone",), "anybody": ("somebody",), "anything": ("something",),
+    "anywhere": ("somewhere",), "anymore": (), "ever": (),
+}
+_NPI_BEFORE_END = {"yet": (), "either": ("too",)}  # only as a closing adverb ("me either", "not done yet")
+_NPI_PHRASES = {("at", "all"): (), ("any", "longer"): (), ("any", "more"): ("some", "more")}
+# words that still license the polarity items after them once the removed negation is gone
+_LICENSORS = NEG_WORDS | _NEGATIVE_WORDS | {"without", "hardly", "barely", "scarcely"}
+
+
+def _relicense(tokens: Sequence[str], start: int) -> list[str] | None:
+    """``tokens`` with the polarity items after ``start`` made positive where no negation left
+    before them licenses them; None where one has no positive form here ("either of them")."""
+    lower = [t.lower() for t in tokens]
+    licensed = any(w in _LICENSORS for w in lower[:start])  # a negation left earlier still scopes over the rest
+    out: list[str] = list(tokens[:start])
+    k = start
+    while k < len(tokens):
+        w, following = lower[k], lower[k + 1] if k + 1 < len(lower) else None
+        closing = following is None or not following[:1].isalnum()  # end of sentence or clause
+        licensed = licensed or w in _LICENSORS
+        if licensed:
+            out.append(tokens[k])
+        elif (w, following) in _NPI_PHRASES:
+            out += _match_case(tokens[k], _NPI_PHRASES[w, following])
+            k += 2
+            continue
+        elif w in _NPI_POSITIVE:
+            out += _match_case(tokens[k], _NPI_POSITIVE[w])
+        elif w in _NPI_BEFORE_END:
+            if not closing:
+                return None
+            out += _match_case(tokens[k], _NPI_BEFORE_END[w])
+        else:
+            out.append(tokens[k])
+        k += 1
+    return out
+
+
 def _choose_removal(
     tokens: Sequence[str], tags: Callable[[], Tagged], rng: random.Random
 ) -> list[str] | None:
@@ -391,7 +437,9 @@ def _choose_removal(
     for edit in edits:  # an edit may turn out not to apply once the tags are known ("no ,")
         chosen = edit()
         if chosen is not None:
-            return _apply(tokens, chosen)
+            relicensed = _relicense(_apply(tokens, chosen), chosen[0])
+            if relicensed is not None:
+                return relicensed
     return None
 
 
