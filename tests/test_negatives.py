@@ -79,6 +79,16 @@ def test_keyword_substitution_prefers_inflected_antonyms(lexicon):
     assert all(o[0] == tuple(story[0]) for o in outs)
 
 
+def test_an_article_before_a_substituted_word_agrees_with_it(tmp_path):
+    path = tmp_path / "antonym.txt"
+    path.write_text("friend|||/r/Antonym|||enemy\nhonest|||/r/Antonym|||sly\n")
+    lex = KeywordLexicon.from_conceptnet(path)
+    story = [["he", "sat", "."], ["A", "friend", "came", "."], ["she", "was", "an", "honest", "woman", "."]]
+    outs = {tuple(map(tuple, substitute_keywords(story, 1, random.Random(s), lex))) for s in range(40)}
+    assert ("An", "enemy", "came", ".") in {o[1] for o in outs}  # "A enemy" would mark the story as made up
+    assert ("she", "was", "a", "sly", "woman", ".") in {o[2] for o in outs}
+
+
 def test_antonyms_that_are_already_inflected_are_not_inflected_again(tmp_path):
     path = tmp_path / "antonym.txt"
     path.write_text("find|||/r/Antonym|||lose lost\ncome|||/r/Antonym|||going\n")

@@ -4,7 +4,9 @@ Keywords are the words that appear in ConceptNet (UNION's antonym lexicon and
 the ConceptNet-100K concepts). A chosen keyword is replaced by a ConceptNet
 Antonym / NotDesires / NotCapableOf / NotHasProperty target of the same part
 of speech, inflected like the original; a keyword without one is replaced by
-another keyword of the same Penn POS tag, drawn by its corpus frequency.
+another keyword of the same Penn POS tag, drawn by its corpus frequency. An
+article before a replaced word is made to agree with it ("an friend" would be a
+cue that no human story has).
 """
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Iterable
 
+import inflect
 from lemminflect import getAllLemmas, getInflection
 from wordfreq import word_frequency
 
@@ -31,6 +34,20 @@ _UPOS = {"NN": "NOUN", "VB": "VERB", "JJ": "ADJ", "RB": "ADV"}
 
 def _upos(tag: str) -> str | None:
     return _UPOS.get(tag[:2])
+
+
+_ARTICLES = frozenset({"a", "an"})
+
+
+@functools.lru_cache(maxsize=1)
+def _inflect_engine() -> inflect.engine:
+    return inflect.engine()
+
+
+@functools.lru_cache(maxsize=100_000)
+def indefinite_article(word: str) -> str:
+    """"a" or "an" before ``word``, by its sound ("an hour", "a university"), not its first letter."""
+    return _inflect_engine().a(word).split(" ", 1)[0]
 
 
 @functools.lru_cache(maxsize=100_000)
@@ -161,6 +178,9 @@ def substitute_keywords(
         replacement = lexicon.antonym(token, tag, rng) or lexicon.same_tag_keyword(token, tag, rng)
         if replacement is not None:
             result[i][j] = replacement
+            if j > 0 and result[i][j - 1].lower() in _ARTICLES:
+                article = indefinite_article(replacement)
+                result[i][j - 1] = article.capitalize() if result[i][j - 1][0].isupper() else article
             changed = True
     return result if changed else None
 
