@@ -76,7 +76,7 @@ def main(argv=None):
         peak_pss = run_sampling_memory(command)
         seconds = time.perf_counter() - started
         stats = json.loads(Path(tmp, "pairs", "negatives_stats.json").read_text())
-    stories = sum(v["pairs"] for k, v in stats.items() if isinstance(v, dict))
+    stories = sum(v["pairs"] for k, v in stats.items() if isinstance(v, dict) and "pairs" in v)
     payload = {
         "machine": machine(),
         "command": "python benchmarks/negatives_throughput.py " + " ".join(argv or sys.argv[1:]),
@@ -88,7 +88,7 @@ def main(argv=None):
         # the peak of the largest single process only: ru_maxrss does not add processes up
         "peak_rss_mb_largest_process": round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024),
         "leakage_dropped_stories": stats["leakage_dropped_stories_all_splits"],
-        "per_split": {k: v for k, v in stats.items() if isinstance(v, dict)},
+        "per_split": {k: v for k, v in stats.items() if isinstance(v, dict) and "pairs" in v},
     }
     print(json.dumps({k: payload[k] for k in ("dataset", "stories", "seconds", "stories_per_second", "peak_pss_mb_all_processes", "peak_rss_mb_largest_process")}))
     print("wrote", write_results(f"negatives_throughput_{args.dataset}", payload))

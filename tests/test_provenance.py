@@ -33,3 +33,30 @@ def test_card_says_where_the_run_trained():
     assert model_card._machine_text({"environment": gpu}) == "2 x NVIDIA A100, code at commit abc1234 with uncommitted changes"
     # results from before the loops recorded their environment: the project's machine
     assert model_card._machine_text({}) == "a 2-core CPU machine"
+
+
+def test_source_hash_follows_the_code(tmp_path):
+    first, second = tmp_path / "a.py", tmp_path / "b.py"
+    first.write_text("x = 1\n")
+    second.write_text("y = 2\n")
+    before = provenance.source_hash([first, second])
+    assert provenance.source_hash([second, first]) == before  # order-free
+    first.write_text("x = 3\n")
+    assert provenance.source_hash([first, second]) != before
+
+
+def test_prepared_stories_and_negatives_are_cached_under_their_code(tmp_path, monkeypatch):
+    # `datasets` keys neither a builder class's cache nor map(make_pairs) by the code they run
+    from datasets.fingerprint import Hasher
+
+    from storyeval_training.builders import BUILDERS
+    from storyeval_training.builders.common import BUILDERS_CODE
+    from storyeval_training.negatives import sampler as sampler_module
+    from storyeval_training.negatives.substitution import KeywordLexicon
+
+    builder = BUILDERS["roc"](cache_dir=str(tmp_path), data_dir=str(tmp_path))
+    assert BUILDERS_CODE in builder.cache_dir
+    negative_sampler = sampler_module.NegativeSampler(KeywordLexicon({}, frozenset()), [], seed=1)
+    before = Hasher.hash(negative_sampler)
+    negative_sampler.code_version = "edited"
+    assert Hasher.hash(negative_sampler) != before

@@ -261,9 +261,9 @@ def write_negatives_card(folder: Path, dataset: str, seed: int, stats: dict) -> 
         + ", ".join(f"{n}: {count:,}" for n, count in s["per_number_of_techniques"].items())
         + " |"
         for split, s in stats.items()
-        if isinstance(s, dict)
+        if isinstance(s, dict) and "pairs" in s  # the splits, not the run's environment
     )
-    total = sum(s["pairs"] for s in stats.values() if isinstance(s, dict))
+    total = sum(s["pairs"] for s in stats.values() if isinstance(s, dict) and "pairs" in s)
     size = "n<1K" if total < 1_000 else "1K<n<10K" if total < 10_000 else "10K<n<100K" if total < 100_000 else "100K<n<1M"
     card = f"""---
 pretty_name: UNION negative samples ({source})

@@ -5,13 +5,32 @@ time or a correlation can be traced to a CPU and a commit.
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import platform
 import subprocess
+from collections.abc import Iterable
 from pathlib import Path
+
+import storyeval
 
 # the checkout this package was imported from (git finds nothing on a non-editable install)
 CHECKOUT = Path(__file__).resolve().parents[1]
+TRAINING = Path(__file__).resolve().parent
+RUNTIME = Path(storyeval.__file__).resolve().parent
+
+
+def source_hash(files: Iterable[Path]) -> str:
+    """A short hash of the given source files' contents.
+
+    `datasets` keys its caches by data and arguments, not by the code that turns one into the
+    other, so builders and samplers carry this hash of their code: after a fix to the
+    preprocessing or the perturbations, a rebuild cannot silently reuse old outputs.
+    """
+    digest = hashlib.blake2b(digest_size=8)
+    for path in sorted(Path(f) for f in files):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
 
 
 def environment(exclude: tuple[str, ...] = ()) -> dict:

@@ -176,8 +176,10 @@ def load_selection_pairs(folder: str, delexicalize: bool) -> datasets.Dataset:
     if "validation" not in pairs or len(pairs["validation"]) == 0:
         raise ValueError(f"--selection-pairs-dir {folder}: needs a non-empty validation split, has {dict(pairs.num_rows)}")
     columns = ("human", "negative", "original")
+    # not from the cache: its key would not change with the normalisation code, and one split is cheap
     return pairs["validation"].map(
-        lambda row: {c: normalize_story(row[c], delexicalize) for c in columns}, desc="normalising selection pairs"
+        lambda row: {c: normalize_story(row[c], delexicalize) for c in columns}, desc="normalising selection pairs",
+        load_from_cache_file=False,
     )
 
 

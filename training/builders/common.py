@@ -14,6 +14,7 @@ import datasets
 from datasets.exceptions import DatasetGenerationError
 
 from storyeval import text as textlib
+from storyeval_training import provenance
 
 logger = logging.getLogger(__name__)
 
@@ -33,6 +34,12 @@ FEATURES = datasets.Features(
         "plot": datasets.List(datasets.List(datasets.Value("string"))),
         "manipulated_plot": datasets.List(datasets.List(datasets.Value("string"))),
     }
+)
+
+
+# the code that reads, screens, splits and preprocesses the stories
+BUILDERS_CODE = provenance.source_hash(
+    [*(provenance.TRAINING / "builders").glob("*.py"), provenance.RUNTIME / "text.py", provenance.RUNTIME / "resources.py"]
 )
 
 
@@ -142,6 +149,12 @@ class StoryBuilder(datasets.GeneratorBasedBuilder):
 
     BUILDER_CONFIG_CLASS = StoryConfig
     VERSION = datasets.Version("1.0.0")
+
+    def __init__(self, *args, **kwargs):
+        # the cache folder is keyed by this code's hash (datasets does so for loading scripts, not
+        # for builder classes), so a fix to the preprocessing is never hidden by a prepared copy
+        kwargs.setdefault("hash", BUILDERS_CODE)
+        super().__init__(*args, **kwargs)
 
     def _info(self) -> datasets.DatasetInfo:
         return datasets.DatasetInfo(description=self.__doc__, features=FEATURES)

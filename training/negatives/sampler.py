@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import random
 
+from storyeval_training import provenance
 from storyeval_training.negatives import negation
 from storyeval_training.negatives.reordering import reorder
 from storyeval_training.negatives.repetition import Sentences, repetition
@@ -29,6 +30,12 @@ NUM_TECHNIQUES = (1, 2, 3, 4)
 NUM_TECHNIQUES_WEIGHTS = (0.5, 0.2, 0.2, 0.1)
 TECHNIQUE_WEIGHTS = {"repetition": 0.1, "substitution": 0.3, "reordering": 0.4, "negation": 0.2}
 MAX_ATTEMPTS = 5
+# the code that turns a tagged story into a negative; part of the sampler's state, so that
+# `datasets` caches of map(make_pairs) built by older code are not reused
+NEGATIVES_CODE = provenance.source_hash(
+    [*(provenance.TRAINING / "negatives").glob("*.py"), provenance.TRAINING / "build_negatives.py",
+     provenance.RUNTIME / "text.py", provenance.RUNTIME / "resources.py"]
+)
 
 
 def alter_negation_in_story(sentences: Sentences, start: int, rng: random.Random) -> Sentences | None:
@@ -55,6 +62,7 @@ class NegativeSampler:
         self.lexicon = lexicon
         self.pool = pool
         self.seed = seed
+        self.code_version = NEGATIVES_CODE
 
     def rng_for(self, story_id: str) -> random.Random:
         # one generator per story: reproducible whatever order or process handles it
