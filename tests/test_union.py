@@ -570,3 +570,22 @@ def test_bundled_checkpoint_scores_are_pinned(config, expected, pinned_stories):
     # bfloat16 keeps the pinned scores to about .01 (BENCHMARKS.md measures it on 1,000 stories)
     fast = evaluate.load(METRIC_DIR, config).compute(predictions=pinned_stories, dtype="bfloat16")["scores"]
     assert fast == pytest.approx(expected, abs=0.02)
+
+
+@pytest.mark.parametrize(
+    "batches, processes, accumulation, epochs, max_steps, expected",
+    [
+        (1000, 1, 1, 1, None, 1000),
+        # 2 processes make 500 optimizer steps each, and accelerate steps the scheduler once per process at each
+        (1000, 2, 1, 1, None, 1000),
+        (1001, 2, 2, 2, None, 2 * 251 * 2),  # 501 batches a process, 251 steps an epoch (the last accumulates one)
+        (1000, 2, 1, 1, 300, 600),  # --max-train-steps counts optimizer steps per process
+    ],
+)
+def test_the_learning_rate_schedule_ends_when_training_does(batches, processes, accumulation, epochs, max_steps, expected):
+    from types import SimpleNamespace
+
+    from storyeval_training.train_union import schedule_lengths
+
+    args = SimpleNamespace(gradient_accumulation_steps=accumulation, num_train_epochs=epochs, max_train_steps=max_steps, num_warmup_steps=10)
+    assert schedule_lengths(args, batches, processes) == {"num_warmup_steps": 10 * processes, "num_training_steps": expected}

@@ -154,6 +154,7 @@ def main(argv=None):
     args = parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     started = time.perf_counter()
+    run_environment = environment()  # taken at the start: the code the run ran, not what the checkout holds when it ends
     pairs = build(args.dataset, args.splits, args.seed, args.num_proc if args.num_proc > 1 else None, args.limit, args.cache_dir, args.data_dir)
     pairs.save_to_disk(args.output_dir)
     stats = {split: technique_counts(pairs[split]) for split in pairs}
@@ -165,7 +166,7 @@ def main(argv=None):
     stats["leakage_dropped_stories_all_splits"] = sum(leaked.values())
     stats["seconds"] = round(time.perf_counter() - started, 1)
     stats["dataset"], stats["seed"] = args.dataset, args.seed  # so training from this folder knows its corpus
-    stats["environment"] = environment()
+    stats["environment"] = run_environment
     Path(args.output_dir, "negatives_stats.json").write_text(json.dumps(stats, indent=2) + "\n")
     write_negatives_card(Path(args.output_dir), args.dataset, args.seed, stats)
     for split in pairs:

@@ -107,6 +107,7 @@ def train(args) -> dict:
     accelerator = Accelerator(cpu=True)
     output = Path(args.output_dir)
     started = time.perf_counter()
+    run_environment = environment()  # taken at the start: the code the run ran, not what the checkout holds when it ends
 
     if args.rated_pairs:
         import datasets
@@ -203,7 +204,7 @@ def train(args) -> dict:
         "corpus_stories": corpus_size,
         "training_minutes": round((time.perf_counter() - started) / 60, 1),
         "args": vars(args),
-        "environment": environment(),
+        "environment": run_environment,
     }
     lm.save(output / "lm.npz")
     cooccurrence.save(output / "cooccurrence.npz")

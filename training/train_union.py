@@ -274,6 +274,7 @@ def train(args, config_overrides: dict | None = None, write_card=write_union_car
         datasets.utils.logging.set_verbosity_error()
     set_seed(args.seed)
     started = time.perf_counter()
+    run_environment = environment()  # taken at the start: the code the run ran, not what the checkout holds when it ends
 
     encoder_path = backbone_path(args.model_name_or_path)
     tokenizer = AutoTokenizer.from_pretrained(encoder_path)
@@ -347,21 +348,13 @@ def train(args, config_overrides: dict | None = None, write_card=write_union_car
     ]
     optimizer = torch.optim.AdamW(groups, lr=args.learning_rate)
 
-    steps_per_epoch = math.ceil(len(train_loader) / args.gradient_accumulation_steps)
-    max_train_steps = args.max_train_steps or math.ceil(args.num_train_epochs * steps_per_epoch)
-    scheduler = get_scheduler(
-        args.lr_scheduler_type,
-        optimizer=optimizer,
-        num_warmup_steps=args.num_warmup_steps * accelerator.num_processes,
-        num_training_steps=max_train_steps * accelerator.num_processes,
-    )
+    scheduler = get_scheduler(args.lr_scheduler_type, optimizer=optimizer, **schedule_lengths(args, len(train_loader), accelerator.num_processes))
     model, optimizer, train_loader, eval_loader, scheduler = accelerator.prepare(model, optimizer, train_loader, eval_loader, scheduler)
     if selection_loader is not None:
         selection_loader = accelerator.prepare(selection_loader)
-    # the loader was sharded across processes: recompute the step count
+    # optimizer steps on this process: the loader is sharded now
     steps_per_epoch = math.ceil(len(train_loader) / args.gradient_accumulation_steps)
-    if not args.max_train_steps:
-        max_train_steps = math.ceil(args.num_train_epochs * steps_per_epoch)
+    max_train_steps = args.max_train_steps or math.ceil(args.num_train_epochs * steps_per_epoch)
     num_epochs = math.ceil(max_train_steps / steps_per_epoch)
 
     completed_steps, start_epoch, resume_step = 0, 0, None
@@ -434,7 +427,7 @@ def train(args, config_overrides: dict | None = None, write_card=write_union_car
         "stopped_by_time_budget": out_of_time,
         "training_minutes": minutes,
         "args": vars(args),
-        "environment": environment(),
+        "environment": run_environment,
     }
     if accelerator.is_main_process:
         (output_dir / "all_results.json").write_text(json.dumps(results, indent=2) + "\n")
@@ -442,6 +435,20 @@ def train(args, config_overrides: dict | None = None, write_card=write_union_car
             export(output_dir / "best", Path(args.export_dir), results, write_card=write_card)
     accelerator.end_training()
     return results
+
+
+def schedule_lengths(args, batches: int, num_processes: int) -> dict[str, int]:
+    """The scheduler's warmup and total steps for a loader of ``batches`` before it is sharded.
+
+    Each process makes ceil(batches / num_processes / accumulation) optimizer steps an epoch,
+    and accelerate steps a prepared scheduler once per process at each of them, so its lengths
+    are counted in optimizer steps times processes. (Counting the unsharded loader's steps
+    before multiplying would stretch an epoch-length schedule num_processes times, leaving the
+    learning rate far from zero at the end.)
+    """
+    per_process = math.ceil(math.ceil(batches / num_processes) / args.gradient_accumulation_steps)
+    max_train_steps = args.max_train_steps or math.ceil(args.num_train_epochs * per_process)
+    return {"num_warmup_steps": args.num_warmup_steps * num_processes, "num_training_steps": max_train_steps * num_processes}
 
 
 def resume_position(completed_steps: int, batches_per_epoch: int, accumulation_steps: int) -> tuple[int, int]:

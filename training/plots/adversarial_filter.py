@@ -349,6 +349,7 @@ def main(argv=None) -> None:
 def run(args) -> dict:
     """Filter every split; returns the summary also written as JSON."""
     logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.INFO)
+    run_environment = environment()  # taken at the start: the code the run ran, not what the checkout holds when it ends
     loaded = datasets.load_from_disk(args.candidates_dir)
     single = isinstance(loaded, datasets.Dataset)
     splits = {"train": loaded} if single else {name: loaded[name] for name in (args.splits or loaded)}
@@ -362,7 +363,7 @@ def run(args) -> dict:
             logger.info("%s: %d groups; %d random candidates each, not filtered", name, reports[name]["stories"], args.keep)
     output_dir = Path(args.output_dir)
     (outputs["train"] if single else datasets.DatasetDict(outputs)).save_to_disk(str(output_dir))
-    summary = {"args": vars(args), "splits": reports, "environment": environment()}
+    summary = {"args": vars(args), "splits": reports, "environment": run_environment}
     (output_dir / "adversarial_filter_history.json").write_text(json.dumps(summary, indent=2) + "\n")
     return summary
 

@@ -160,6 +160,7 @@ def main(argv=None):
     args = parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     started = time.perf_counter()
+    run_environment = environment()  # taken at the start: the code the run ran, not what the checkout holds when it ends
     rows, skipped, leaked = build(args.dataset, args.split, args.plot_source, args.seed, args.limit, args.data_dir, args.cache_dir, args.techniques)
     logger.info("leakage rule: dropped %d stories of this split (%d of all splits)", leaked[args.split], sum(leaked.values()))
     if skipped:
@@ -171,7 +172,7 @@ def main(argv=None):
                  # the leakage rule (shared/data/README.md): this split's share, and the whole corpus's
                  leakage_dropped_stories=leaked[args.split], leakage_dropped_stories_all_splits=sum(leaked.values()))
     stats["seconds"] = round(time.perf_counter() - started, 1)
-    stats["environment"] = environment()
+    stats["environment"] = run_environment
     Path(args.output_dir, "plots_stats.json").write_text(json.dumps(stats, indent=2) + "\n")
     for technique, count in stats["per_technique"].items():
         logger.info("%s: %d stories", technique, count)

@@ -53,6 +53,7 @@ from storyeval_training.train_union import (
     require_positive,
     resume_position,
     save_training_state,
+    schedule_lengths,
 )
 
 logger = logging.getLogger("storyeval_training.plots.generator")
@@ -367,6 +368,7 @@ def train(args) -> dict:
     if accelerator.is_main_process:
         output_dir.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
+    run_environment = environment()  # taken at the start: the code the run ran, not what the checkout holds when it ends
 
     model, tokenizer = build_generator(args.model_name_or_path)
     args.max_source_length = _clamp(args.max_source_length, encoder_length_limit(model), "--max-source-length")
@@ -410,19 +412,11 @@ def train(args) -> dict:
         {"params": [p for n, p in model.named_parameters() if any(nd in n for nd in no_decay)], "weight_decay": 0.0},
     ]
     optimizer = torch.optim.AdamW(groups, lr=args.learning_rate)
+    scheduler = get_scheduler(args.lr_scheduler_type, optimizer=optimizer, **schedule_lengths(args, len(train_loader), accelerator.num_processes))
+    model, optimizer, train_loader, eval_loader, scheduler = accelerator.prepare(model, optimizer, train_loader, eval_loader, scheduler)
+    # optimizer steps on this process: the loader is sharded now
     steps_per_epoch = math.ceil(len(train_loader) / args.gradient_accumulation_steps)
     max_train_steps = args.max_train_steps or math.ceil(args.num_train_epochs * steps_per_epoch)
-    scheduler = get_scheduler(
-        args.lr_scheduler_type,
-        optimizer=optimizer,
-        num_warmup_steps=args.num_warmup_steps * accelerator.num_processes,
-        num_training_steps=max_train_steps * accelerator.num_processes,
-    )
-    model, optimizer, train_loader, eval_loader, scheduler = accelerator.prepare(model, optimizer, train_loader, eval_loader, scheduler)
-    # the loader was sharded across processes: recompute the step count
-    steps_per_epoch = math.ceil(len(train_loader) / args.gradient_accumulation_steps)
-    if not args.max_train_steps:
-        max_train_steps = math.ceil(args.num_train_epochs * steps_per_epoch)
     num_epochs = math.ceil(max_train_steps / steps_per_epoch)
 
     completed_steps, start_epoch, resume_step = 0, 0, None
@@ -486,7 +480,7 @@ def train(args) -> dict:
         "stopped_by_time_budget": out_of_time,
         "training_minutes": round(earlier_minutes + (time.perf_counter() - started) / 60, 1),
         "args": vars(args),
-        "environment": environment(),
+        "environment": run_environment,
     }
     if accelerator.is_main_process:
         (output_dir / "all_results.json").write_text(json.dumps(results, indent=2) + "\n")
