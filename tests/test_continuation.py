@@ -230,7 +230,10 @@ def test_bad_device_or_batch_size_changes_nothing(tiny_checkpoint):
     assert scorer.device == torch.device("cpu") and next(scorer.model.parameters()).device == torch.device("cpu")
 
 
-@pytest.mark.parametrize("bad", [["--epochs", "0"], ["--batch-size", "0"], ["--features", "lm", "bogus"], ["--contradiction-share", "2"]])
+@pytest.mark.parametrize("bad", [["--epochs", "0"], ["--batch-size", "0"], ["--features", "lm", "bogus"], ["--contradiction-share", "2"],
+                                 ["--lm-order", "5"], ["--lm-order", "0"],
+                                 # the reused LM has its own order: one given as well would be ignored
+                                 ["--lm-order", "3", "--resources-dir", "lm-folder"]])
 def test_training_options_are_checked_before_anything_is_written(bad, tmp_path, capsys):
     from storyeval_training import train_continuation
 
@@ -270,6 +273,7 @@ def test_training_smoke_run_keeps_its_best_epoch_and_writes_a_loadable_checkpoin
         "--output-dir", str(tmp_path / "run"), "--rated-pairs", str(rated), "--resources-dir", str(resources),
         "--cloze-pairs", "0", "--epochs", "3", "--batch-size", "8"]))
     assert len(results["history"]) == 3 and results["corpus_stories"] is None
+    assert results["args"]["lm_order"] == 2  # the reused LM's order, which the model card states
     assert results["best_validation"] == best_by(results["history"], "validation_mean_spearman")
     assert results["train_pairs"] + results["validation_pairs"] + results["test_pairs"] == len(rows)
     assert json.loads((tmp_path / "run" / "training_results.json").read_text())["best_validation"]["epoch"] == results["best_validation"]["epoch"]

@@ -85,6 +85,20 @@ def test_encoder_only_checkpoint_becomes_an_encoder_decoder(tiny_encoder):
     assert again == stories  # a seed fixes the samples
 
 
+@pytest.mark.filterwarnings("ignore:Version v4.12.0:FutureWarning")
+def test_validation_loss_is_the_token_mean_over_all_stories(tiny_encoder):
+    from accelerate import Accelerator
+
+    model, tokenizer = generator.build_generator(str(tiny_encoder))
+    source = tokenizer([generator.plot_to_text(PLOT)] * 2, return_tensors="pt")
+    labels = tokenizer([STORY, "he left ."], return_tensors="pt", padding=True)["input_ids"][:, 1:].contiguous()
+    labels[labels == tokenizer.pad_token_id] = -100
+    batch = {"input_ids": source["input_ids"], "attention_mask": source["attention_mask"], "labels": labels}
+    expected = model(**batch).loss.item()  # the model's own mean over the batch's tokens
+    measured = generator.evaluate_loss(model, [batch], Accelerator(cpu=True))
+    assert measured["loss"] == pytest.approx(expected, rel=1e-5) and model.training
+
+
 def test_training_writes_a_loadable_generator(trained_generator):
     run, results = trained_generator
     assert results["completed_steps"] == 2 and len(results["history"]) == 2

@@ -51,7 +51,7 @@ def parse_args(argv=None):
     p.add_argument("--contradiction-share", type=float, default=0.0, help="share of cloze negatives that contradict the true ending (the bundled checkpoint: 0)")
     p.add_argument("--ranking-weight", type=float, default=1.0)
     p.add_argument("--ranking-margin", type=float, default=0.5)
-    p.add_argument("--lm-order", type=int, default=4)
+    p.add_argument("--lm-order", type=int, default=None, help="order of the n-gram LM fitted on the corpus, 1..4 (default 4)")
     p.add_argument("--seed", type=int, default=42, help="initialisation, shuffling and cloze pairs; does not move the held-out split")
     p.add_argument("--split-seed", type=int, default=continuation_data.HELDOUT_SPLIT_SEED,
                    help="the grouped train/validation/test split of the rated pairs; change it only to build a different held-out set")
@@ -60,7 +60,11 @@ def parse_args(argv=None):
     args = p.parse_args(argv)
     from storyeval_training.train_union import require_positive
 
-    require_positive(p, args, ("epochs", "learning_rate", "batch_size", "lm_order"))
+    require_positive(p, args, ("epochs", "learning_rate", "batch_size"))
+    if args.resources_dir and args.lm_order is not None:
+        p.error("--lm-order sets the LM to fit; --resources-dir reuses an LM fitted already, whose order the run records")
+    if args.lm_order is not None and not 1 <= args.lm_order <= 4:
+        p.error(f"--lm-order must be 1..4, got {args.lm_order}")
     if args.cloze_pairs < 0 or not 0 <= args.contradiction_share <= 1:
         p.error("--cloze-pairs must not be negative and --contradiction-share must be in [0, 1]")
     return args
@@ -128,9 +132,11 @@ def train(args) -> dict:
     corpus_size = None  # statistics loaded from --resources-dir carry no count
     if args.resources_dir:
         lm = NgramLM.load(Path(args.resources_dir) / "lm.npz")
+        args.lm_order = lm.order  # recorded, and named in the model card
         cooccurrence = CooccurrenceStats.load(Path(args.resources_dir) / "cooccurrence.npz")
     else:
         stories = [s for s in corpus_stories(args.cache_dir) if textlib.leakage_key(s[0]) not in exclude]
+        args.lm_order = args.lm_order or 4
         lm, cooccurrence = fit_resources(stories, args.lm_order)
         corpus_size = len(stories)
     extractor = FeatureExtractor(lm=lm if "lm" in args.features else None,

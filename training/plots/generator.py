@@ -339,9 +339,11 @@ def evaluate_loss(model, dataloader, accelerator) -> dict:
     model.eval()
     total_loss = total_tokens = 0.0
     for batch in dataloader:
-        loss = model(**batch).loss
-        tokens = (batch["labels"] != -100).sum()
-        losses, counts = accelerator.gather_for_metrics((loss.reshape(1) * tokens, tokens.reshape(1)))
+        labels = batch["labels"]
+        logits = model(**batch).logits
+        # per story, so that gather_for_metrics can drop the stories a process repeats to fill its last batch
+        token_losses = torch.nn.functional.cross_entropy(logits.flatten(0, 1).float(), labels.flatten(), ignore_index=-100, reduction="none")
+        losses, counts = accelerator.gather_for_metrics((token_losses.view(labels.shape).sum(1), (labels != -100).sum(1)))
         total_loss += losses.sum().item()
         total_tokens += counts.sum().item()
     model.train()
