@@ -215,7 +215,7 @@ def score_file(args) -> dict:
         low = high = math.nan
     summary = {"stories": total, "mean": summed / total if total else math.nan, "min": low, "max": high, "seconds": seconds}
     print(
-        f"{args.metric}/{args.config}: {total} stories, mean {summary['mean']:.4f} "
+        f"{args.metric}/{args.config}: {total} {'story' if total == 1 else 'stories'}, mean {summary['mean']:.4f} "
         f"(min {low:.4f}, max {high:.4f}), {total / max(seconds, 1e-9):.1f} stories/s",
         file=sys.stderr,
     )
@@ -227,7 +227,8 @@ def push(args) -> int:
 
     try:
         report = push_folder(args.folder, args.repo_id, dry_run=args.dry_run, private=args.private)
-    except (PushError, KeyError, OSError) as error:
+    # ValueError: a checkpoint of another metric; LookupError: missing NLTK data, as in `score`
+    except (PushError, KeyError, OSError, ValueError, LookupError) as error:
         print(f"storyeval: error: {error}", file=sys.stderr)
         return 1
     for check in report.checks:

@@ -153,7 +153,8 @@ def score_upload(path: str | None, field: str = "story") -> tuple[list[list], li
 def _message(error: Exception) -> str:
     # LookupError: missing NLTK data, whose message says what to set
     if isinstance(error, (DemoInputError, ValueError, TypeError, LookupError, FileNotFoundError)):
-        return f"**Error:** {error.args[0] if error.args else error}"
+        # str() of a KeyError quotes its message; args[0] of an OSError can be its errno
+        return f"**Error:** {error.args[0] if isinstance(error, KeyError) and error.args else error}"
     logger.exception("demo handler failed")
     return f"**Error:** the scorer failed ({type(error).__name__}); the server log has the details."
 

@@ -145,7 +145,13 @@ def checkpoint_metric(folder: Path) -> str:
 
 
 def push_folder(folder: str | Path, repo_id: str, dry_run: bool = False, private: bool = False, token: str | None = None) -> FolderReport:
-    """Validate ``folder`` and, unless ``dry_run``, upload it to ``repo_id``."""
+    """Validate ``repo_id`` and ``folder`` and, unless ``dry_run``, upload the folder to ``repo_id``."""
+    from huggingface_hub.utils import HFValidationError, validate_repo_id
+
+    try:
+        validate_repo_id(repo_id)  # a dry run must not pass a push that the Hub would refuse
+    except HFValidationError as error:
+        raise PushError(f"invalid repo id {repo_id!r}: {error}") from None
     report = validate_folder(folder)
     if dry_run:
         return report

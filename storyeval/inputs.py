@@ -1,6 +1,7 @@
 """Input checks shared by every scorer and metric: clear errors, nothing changed."""
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 
 # precisions the scorers accept; names only, so the CLI's --help needs no torch import
@@ -45,12 +46,24 @@ def not_unicode_text(text: str) -> str | None:
 
 
 def check_batch_size(batch_size) -> int:
-    # bool is an int subclass, and True is not a batch size anyone means
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int):
-        raise TypeError(f"batch_size must be a positive integer, got {batch_size!r}")
+    """``batch_size`` as an int: any integer type (numpy's too, through operator.index), never a bool,
+    which is an int subclass, and True is not a batch size anyone means."""
+    try:
+        if isinstance(batch_size, bool):
+            raise TypeError
+        batch_size = operator.index(batch_size)
+    except TypeError:
+        raise TypeError(f"batch_size must be a positive integer, got {batch_size!r}") from None
     if batch_size < 1:
         raise ValueError(f"batch_size must be positive, got {batch_size}")
     return batch_size
+
+
+def check_progress_bar(progress_bar) -> bool:
+    # a truthy string such as "no" would turn the bar on
+    if not isinstance(progress_bar, bool):
+        raise TypeError(f"progress_bar must be True or False, got {progress_bar!r}")
+    return progress_bar
 
 
 def check_same_length(**columns: Sequence) -> None:

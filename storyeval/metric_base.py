@@ -17,7 +17,7 @@ import datasets
 import evaluate
 
 from storyeval import checkpoints
-from storyeval.inputs import check_batch_size, check_same_length, check_texts
+from storyeval.inputs import check_batch_size, check_progress_bar, check_same_length, check_texts
 
 logger = logging.getLogger(__name__)
 
@@ -85,6 +85,8 @@ class CheckpointMetric(evaluate.Metric):
             raise TypeError(f"{self.METRIC}.compute got unknown option(s) {unknown}; it takes {accepted}")
         if "batch_size" in options:
             check_batch_size(options["batch_size"])
+        if "progress_bar" in options:
+            check_progress_bar(options["progress_bar"])
         if options.get("device") is not None:
             resolve_device(options["device"])
         if options.get("dtype") is not None:

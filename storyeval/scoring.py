@@ -23,7 +23,7 @@ from tqdm.auto import tqdm
 from transformers import AutoTokenizer
 
 from storyeval import text as textlib
-from storyeval.inputs import DTYPE_NAMES, check_batch_size, check_texts
+from storyeval.inputs import DTYPE_NAMES, check_batch_size, check_progress_bar, check_texts
 
 
 def resolve_device(device: str | torch.device | None) -> torch.device:
@@ -119,7 +119,8 @@ class SequenceScorer:
     def score(self, stories, batch_size: int = 16, device=None, progress_bar: bool = False, dtype=None) -> list[float]:
         """One score in [0, 1] per story, in input order."""
         stories = check_texts(stories, "predictions")
-        check_batch_size(batch_size)
+        batch_size = check_batch_size(batch_size)
+        check_progress_bar(progress_bar)
         dtype = resolve_dtype(dtype)
         device = self.device if device is None else resolve_device(device)
         model = self.model_in(dtype, device)

@@ -87,7 +87,7 @@ def test_csv_with_a_byte_order_mark(tiny_checkpoint, tmp_path, capsys):
     table = tmp_path / "excel.csv"
     table.write_text(f"story,id\n{STORY},a\n", encoding="utf-8-sig")
     code, _, err = score(table, tiny_checkpoint, capsys, "-o", str(tmp_path / "o.csv"))
-    assert code == 0 and "1 stories" in err
+    assert code == 0 and "1 story," in err
     rows = list(csv.DictReader((tmp_path / "o.csv").open(encoding="utf-8", newline="")))
     assert list(rows[0]) == ["story", "id", "score"] and rows[0]["story"] == STORY
 

@@ -39,6 +39,12 @@ def test_missing_nltk_data_is_shown_with_its_message_not_as_a_crash():
     assert download_missing_nltk() == []  # everything is under NLTK_DATA here, so nothing is fetched
 
 
+def test_file_and_key_errors_show_their_message():
+    missing = FileNotFoundError(2, "No such file or directory", "/tmp/none.txt")
+    assert demo._message(missing) == "**Error:** [Errno 2] No such file or directory: '/tmp/none.txt'"  # not its errno alone
+    assert demo._message(KeyError("unknown config 'x'")) == "**Error:** unknown config 'x'"  # not quoted
+
+
 def test_a_failed_nltk_download_is_a_clear_error(tmp_path, monkeypatch):
     import nltk
 

@@ -155,6 +155,19 @@ def test_cli_dry_run_reports_and_fails_clearly(negatives_folder, tmp_path, capsy
     assert "would upload" in capsys.readouterr().err
     assert cli.main(["push", str(tmp_path / "missing"), "--repo-id", "someone/x", "--dry-run"]) == 1
     assert "no such folder" in capsys.readouterr().err
+    # a repo id the Hub would refuse fails the dry run too, before any upload could start
+    assert cli.main(["push", str(negatives_folder), "--repo-id", "bad id!!", "--dry-run"]) == 1
+    assert "invalid repo id 'bad id!!'" in capsys.readouterr().err
+
+
+def test_cli_push_of_a_model_folder_without_nltk_data_is_a_clean_error(union_folder, monkeypatch, capsys, tmp_path):
+    import nltk
+
+    monkeypatch.setattr(nltk.data, "path", [str(tmp_path)])  # the dry run loads the checkpoint, which needs NLTK data
+    monkeypatch.setenv("NLTK_DATA", str(tmp_path))
+    assert cli.main(["push", str(union_folder), "--repo-id", "someone/x", "--dry-run"]) == 1
+    err = capsys.readouterr().err
+    assert "storyeval: error: NLTK resource" in err and "not found" in err and "Traceback" not in err
 
 
 @pytest.mark.parametrize("card", sorted(checkpoints.HUB_CARDS.glob("*/README.md")), ids=lambda p: p.parent.name)

@@ -188,6 +188,8 @@ def test_stories_queued_with_add_batch_are_scored_by_compute(tiny_checkpoint):
         ({"batch_size": 0}, ValueError, "batch_size must be positive"),
         ({"batch_size": None}, TypeError, "batch_size must be a positive integer"),
         ({"batch_size": 1.5}, TypeError, "batch_size must be a positive integer"),
+        ({"batch_size": True}, TypeError, "batch_size must be a positive integer"),
+        ({"progress_bar": "no"}, TypeError, "progress_bar must be True or False, got 'no'"),  # a truthy string
         ({"dtype": "int8"}, ValueError, "unsupported dtype"),
         ({"batchsize": 8}, TypeError, r"unknown option\(s\) \['batchsize'\]; it takes \['batch_size', 'device', 'progress_bar', 'dtype'\]"),
     ],
@@ -201,6 +203,14 @@ def test_bad_runtime_options_change_nothing(tiny_checkpoint, options, error, mes
     # the queued story is still there, and the shared, cached model still scores on its device
     assert len(union.compute()["scores"]) == 1
     assert evaluate.load(METRIC_DIR, str(tiny_checkpoint)).compute(predictions=[STORY])["scores"] == pytest.approx(expected, abs=1e-6)
+
+
+def test_numpy_integers_are_batch_sizes(tiny_checkpoint):
+    import numpy as np
+
+    union = evaluate.load(METRIC_DIR, str(tiny_checkpoint))
+    assert union.compute(predictions=[STORY, "he left ."], batch_size=np.int64(1))["scores"] == pytest.approx(
+        union.compute(predictions=[STORY, "he left ."], batch_size=2)["scores"], abs=1e-5)
 
 
 def test_unknown_config_lists_choices_and_missing_checkpoint_says_what_to_do(monkeypatch, tmp_path):

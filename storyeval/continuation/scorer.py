@@ -14,7 +14,7 @@ from storyeval.continuation.cooccurrence import CooccurrenceStats
 from storyeval.continuation.features import FeatureExtractor
 from storyeval.continuation.model import CRITERIA, ContinuationModel
 from storyeval.continuation.ngram_lm import NgramLM
-from storyeval.inputs import check_batch_size, check_same_length, check_texts
+from storyeval.inputs import check_batch_size, check_progress_bar, check_same_length, check_texts
 from storyeval.scoring import normalize_story, resolve_device
 
 
@@ -46,7 +46,8 @@ class ContinuationScorer:
         continuations = check_texts(continuations, "predictions")
         contexts = check_texts(contexts, "contexts")
         check_same_length(predictions=continuations, contexts=contexts)
-        check_batch_size(batch_size)
+        batch_size = check_batch_size(batch_size)
+        check_progress_bar(progress_bar)
         device = self.device if device is None else resolve_device(device)
         model = self.model_on(device)
         if self.preprocess:
