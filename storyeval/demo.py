@@ -87,14 +87,16 @@ def score_story(story: str, context: str = "", metrics=("union", "plot_coherence
             rows.append([METRIC_TITLES.get(metric, metric), None, f"unavailable: {error}"])
             continue
         if metric == "continuation_quality":
-            # the last sentence, given the context box and the sentences before it
-            preceding = " ".join(([context] if context else []) + sentences[:-1])
-            if not preceding:
+            # shaped like its training pairs: a short opening (the context box, else the first sentence)
+            # and the rest of the story; a single last sentence after a long context scores far off that
+            opening, rest = (context, sentences) if context else (sentences[0], sentences[1:])
+            if not rest:
                 rows.append([METRIC_TITLES[metric], None, "needs a context or a story of two or more sentences"])
                 continue
-            scores = scorer.score([preceding], [sentences[-1]])
+            scores = scorer.score([opening], [" ".join(rest)])
+            note = "the story given the context" if context else "the story after its first sentence, given that sentence"
             for criterion, values in scores.items():
-                rows.append([f"{METRIC_TITLES[metric]}: {criterion}", round(values[0], 4), "last sentence given what precedes it"])
+                rows.append([f"{METRIC_TITLES[metric]}: {criterion}", round(values[0], 4), note])
             continue
         full_text = " ".join(([context] if context else []) + sentences)  # as the leave-one-out variants are built
         variants = [full_text]

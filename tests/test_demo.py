@@ -54,3 +54,20 @@ def test_a_failed_nltk_download_is_a_clear_error(tmp_path, monkeypatch):
     monkeypatch.setattr(nltk, "download", lambda *args, **kwargs: False)  # offline, as here
     with pytest.raises(MissingResourceError, match="could not download the NLTK resources .*punkt_tab.*; set NLTK_DATA"):
         download_missing_nltk()
+
+
+def test_continuation_quality_scores_the_story_after_its_opening(monkeypatch):
+    asked = []
+
+    class RecordingScorer:
+        def score(self, contexts, continuations):
+            asked.append((contexts, continuations))
+            return {"overall": [3.0], "relevance": [3.0], "interestingness": [3.0]}
+
+    monkeypatch.setattr(demo, "_scorer", lambda metric: RecordingScorer())
+    demo.score_story("Ken went home. He was tired. He slept.", metrics=("continuation_quality",))
+    demo.score_story("He was tired. He slept.", "Ken went home.", ("continuation_quality",))
+    # as in training: a short opening, then the rest of the story
+    assert asked == [(["Ken went home."], ["He was tired. He slept."]), (["Ken went home."], ["He was tired. He slept."])]
+    rows, _ = demo.score_story("Ken went home.", metrics=("continuation_quality",))
+    assert rows[0][1] is None and "two or more sentences" in rows[0][2]
