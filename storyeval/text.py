@@ -9,6 +9,7 @@ from __future__ import annotations
 import calendar
 import functools
 import re
+from pathlib import Path
 
 from nltk.tokenize import TreebankWordTokenizer
 
@@ -56,6 +57,17 @@ def _month_and_day_names() -> frozenset[str]:
     return frozenset(names)
 
 
+# first names that lower-cased text masks although they are also words ("tom", "jack"): built from
+# cased text by `python -m storyeval_training.lowercase_names`
+LOWERCASE_NAMES_FILE = Path(__file__).resolve().parent / "lowercase_names.txt"
+
+
+@functools.lru_cache(maxsize=1)
+def lowercase_names() -> frozenset[str]:
+    lines = LOWERCASE_NAMES_FILE.read_text(encoding="utf-8").splitlines()
+    return frozenset(line.strip() for line in lines if line.strip() and not line.startswith("#"))
+
+
 @functools.lru_cache(maxsize=200_000)
 def name_gender(token: str, cased: bool) -> str | None:
     """The placeholder for ``token`` if it is a person's first name, else None.
@@ -63,8 +75,10 @@ def name_gender(token: str, cased: bool) -> str | None:
     The NLTK ``names`` corpus gives the gender: male only -> [MALE], female
     only -> [FEMALE], both -> [NEUTRAL]. In lower-cased text a name cannot be
     told from a word by its capital, so names that are also English words in
-    lemminflect's lexicon ("will", "mark", "hope"), month and day names and
-    stopwords are left alone. In cased text only capitalised tokens count.
+    lemminflect's lexicon ("will", "mark", "hope") are left alone, except those
+    that cased text writes capitalised nearly always (:func:`lowercase_names`:
+    "tom", "jack"); month and day names and stopwords are always left alone. In
+    cased text only capitalised tokens count.
     """
     if cased and not token[:1].isupper():
         return None
@@ -78,7 +92,7 @@ def name_gender(token: str, cased: bool) -> str | None:
     if not cased:
         from lemminflect import getAllLemmas
 
-        if getAllLemmas(word):
+        if getAllLemmas(word) and word not in lowercase_names():
             return None
     if in_male and in_female:
         return "[NEUTRAL]"

@@ -13,6 +13,33 @@ def test_delexicalize_lowercase_skips_names_that_are_words():
     assert textlib.delexicalize(tokens) == ["[MALE]", "met", "[FEMALE]", "and", "will", "in", "june"]
 
 
+def test_delexicalize_lowercase_masks_names_that_cased_text_writes_as_names():
+    # "tom" and "jack" are words to lemminflect, but cased text nearly always writes them "Tom", "Jack"
+    tokens = "tom and jack saw will and hope".split()
+    assert textlib.delexicalize(tokens) == ["[MALE]", "and", "[MALE]", "saw", "will", "and", "hope"]
+
+
+def test_the_shipped_lowercase_names_are_what_the_command_builds(tmp_path):
+    from storyeval_training import lowercase_names
+
+    output = tmp_path / "names.txt"
+    lowercase_names.main(["--output", str(output)])
+    assert output.read_text() == textlib.LOWERCASE_NAMES_FILE.read_text()
+
+
+def test_lowercase_names_need_capitals_in_most_uses_and_a_first_name():
+    from storyeval_training.lowercase_names import count_uses, mostly_names
+
+    lines = ["Then Tom left . Tom ran and Jack sang .", "I met Tom , Tom , Tom and Tom . Smith came , Smith left , Smith , Smith , Smith , Smith .",
+             "we saw jack , jack , jack . I met Jack , Jack , Jack , Jack ."]
+    capitalised, lower = count_uses(lines, frozenset({"tom", "jack", "smith"}))
+    assert (capitalised["tom"], lower["tom"]) == (5, 0)  # "Then Tom": sentence-internal; no sentence-initial use counted
+    assert (capitalised["jack"], lower["jack"]) == (5, 3)
+    assert capitalised["smith"] == 5
+    # jack: 5 of 8 uses capitalised is under 70%; Smith is capitalised but not a first name
+    assert mostly_names(capitalised, lower, min_capitalised=5, min_share=0.7) == ["tom"]
+
+
 def test_delexicalize_cased_needs_a_capital_and_marks_unisex_names_neutral():
     tokens = ["Tobias", "met", "Amy", "and", "Jessie", "at", "the", "jack"]
     assert textlib.delexicalize(tokens, cased=True) == ["[MALE]", "met", "[FEMALE]", "and", "[NEUTRAL]", "at", "the", "jack"]

@@ -34,7 +34,8 @@ MAX_ATTEMPTS = 5
 # `datasets` caches of map(make_pairs) built by older code are not reused
 NEGATIVES_CODE = provenance.source_hash(
     [*(provenance.TRAINING / "negatives").glob("*.py"), provenance.TRAINING / "build_negatives.py",
-     provenance.RUNTIME / "text.py", provenance.RUNTIME / "resources.py"]
+     provenance.RUNTIME / "text.py", provenance.RUNTIME / "resources.py",
+     provenance.RUNTIME / "lowercase_names.txt"]
 )
 
 
