@@ -17,7 +17,8 @@ from storyeval import resources
 from storyeval.inputs import SENTENCE_SEPARATOR
 
 NAME_PLACEHOLDERS = ("[MALE]", "[FEMALE]", "[NEUTRAL]")
-_PLACEHOLDER_RE = re.compile(r"(\[(?:MALE|FEMALE|NEUTRAL)\])")
+# any case: some corpora lower-case their placeholders ("[male]"); tokenize restores the canonical form
+_PLACEHOLDER_RE = re.compile(r"(\[(?:MALE|FEMALE|NEUTRAL)\])", re.IGNORECASE)
 _TREEBANK = TreebankWordTokenizer()
 
 
@@ -38,11 +39,11 @@ def split_sentences(text: str) -> list[str]:
 
 
 def tokenize(sentence: str, lowercase: bool = True) -> list[str]:
-    """Penn-Treebank tokens, keeping name placeholders whole."""
+    """Penn-Treebank tokens, keeping name placeholders whole (and upper-case)."""
     tokens: list[str] = []
     for piece in _PLACEHOLDER_RE.split(sentence):
-        if piece in NAME_PLACEHOLDERS:
-            tokens.append(piece)
+        if piece.upper() in NAME_PLACEHOLDERS:
+            tokens.append(piece.upper())
         elif piece.strip():
             words = _TREEBANK.tokenize(piece)
             # Treebank writes quotes as `` and ''; the corpora here do too.

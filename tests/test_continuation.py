@@ -77,6 +77,12 @@ def test_feature_switches_drive_the_columns():
     assert extractor([CONTEXT], ["he left .".split()]).shape == (1, 3)
     with pytest.raises(KeyError, match="unknown feature groups"):
         FeatureExtractor(groups=("length", "magic"))
+    # names follow the columns, which come in one fixed order whatever the order of the groups
+    reordered = FeatureExtractor(lm=lm, groups=("lm", "length"))
+    assert reordered.names == extractor.names
+    assert reordered([CONTEXT], ["he left .".split()]).tolist() == extractor([CONTEXT], ["he left .".split()]).tolist()
+    with pytest.raises(ValueError, match="feature groups repeat"):
+        FeatureExtractor(groups=("length", "length"))
     with pytest.raises(ValueError, match="needs fitted CooccurrenceStats"):
         FeatureExtractor(groups=("pmi",))
 
@@ -233,7 +239,9 @@ def test_bad_device_or_batch_size_changes_nothing(tiny_checkpoint):
 @pytest.mark.parametrize("bad", [["--epochs", "0"], ["--batch-size", "0"], ["--features", "lm", "bogus"], ["--contradiction-share", "2"],
                                  ["--lm-order", "5"], ["--lm-order", "0"],
                                  # the reused LM has its own order: one given as well would be ignored
-                                 ["--lm-order", "3", "--resources-dir", "lm-folder"]])
+                                 ["--lm-order", "3", "--resources-dir", "lm-folder"],
+                                 # reused statistics may have seen the cloze stories, and cannot be cross-fitted
+                                 ["--resources-dir", "lm-folder"]])
 def test_training_options_are_checked_before_anything_is_written(bad, tmp_path, capsys):
     from storyeval_training import train_continuation
 
@@ -288,3 +296,62 @@ def test_the_lm_has_seen_a_sentence_follow_a_full_stop():
     after_context = lm.score_batch([["he", "slept", "."]], [["ken", "went", "home", "."]])[0]
     alone = lm.score_batch([["he", "slept", "."]], [[]])[0]
     assert after_context > alone - 1.0  # a sentence-level LM put an unseen ". he" here, many nats below
+
+
+def test_a_continuation_of_placeholders_alone_takes_the_mean_idf(tiny_checkpoint):
+    from storyeval.continuation.scorer import ContinuationScorer
+
+    assert math.isnan(idf_features(["[FEMALE]", "."])[0])  # missing, not 0: rarer than any word by far
+    scores = ContinuationScorer(tiny_checkpoint, device="cpu").score(["John went to the store."], ["Mary."])
+    assert all(math.isfinite(v[0]) for v in scores.values())
+
+
+def test_feature_scaling_ignores_missing_values_and_survives_one_row():
+    from storyeval_training.train_continuation import feature_scaling
+
+    mean, std = feature_scaling(torch.tensor([[1.0, float("nan")], [3.0, 4.0]]))
+    assert mean.tolist() == [2.0, 4.0] and std.tolist() == [1.0, pytest.approx(1e-6)]
+    mean, std = feature_scaling(torch.tensor([[5.0, float("nan")]]))  # one row; a column with no value
+    assert mean.tolist() == [5.0, 0.0] and not torch.isnan(std).any()
+
+
+def test_cloze_features_come_from_statistics_that_never_saw_their_story(monkeypatch, tmp_path):
+    import datasets
+
+    from storyeval_training import train_continuation
+
+    roc = [[f"[MALE] went to town {i} .", f"he saw item {i} .", "he liked it .", f"he paid {i} dollars .", f"he took item {i} home ."]
+           for i in range(40)]
+    wp = [["a prompt .", "a long story about dragons ."]] * 3
+    monkeypatch.setattr(train_continuation, "corpus_stories", lambda cache_dir=None: (roc, wp))
+    monkeypatch.setattr(train_continuation, "load_split", lambda builder, split, cache_dir=None: datasets.Dataset.from_dict({"sentences": roc}))
+    from storyeval_training.negatives import substitution
+
+    monkeypatch.setattr(substitution.KeywordLexicon, "from_data_dir", lambda root: None)  # only contradicting endings use it
+    fitted, featurised = [], []  # the stories each fit saw; the extractor and contexts of each featurisation
+    real_fit, real_featurize = train_continuation.fit_resources, train_continuation.featurize
+
+    def recording_fit(stories, order):
+        fitted.append([" ".join(s) for s in stories])
+        return real_fit(stories, order)
+
+    def recording_featurize(extractor, contexts, continuations):
+        featurised.append((extractor, list(contexts)))
+        return real_featurize(extractor, contexts, continuations)
+
+    monkeypatch.setattr(train_continuation, "fit_resources", recording_fit)
+    monkeypatch.setattr(train_continuation, "featurize", recording_featurize)
+    rated = tmp_path / "rated.jsonl"
+    rated.write_text("".join(json.dumps({"context": f"Ken saw a cat number {i}.", "continuation": "He fed it.", "overall": 1 + i % 5,
+                                         "relevance": 3, "interestingness": 2}) + "\n" for i in range(30)))
+    results = train_continuation.train(train_continuation.parse_args(
+        ["--output-dir", str(tmp_path / "run"), "--rated-pairs", str(rated), "--cloze-pairs", "40", "--epochs", "1", "--batch-size", "8"]))
+    assert results["cloze_cross_fitted_folds"] == 2 and 30 <= results["cloze_pairs"] <= 40  # up to 20 a fold
+    full, *out_of_fold = fitted
+    assert len(full) == 43 and len(out_of_fold) == 2
+    # the cloze featurisations (right endings, then wrong ones, per fold) after the rated splits'
+    cloze_calls = featurised[-4:]
+    for fold, fold_stories in enumerate(out_of_fold):
+        for extractor, contexts in cloze_calls[2 * fold : 2 * fold + 2]:
+            assert contexts and not any(story.startswith(context) for context in contexts for story in fold_stories)
+            assert all(story in fold_stories for story in (" ".join(s) for s in wp))  # WP never gives a cloze pair

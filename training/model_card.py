@@ -140,6 +140,15 @@ thousand stories may not track human judgments at all.
     (folder / "README.md").write_text(_front_matter(dataset, base_model, evaluation) + "\n" + body.lstrip("\n"))
 
 
+def _cloze_fitting_text(results: dict) -> str:
+    folds = results.get("cloze_cross_fitted_folds")
+    if not folds:
+        return ("\n  Their features came from the same statistics, fitted on their own stories (before cross-fitting:"
+                " the LM had seen each true ending after its context).") if results.get("cloze_pairs") else ""
+    return (f"\n  Their features are cross-fitted over {folds} folds of the ROC stories: a pair's LM and PMI statistics"
+            " were fitted without its story, as they are for any text scored later.")
+
+
 def _machine_text(results: dict) -> str:
     """Where the run trained, from the environment its loop recorded. Runs from before the loops
     recorded it (the first bundled checkpoints) ran on the project's 2-core CPU machine."""
@@ -222,13 +231,13 @@ ratings; compare them within a study, not across studies.
 - Split by context (no context on two sides): {results["train_pairs"]} training,
   {results["validation_pairs"]} validation and {results["test_pairs"]} held-out test pairs.
 - Weak signal: {results["cloze_pairs"]} cloze pairs from ROC training stories (true fifth sentence vs
-  another story's), with a margin ranking loss (weight {args["ranking_weight"]}) on overall and relevance.
-- Features: a {args["lm_order"]}-gram interpolated Kneser-Ney LM and (P)PMI statistics (windows 10/25/50,
-  pairs seen more than 10 times) fitted on ROC and WP training stories, minus every story whose opening
+  another story's), with a margin ranking loss (weight {args["ranking_weight"]}) on overall and relevance.{_cloze_fitting_text(results)}
+- Features: a {args["lm_order"]}-gram interpolated Kneser-Ney LM and (P)PMI statistics (windows of 10/25/50
+  content words, stopwords and punctuation left out; pairs seen more than 10 times) fitted on ROC and WP training stories, minus every story whose opening
   matches an evaluation context; IDF from `wordfreq`; entity mentions from NLTK POS tags and name lists.
 - Adam, lr {args["learning_rate"]}, {args["epochs"]} epochs, batch {args["batch_size"]}; the epoch with the best
   validation mean Spearman was kept (epoch {best["epoch"]}, {best["validation_mean_spearman"]:.3f}).
-  Training took {results["training_minutes"]} minutes on a 2-core CPU.
+  Training took {results["training_minutes"]} minutes on {_machine_text(results)}.
 
 ## Evaluation
 

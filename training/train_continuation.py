@@ -8,16 +8,24 @@ training stories; compute the features; train the charagram + feature network
 with the multi-task MAE loss (Adam, lr 1e-3, 25 epochs), plus a margin ranking
 loss on weak cloze pairs built from ROC stories (true last sentence above another
 story's); keep the epoch with the best mean Spearman on the validation contexts.
+
+The cloze pairs come from the same ROC stories as the statistics, so their features
+are cross-fitted: the ROC stories are split into two folds, and a fold's pairs (true
+and wrong endings both from that fold) are featurised with statistics fitted on the
+other fold and the WP stories. Featurised with the full statistics, a true ending
+would be one the LM had memorised after its own context, a signal no scored text has.
 """
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import logging
 import random
 import time
 from pathlib import Path
 
+import datasets
 import numpy as np
 import torch
 from accelerate import Accelerator
@@ -36,6 +44,8 @@ from storyeval_training.provenance import environment
 from storyeval_training.selection import improves
 
 logger = logging.getLogger("storyeval_training.train_continuation")
+
+CLOZE_FOLDS = 2
 
 
 def parse_args(argv=None):
@@ -67,14 +77,23 @@ def parse_args(argv=None):
         p.error(f"--lm-order must be 1..4, got {args.lm_order}")
     if args.cloze_pairs < 0 or not 0 <= args.contradiction_share <= 1:
         p.error("--cloze-pairs must not be negative and --contradiction-share must be in [0, 1]")
+    if args.resources_dir and args.cloze_pairs:
+        p.error("--resources-dir reuses statistics fitted on stories the cloze pairs come from, which cannot be "
+                "cross-fitted: add --cloze-pairs 0")
     return args
 
 
-def corpus_stories(cache_dir=None) -> list[list[str]]:
-    """Training stories of both corpora as sentence lists (already tokenised by the builders)."""
+def corpus_stories(cache_dir=None) -> tuple[list[list[str]], list[list[str]]]:
+    """(ROC, WP) training stories as sentence lists (already tokenised by the builders)."""
     roc = load_split(ROCStories, "train", cache_dir=cache_dir)
     wp = load_split(WritingPrompts, "train", cache_dir=cache_dir)
-    return list(roc["sentences"]) + [[c] + s for c, s in zip(wp["context"], wp["sentences"])]
+    return list(roc["sentences"]), [[c] + s for c, s in zip(wp["context"], wp["sentences"])]
+
+
+def story_fold(sentences: list[str]) -> int:
+    """The cross-fitting fold of a ROC story, from its first four sentences: a cloze pair's context."""
+    digest = hashlib.blake2b(" ".join(sentences[:4]).encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") % CLOZE_FOLDS
 
 
 def fit_resources(stories: list[list[str]], order: int) -> tuple[NgramLM, CooccurrenceStats]:
@@ -90,6 +109,19 @@ def fit_resources(stories: list[list[str]], order: int) -> tuple[NgramLM, Cooccu
     cooccurrence = CooccurrenceStats().fit(documents)
     logger.info("fitted co-occurrence statistics (%d words) in %.0f s", len(cooccurrence.vocab), time.perf_counter() - started)
     return lm, cooccurrence
+
+
+def feature_scaling(reference: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per-feature mean and std of ``reference`` rows for the model's standardisation.
+
+    NaN-aware: a missing feature (NaN) is left out of its column's statistics, and a column with
+    no value gets mean 0. Population std, so a single row gives 0 (clamped), not NaN.
+    """
+    present = ~torch.isnan(reference)
+    counts = present.sum(0).clamp_min(1)
+    mean = torch.where(present, reference, torch.zeros(())).sum(0) / counts
+    centred = torch.where(present, reference - mean, torch.zeros(()))
+    return mean, ((centred**2).sum(0) / counts).sqrt().clamp_min(1e-6)
 
 
 def featurize(extractor, contexts, continuations) -> torch.Tensor:
@@ -114,15 +146,13 @@ def train(args) -> dict:
     run_environment = environment()  # taken at the start: the code the run ran, not what the checkout holds when it ends
 
     if args.rated_pairs:
-        import datasets
-
         rated = datasets.concatenate_datasets([continuation_data.read_rated_pairs(p) for p in args.rated_pairs])
     else:
         root = paths.data_dir() / "continuation"
-        import datasets
-
         rated = datasets.concatenate_datasets([continuation_data.read_deltascore(root / f"deltascore_crowdsource_{c}.jsonl") for c in ("roc", "wp")])
     splits = continuation_data.grouped_split(rated, seed=args.split_seed)
+    if not len(splits["train"]):
+        raise ValueError(f"the grouped split left no rated pairs to train on ({len(rated)} pairs in all): give more contexts")
 
     # keep every evaluation context out of the corpus statistics and the cloze pairs
     exclude = {textlib.leakage_key(c) for c in rated["context"]}
@@ -135,13 +165,17 @@ def train(args) -> dict:
         args.lm_order = lm.order  # recorded, and named in the model card
         cooccurrence = CooccurrenceStats.load(Path(args.resources_dir) / "cooccurrence.npz")
     else:
-        stories = [s for s in corpus_stories(args.cache_dir) if textlib.leakage_key(s[0]) not in exclude]
+        roc_stories, wp_stories = ([s for s in corpus if textlib.leakage_key(s[0]) not in exclude] for corpus in corpus_stories(args.cache_dir))
         args.lm_order = args.lm_order or 4
-        lm, cooccurrence = fit_resources(stories, args.lm_order)
-        corpus_size = len(stories)
-    extractor = FeatureExtractor(lm=lm if "lm" in args.features else None,
-                                 cooccurrence=cooccurrence if "pmi" in args.features else None,
-                                 groups=tuple(args.features))
+        lm, cooccurrence = fit_resources(roc_stories + wp_stories, args.lm_order)
+        corpus_size = len(roc_stories) + len(wp_stories)
+
+    def extractor_for(lm, cooccurrence) -> FeatureExtractor:
+        return FeatureExtractor(lm=lm if "lm" in args.features else None,
+                                cooccurrence=cooccurrence if "pmi" in args.features else None,
+                                groups=tuple(args.features))
+
+    extractor = extractor_for(lm, cooccurrence)
 
     features = {name: featurize(extractor, split["context"], split["continuation"]) for name, split in splits.items()}
     targets = torch.tensor(np.stack([splits["train"][c] for c in CRITERIA], axis=1), dtype=torch.float32)
@@ -152,17 +186,27 @@ def train(args) -> dict:
         from storyeval_training.negatives.substitution import KeywordLexicon
 
         lexicon = KeywordLexicon.from_data_dir(paths.data_dir())
-        cloze = continuation_data.cloze_pairs(roc, seed=args.seed, exclude_keys=frozenset(exclude), lexicon=lexicon,
-                                              contradiction_share=args.contradiction_share)
-        cloze = cloze.select(range(min(args.cloze_pairs, len(cloze))))
-        cloze_right = featurize(extractor, cloze["context"], cloze["right"])
-        cloze_wrong = featurize(extractor, cloze["context"], cloze["wrong"])
+        folds, rights, wrongs = [], [], []
+        for fold in range(CLOZE_FOLDS):
+            # this fold's pairs, featurised with statistics that never saw its stories (module docstring)
+            held_out = roc.filter(lambda row: story_fold(row["sentences"]) == fold, desc=f"cloze fold {fold}")
+            pairs = continuation_data.cloze_pairs(held_out, seed=args.seed, exclude_keys=frozenset(exclude), lexicon=lexicon,
+                                                  contradiction_share=args.contradiction_share)
+            pairs = pairs.select(range(min(-(-args.cloze_pairs // CLOZE_FOLDS), len(pairs))))
+            fitted_on = [s for s in roc_stories if story_fold(s) != fold] + wp_stories
+            out_of_fold = extractor_for(*fit_resources(fitted_on, args.lm_order))
+            folds.append(pairs)
+            rights.append(featurize(out_of_fold, pairs["context"], pairs["right"]))
+            wrongs.append(featurize(out_of_fold, pairs["context"], pairs["wrong"]))
+        cloze = datasets.concatenate_datasets(folds)
+        cloze_right, cloze_wrong = torch.cat(rights), torch.cat(wrongs)
 
     model = ContinuationModel(num_features=len(extractor.names), input_mode=args.input_mode)
     reference = torch.cat([features["train"]] + ([cloze_right, cloze_wrong] if cloze is not None else []))
     if reference.shape[1]:
-        model.feature_mean.copy_(reference.mean(0))
-        model.feature_std.copy_(reference.std(0).clamp_min(1e-6))
+        mean, std = feature_scaling(reference)
+        model.feature_mean.copy_(mean)
+        model.feature_std.copy_(std)
     optimizer = torch.optim.Adam(model.parameters(), lr=args.learning_rate)
     model, optimizer = accelerator.prepare(model, optimizer)
 
@@ -207,6 +251,7 @@ def train(args) -> dict:
         "validation_pairs": len(splits["validation"]),
         "test_pairs": len(splits["test"]),
         "cloze_pairs": len(cloze_index),
+        "cloze_cross_fitted_folds": CLOZE_FOLDS if cloze is not None else None,
         "corpus_stories": corpus_size,
         "training_minutes": round((time.perf_counter() - started) / 60, 1),
         "args": vars(args),

@@ -59,9 +59,10 @@ def idf(word: str) -> float:
 
 
 def idf_features(continuation: list[str]) -> list[float]:
-    """[mean IDF of the continuation's words]."""
+    """[mean IDF of the continuation's words]; NaN (missing) when it has none but placeholders,
+    which the model reads as the training mean: 0 would be rarer-than-common by 9 standard deviations."""
     ws = [w for w in words(continuation) if w not in textlib.NAME_PLACEHOLDERS]
-    return [float(np.mean([idf(w) for w in ws])) if ws else 0.0]
+    return [float(np.mean([idf(w) for w in ws])) if ws else math.nan]
 
 
 def _person_key(token: str) -> str | None:
@@ -132,6 +133,8 @@ class FeatureExtractor:
         unknown = set(self.groups) - set(FEATURE_GROUPS)
         if unknown:
             raise KeyError(f"unknown feature groups {sorted(unknown)}; choose from {list(FEATURE_GROUPS)}")
+        if len(set(self.groups)) != len(self.groups):
+            raise ValueError(f"feature groups repeat: {list(self.groups)}")
         if "lm" in self.groups and self.lm is None:
             raise ValueError("the 'lm' feature group needs a fitted NgramLM")
         if "pmi" in self.groups and self.cooccurrence is None:
@@ -139,7 +142,8 @@ class FeatureExtractor:
 
     @property
     def names(self) -> list[str]:
-        return [name for group in self.groups for name in FEATURE_GROUPS[group]]
+        """Column names, in the fixed order __call__ builds the columns in, whatever the order of ``groups``."""
+        return [name for group in FEATURE_GROUPS if group in self.groups for name in FEATURE_GROUPS[group]]
 
     def __call__(self, contexts: list[list[str]], continuations: list[list[str]]) -> np.ndarray:
         """(pairs, features) float32 matrix for tokenised, lower-cased pairs."""

@@ -70,6 +70,8 @@ class ContinuationModel(nn.Module):
             parts = [v_b * v_c, (v_b - v_c).abs(), v_c]
         else:
             parts = [v_c]
+        # a missing feature (NaN: an IDF with no word to average) takes the training mean
+        features = torch.where(torch.isnan(features), self.feature_mean, features)
         features = (features - self.feature_mean) / self.feature_std
         return self.mlp(torch.cat(parts + [features], dim=1))
 
