@@ -239,9 +239,7 @@ def test_bad_device_or_batch_size_changes_nothing(tiny_checkpoint):
 @pytest.mark.parametrize("bad", [["--epochs", "0"], ["--batch-size", "0"], ["--features", "lm", "bogus"], ["--contradiction-share", "2"],
                                  ["--lm-order", "5"], ["--lm-order", "0"],
                                  # the reused LM has its own order: one given as well would be ignored
-                                 ["--lm-order", "3", "--resources-dir", "lm-folder"],
-                                 # reused statistics may have seen the cloze stories, and cannot be cross-fitted
-                                 ["--resources-dir", "lm-folder"]])
+                                 ["--lm-order", "3", "--resources-dir", "lm-folder"]])
 def test_training_options_are_checked_before_anything_is_written(bad, tmp_path, capsys):
     from storyeval_training import train_continuation
 
@@ -345,7 +343,8 @@ def test_cloze_features_come_from_statistics_that_never_saw_their_story(monkeypa
     rated.write_text("".join(json.dumps({"context": f"Ken saw a cat number {i}.", "continuation": "He fed it.", "overall": 1 + i % 5,
                                          "relevance": 3, "interestingness": 2}) + "\n" for i in range(30)))
     results = train_continuation.train(train_continuation.parse_args(
-        ["--output-dir", str(tmp_path / "run"), "--rated-pairs", str(rated), "--cloze-pairs", "40", "--epochs", "1", "--batch-size", "8"]))
+        ["--output-dir", str(tmp_path / "run"), "--rated-pairs", str(rated), "--cloze-pairs", "40", "--epochs", "1", "--batch-size", "8",
+         "--save-statistics", str(tmp_path / "statistics")]))
     assert results["cloze_cross_fitted_folds"] == 2 and 30 <= results["cloze_pairs"] <= 40  # up to 20 a fold
     full, *out_of_fold = fitted
     assert len(full) == 43 and len(out_of_fold) == 2
@@ -355,3 +354,17 @@ def test_cloze_features_come_from_statistics_that_never_saw_their_story(monkeypa
         for extractor, contexts in cloze_calls[2 * fold : 2 * fold + 2]:
             assert contexts and not any(story.startswith(context) for context in contexts for story in fold_stories)
             assert all(story in fold_stories for story in (" ".join(s) for s in wp))  # WP never gives a cloze pair
+
+    # the saved statistics, folds included, serve a later run without refitting; without the folds, a clear error
+    fitted.clear()
+    again = train_continuation.train(train_continuation.parse_args(
+        ["--output-dir", str(tmp_path / "run2"), "--rated-pairs", str(rated), "--cloze-pairs", "40", "--epochs", "1", "--batch-size", "8",
+         "--resources-dir", str(tmp_path / "statistics")]))
+    assert not fitted and again["cloze_pairs"] == results["cloze_pairs"]
+    import shutil
+
+    shutil.rmtree(tmp_path / "statistics" / "fold1")
+    with pytest.raises(FileNotFoundError, match="fold1'\\]: no statistics for the cross-fitted cloze pairs"):
+        train_continuation.train(train_continuation.parse_args(
+            ["--output-dir", str(tmp_path / "run3"), "--rated-pairs", str(rated), "--resources-dir", str(tmp_path / "statistics")]))
+    assert not (tmp_path / "run3").exists()

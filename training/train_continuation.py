@@ -65,7 +65,10 @@ def parse_args(argv=None):
     p.add_argument("--seed", type=int, default=42, help="initialisation, shuffling and cloze pairs; does not move the held-out split")
     p.add_argument("--split-seed", type=int, default=continuation_data.HELDOUT_SPLIT_SEED,
                    help="the grouped train/validation/test split of the rated pairs; change it only to build a different held-out set")
-    p.add_argument("--resources-dir", default=None, help="reuse lm.npz / cooccurrence.npz from here")
+    p.add_argument("--resources-dir", default=None,
+                   help="reuse lm.npz / cooccurrence.npz from here (and fold<k>/ for the cloze pairs), as --save-statistics writes them")
+    p.add_argument("--save-statistics", default=None,
+                   help="also write the fitted statistics here, the cross-fitted folds' in fold<k>/, for --resources-dir")
     p.add_argument("--cache-dir", default=None)
     args = p.parse_args(argv)
     from storyeval_training.train_union import require_positive
@@ -77,9 +80,6 @@ def parse_args(argv=None):
         p.error(f"--lm-order must be 1..4, got {args.lm_order}")
     if args.cloze_pairs < 0 or not 0 <= args.contradiction_share <= 1:
         p.error("--cloze-pairs must not be negative and --contradiction-share must be in [0, 1]")
-    if args.resources_dir and args.cloze_pairs:
-        p.error("--resources-dir reuses statistics fitted on stories the cloze pairs come from, which cannot be "
-                "cross-fitted: add --cloze-pairs 0")
     return args
 
 
@@ -88,6 +88,16 @@ def corpus_stories(cache_dir=None) -> tuple[list[list[str]], list[list[str]]]:
     roc = load_split(ROCStories, "train", cache_dir=cache_dir)
     wp = load_split(WritingPrompts, "train", cache_dir=cache_dir)
     return list(roc["sentences"]), [[c] + s for c, s in zip(wp["context"], wp["sentences"])]
+
+
+def load_statistics(folder: Path) -> tuple[NgramLM, CooccurrenceStats]:
+    return NgramLM.load(folder / "lm.npz"), CooccurrenceStats.load(folder / "cooccurrence.npz")
+
+
+def save_statistics(folder: Path, lm: NgramLM, cooccurrence: CooccurrenceStats) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    lm.save(folder / "lm.npz")
+    cooccurrence.save(folder / "cooccurrence.npz")
 
 
 def story_fold(sentences: list[str]) -> int:
@@ -161,14 +171,26 @@ def train(args) -> dict:
         exclude |= {textlib.leakage_key(c) for c in continuation_data.read_story_cloze(cloze_path)["context"]}
     corpus_size = None  # statistics loaded from --resources-dir carry no count
     if args.resources_dir:
-        lm = NgramLM.load(Path(args.resources_dir) / "lm.npz")
+        reused = Path(args.resources_dir)
+        missing = [str(reused / f"fold{fold}") for fold in range(CLOZE_FOLDS) if args.cloze_pairs and not (reused / f"fold{fold}").is_dir()]
+        if missing:
+            raise FileNotFoundError(f"{missing}: no statistics for the cross-fitted cloze pairs; write them with "
+                                    "--save-statistics, or pass --cloze-pairs 0")
+        lm, cooccurrence = load_statistics(reused)
         args.lm_order = lm.order  # recorded, and named in the model card
-        cooccurrence = CooccurrenceStats.load(Path(args.resources_dir) / "cooccurrence.npz")
+
+        def out_of_fold_statistics(fold: int):
+            return load_statistics(reused / f"fold{fold}")
     else:
         roc_stories, wp_stories = ([s for s in corpus if textlib.leakage_key(s[0]) not in exclude] for corpus in corpus_stories(args.cache_dir))
         args.lm_order = args.lm_order or 4
         lm, cooccurrence = fit_resources(roc_stories + wp_stories, args.lm_order)
         corpus_size = len(roc_stories) + len(wp_stories)
+
+        def out_of_fold_statistics(fold: int):
+            return fit_resources([s for s in roc_stories if story_fold(s) != fold] + wp_stories, args.lm_order)
+    if args.save_statistics:
+        save_statistics(Path(args.save_statistics), lm, cooccurrence)
 
     def extractor_for(lm, cooccurrence) -> FeatureExtractor:
         return FeatureExtractor(lm=lm if "lm" in args.features else None,
@@ -193,8 +215,10 @@ def train(args) -> dict:
             pairs = continuation_data.cloze_pairs(held_out, seed=args.seed, exclude_keys=frozenset(exclude), lexicon=lexicon,
                                                   contradiction_share=args.contradiction_share)
             pairs = pairs.select(range(min(-(-args.cloze_pairs // CLOZE_FOLDS), len(pairs))))
-            fitted_on = [s for s in roc_stories if story_fold(s) != fold] + wp_stories
-            out_of_fold = extractor_for(*fit_resources(fitted_on, args.lm_order))
+            fold_statistics = out_of_fold_statistics(fold)
+            if args.save_statistics:
+                save_statistics(Path(args.save_statistics) / f"fold{fold}", *fold_statistics)
+            out_of_fold = extractor_for(*fold_statistics)
             folds.append(pairs)
             rights.append(featurize(out_of_fold, pairs["context"], pairs["right"]))
             wrongs.append(featurize(out_of_fold, pairs["context"], pairs["wrong"]))
