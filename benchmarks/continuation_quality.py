@@ -82,6 +82,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--checkpoint", default=str(CHECKOUT / "hub_cards" / "continuation-quality"))
     parser.add_argument("--update-card", action="store_true", help="rewrite the checkpoint's model card with these figures")
+    parser.add_argument("--output", default="continuation_quality", help="results file name under benchmarks/results/")
     parser.add_argument("--ablation", action="store_true",
                         help="retrain with all features, without each feature group, and with contradicting cloze negatives (the first run fits the LM / PMI statistics, the others reuse them)")
     args = parser.parse_args(argv)
@@ -117,7 +118,7 @@ def main(argv=None):
                 print(name, json.dumps(ablation["variants"][name]["spearman"]), json.dumps(ablation["variants"][name]["story_cloze_accuracy"]))
         # its own file, so rerunning the main figures keeps the ablation
         print("wrote", write_results("continuation_quality_ablation", ablation))
-    print("wrote", write_results("continuation_quality", payload))
+    print("wrote", write_results(args.output, payload))
 
 
 if __name__ == "__main__":
