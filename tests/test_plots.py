@@ -112,6 +112,24 @@ def test_reorder_matches_a_concept_across_phrases_of_one_sentence(lexicon):
         assert out[0] == ["i", "got", "out of bed"] and out[1][0].endswith("woke") and out[2] == ["bus"]
 
 
+def test_reorder_skips_pairs_conceptnet_orders_both_ways_and_flips_that_stay_logical():
+    triples = [("Causes", "listen", "hear"), ("Causes", "hear", "listen"),  # either order is logical
+               ("HasPrerequisite", "remember", "forget"), ("HasPrerequisite", "eat breakfast", "make breakfast"),
+               ("Causes", "wake up", "get out of bed")]
+    lexicon = PlotLexicon.from_triples(triples, {})
+    assert reorder_nonlogically([["listened"], ["heard"]], random.Random(0), lexicon) is None
+    # swapping "forgot" with the first "remembered" would leave the second one after it, still logical:
+    # only the swap with the last one is a flip
+    for seed in range(10):
+        out = reorder_nonlogically([["forgot"], ["remembered"], ["remembered"]], random.Random(seed), lexicon)
+        assert [[phrase.split()[-1] for phrase in sentence] for sentence in out] == [["remembered"], ["remembered"], ["forgot"]]
+    # a pair across sentence plots is flipped before one inside a sentence plot
+    plot = [["woke up", "got out of bed"], ["made breakfast"], ["ate breakfast"]]
+    for seed in range(10):
+        out = reorder_nonlogically(plot, random.Random(seed), lexicon)
+        assert out[0] == plot[0] and out[1][0] == "ate breakfast" and out[2][0].endswith("made breakfast")
+
+
 def test_reorder_without_a_pair_falls_back_to_swapping_sentence_plots(lexicon):
     plot = [["dog"], ["ate breakfast"], ["made breakfast"]]  # already in the wrong order
     assert reorder_nonlogically(plot, random.Random(0), lexicon) is None

@@ -201,21 +201,33 @@ def _swap_spans(plot: Plot, early: Span, late: Span, connective: str | None) -> 
 
 
 def reorder_nonlogically(plot: Plot, rng: random.Random, lexicon: PlotLexicon) -> Plot | None:
-    """Flip a ConceptNet-ordered concept pair ("make breakfast" ... "eat breakfast"); None if the plot has none."""
+    """Flip a ConceptNet-ordered concept pair ("make breakfast" ... "eat breakfast"); None if the plot has none.
+
+    Pairs that ConceptNet orders both ways (listen / hear) are skipped, as their flip is logical too;
+    a flip that leaves another mention of the pair in logical order (a later "remember" still after
+    "forget") is refused; pairs in different sentence plots come first, since two phrases swapped
+    inside one sentence plot give the generator the same sentence.
+    """
     mentions = lexicon.find_concepts(plot, lexicon.ordered_concepts)
-    pairs = [
-        (early, late)
+    pairs = sorted({
+        (early, late, first, then)
         for (early, first), (late, then) in itertools.permutations(mentions, 2)
-        if early.precedes(late) and then in lexicon.followers.get(first, ())
-    ]
-    pairs = sorted(set(pairs))
+        if early.precedes(late) and then in lexicon.followers.get(first, ()) and first not in lexicon.followers.get(then, ())
+    })
     rng.shuffle(pairs)
+    pairs.sort(key=lambda pair: pair[0].sentence == pair[1].sentence)  # stable: the shuffle decides within each kind
     connective = rng.choice(CONNECTIVES) if rng.random() < CONNECTIVE_PROBABILITY else None
-    for early, late in pairs:
+    for early, late, first, then in pairs:
         flipped = _swap_spans(plot, early, late, connective)
-        if flipped != plot:  # two mentions with the same words swap to no change
+        if flipped != plot and not _in_logical_order(flipped, first, then, lexicon):  # same words swap to no change
             return flipped
     return None
+
+
+def _in_logical_order(plot: Plot, first: Concept, then: Concept, lexicon: PlotLexicon) -> bool:
+    """Whether some mention of ``first`` still comes before some mention of ``then``."""
+    mentions = lexicon.find_concepts(plot, frozenset({first, then}))
+    return any(a.precedes(b) for a, concept_a in mentions if concept_a == first for b, concept_b in mentions if concept_b == then)
 
 
 def swap_sentence_plots(plot: Plot, rng: random.Random) -> Plot | None:
