@@ -3,8 +3,8 @@
 ``C_w[u, v]`` counts how often word ``v`` occurs within ``w`` tokens after word
 ``u`` in the same story. The tokens are what ``fit`` is given: the training code and
 the feature extractor give it content words (stopwords and punctuation removed), so
-the windows of 10/25/50 span about twice as many running words. PMI(u, v) = log(C_w[u, v] * N^2 / (T_w * c(u) * c(v)))
-with N the number of tokens and T_w the number of counted pairs; only pairs seen
+the windows of 10/25/50 span about twice as many running words.
+PMI(u, v) = log(C_w[u, v] * N^2 / (T_w * c(u) * c(v))) with N the number of tokens and T_w the number of counted pairs; only pairs seen
 more than ``min_pair_count`` times (10, as in Sagarkar et al.) are kept.
 """
 from __future__ import annotations
