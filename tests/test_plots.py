@@ -93,6 +93,12 @@ def test_verb_argument_plot_has_the_release_shape():
     assert extract_verb_argument_plot(["It was green .", "We pushed our spacecraft to their limits ."]) == [[], ["We", "pushed", "our spacecraft"]]
 
 
+def test_a_name_placeholder_is_never_taken_for_a_verb():
+    # the tagger called "[FEMALE]" a verb here, which made it a plot item of its own
+    assert verb_argument_plot("[MALE] and [FEMALE] went to the store .") == ["[FEMALE]", "went", "the store"]
+    assert verb_argument_plot("then [FEMALE] smiled at [MALE] .") == ["[FEMALE]", "smiled", "[MALE]"]
+
+
 # ---- manipulations ----------------------------------------------------------
 
 

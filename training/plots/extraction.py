@@ -122,13 +122,19 @@ def _is_auxiliary(tagged: list[tuple[str, str]], index: int) -> bool:
     return False
 
 
+_PLACEHOLDER_STAND_INS = {"[MALE]": "John", "[FEMALE]": "Mary", "[NEUTRAL]": "Alex"}
+
+
 def verb_argument_plot(sentence: str) -> list[str]:
     """One sentence's ``[ARG0] verb [ARG1]`` phrases, in sentence order (see the module docstring)."""
     tokens = textlib.tokenize(sentence, lowercase=False)
     if not tokens:
         return []
-    # the tagger calls a lower-cased "i" an adverb or a verb; the corpora here are lower-cased
-    tagged = resources.pos_tag(["I" if token == "i" else token for token in tokens])
+    # the tagger calls a lower-cased "i" an adverb or a verb (the corpora here are lower-cased), and a
+    # name placeholder sometimes a verb: it tags stand-ins, the plot keeps the tokens
+    stand_ins = {"i": "I", **_PLACEHOLDER_STAND_INS}
+    tagged = resources.pos_tag([stand_ins.get(token, token) for token in tokens])
+    tagged = [(token, tag) for token, (_, tag) in zip(tokens, tagged)]
     verbs = [
         i
         for i, (token, tag) in enumerate(tagged)
