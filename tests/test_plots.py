@@ -99,6 +99,18 @@ def test_a_name_placeholder_is_never_taken_for_a_verb():
     assert verb_argument_plot("then [FEMALE] smiled at [MALE] .") == ["[FEMALE]", "smiled", "[MALE]"]
 
 
+def test_a_release_plot_is_cut_where_its_kept_story_ends_not_by_sentence_count():
+    from storyeval_training.plots.build_plots import cut_to_story
+
+    # the release put two of the story's sentences in one chunk, so the plot has more parts than sentences
+    plot = [["Maria", "received", "a call"], ["sighed"], ["fix", "six years of disability"], ["dragons", "flew"]]
+    sentences = ["[FEMALE] received a call .", "'' [FEMALE] sighed . it was time to fix six years of disability ."]
+    assert cut_to_story(plot, sentences) == plot[:3]  # the dragons come after the kept text
+    # never fewer sentence plots than sentences, and a plot no longer than its story is kept whole
+    assert cut_to_story([["zzz"], ["yyy"], ["xxx"]], ["a b .", "c d ."]) == [["zzz"], ["yyy"]]
+    assert cut_to_story(plot[:2], sentences) == plot[:2]
+
+
 # ---- manipulations ----------------------------------------------------------
 
 

@@ -16,9 +16,14 @@ first sentence opens a human-judged item; of the whole split, before
 included: substitution draws from the selected stories' sentence plots, so
 another ``--limit`` changes the manipulations of stories that get a substitution.
 
-The WP release's plots often cover more sentences than its stories keep (and
-the builder cuts stories at 200 words), so a plot is cut to its story's
-sentences: every sentence plot then has its sentence.
+The WP release's plots often cover more of the story than the builder keeps (it
+cuts stories at 200 words), so such a plot is cut where the kept text ends: its
+sentence plots are matched in order against the kept text (content words, names
+folded) and cut after the last one found, never before the story's own sentence
+count. The release splits sentences differently from the builder (one ``</s>``
+chunk may hold several sentences), so cutting by count alone dropped plot parts of
+sentences the story keeps. ``plots_stats.json`` counts the release plots whose
+sentence count differs from their story's.
 """
 from __future__ import annotations
 
@@ -34,6 +39,8 @@ from pathlib import Path
 import datasets
 from tqdm.auto import tqdm
 
+from storyeval import resources
+from storyeval import text as textlib
 from storyeval_training import paths
 from storyeval_training.builders import BUILDERS, prepare
 from storyeval_training.plots.extraction import extract_plot
@@ -57,18 +64,44 @@ PLOT_FEATURES = datasets.Features(
 )
 
 
-def story_plots(stories: datasets.Dataset, dataset: str, plot_source: str) -> list[list[list[str]]]:
-    """One plot per story, cut to the story's sentences."""
+def story_plots(stories: datasets.Dataset, dataset: str, plot_source: str) -> tuple[list[list[list[str]]], int]:
+    """One plot per story, cut where the story's kept text ends, and how many release plots had
+    another sentence count than their story (0 for extracted plots, one per sentence)."""
     if plot_source not in PLOT_SOURCES:
         raise KeyError(f"unknown plot source {plot_source!r}; choose from {PLOT_SOURCES}")
-    plots = []
+    plots, mismatched = [], 0
     for example in tqdm(stories, desc=f"plots ({plot_source})", unit="story"):
         if plot_source == "paper":
             plot = example["plot"]
+            mismatched += len(plot) != len(example["sentences"])
         else:
             plot = extract_plot(dataset, example["sentences"])
-        plots.append([list(sentence) for sentence in plot[: len(example["sentences"])]])
-    return plots
+        plots.append([list(sentence) for sentence in cut_to_story(plot, example["sentences"])])
+    return plots, mismatched
+
+
+def _folded(word: str) -> str | None:
+    """A plot or story word as the two are compared: lower-cased, names and placeholders as one
+    symbol; None for a stopword or a token without letters."""
+    if word.upper() in textlib.NAME_PLACEHOLDERS or textlib.name_gender(word, cased=word[:1].isupper()):
+        return "<name>"
+    word = word.lower()
+    return word if word.isalpha() and word not in resources.stopwords() else None
+
+
+def cut_to_story(plot: list[list[str]], sentences: list[str]) -> list[list[str]]:
+    """``plot`` without the sentence plots past the end of the kept ``sentences`` (module docstring)."""
+    if len(plot) <= len(sentences):
+        return plot
+    story = [_folded(token) for token in " ".join(sentences).split()]
+    position = kept = 0
+    for index, sentence_plot in enumerate(plot):
+        words = {w for phrase in sentence_plot for w in map(_folded, phrase.split()) if w}
+        found = [story.index(w, position) for w in words if w in story[position:]]
+        if words and not found:
+            break
+        position, kept = min(found, default=position), index + 1
+    return plot[: max(kept, len(sentences))]
 
 
 def manipulate_all(
@@ -106,9 +139,10 @@ def build(
     data_dir: str | None = None,
     cache_dir: str | None = None,
     techniques: Sequence[str] = TECHNIQUES,
-) -> tuple[datasets.Dataset, int, Counter]:
+) -> tuple[datasets.Dataset, int, Counter, int]:
     """(story, plot, manipulated plot) rows for one split of ``dataset`` ('roc' or 'wp'), the count skipped
-    without a plot, and the stories the leakage rule dropped by split."""
+    without a plot, the stories the leakage rule dropped by split, and the release plots whose sentence
+    count differs from their story's."""
     if dataset not in BUILDERS:
         raise KeyError(f"unknown dataset {dataset!r}; choose from {sorted(BUILDERS)}")
     check_techniques(techniques)  # before the slow part
@@ -119,9 +153,11 @@ def build(
     stories = builder.as_dataset(split=split)
     if limit:
         stories = stories.select(range(min(limit, len(stories))))
-    plots = story_plots(stories, dataset, plot_source)
+    plots, mismatched = story_plots(stories, dataset, plot_source)
+    if mismatched:
+        logger.warning("%d of %d release plots have another sentence count than their story", mismatched, len(plots))
     rows, skipped = manipulate_all(stories, plots, seed, lexicon, techniques)
-    return rows, skipped, builder.leakage_dropped()
+    return rows, skipped, builder.leakage_dropped(), mismatched
 
 
 def technique_counts(rows: datasets.Dataset) -> dict:
@@ -161,13 +197,13 @@ def main(argv=None):
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     started = time.perf_counter()
     run_environment = environment()  # taken at the start: the code the run ran, not what the checkout holds when it ends
-    rows, skipped, leaked = build(args.dataset, args.split, args.plot_source, args.seed, args.limit, args.data_dir, args.cache_dir, args.techniques)
+    rows, skipped, leaked, mismatched = build(args.dataset, args.split, args.plot_source, args.seed, args.limit, args.data_dir, args.cache_dir, args.techniques)
     logger.info("leakage rule: dropped %d stories of this split (%d of all splits)", leaked[args.split], sum(leaked.values()))
     if skipped:
         logger.warning("%d stories have no plot (%s source) and were left out", skipped, args.plot_source)
     rows.save_to_disk(args.output_dir)
     stats = technique_counts(rows)
-    stats.update(skipped_without_plot=skipped, dataset=args.dataset, split=args.split, plot_source=args.plot_source, seed=args.seed,
+    stats.update(skipped_without_plot=skipped, plots_with_another_sentence_count=mismatched, dataset=args.dataset, split=args.split, plot_source=args.plot_source, seed=args.seed,
                  allowed_techniques=args.techniques,
                  # the leakage rule (shared/data/README.md): this split's share, and the whole corpus's
                  leakage_dropped_stories=leaked[args.split], leakage_dropped_stories_all_splits=sum(leaked.values()))
