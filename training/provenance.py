@@ -18,6 +18,8 @@ import storyeval
 CHECKOUT = Path(__file__).resolve().parents[1]
 TRAINING = Path(__file__).resolve().parent
 RUNTIME = Path(storyeval.__file__).resolve().parent
+# the runtime's text normalisation (tokenising, names, NLTK access), which training data goes through too
+TEXT_PIPELINE = (RUNTIME / "text.py", RUNTIME / "resources.py", RUNTIME / "lowercase_names.txt")
 
 
 def source_hash(files: Iterable[Path]) -> str:

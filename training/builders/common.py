@@ -38,10 +38,7 @@ FEATURES = datasets.Features(
 
 
 # the code that reads, screens, splits and preprocesses the stories
-BUILDERS_CODE = provenance.source_hash(
-    [*(provenance.TRAINING / "builders").glob("*.py"), provenance.RUNTIME / "text.py", provenance.RUNTIME / "resources.py",
-     provenance.RUNTIME / "lowercase_names.txt"]
-)
+BUILDERS_CODE = provenance.source_hash([*(provenance.TRAINING / "builders").glob("*.py"), *provenance.TEXT_PIPELINE])
 
 
 @dataclasses.dataclass

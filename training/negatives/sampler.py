@@ -33,9 +33,7 @@ MAX_ATTEMPTS = 5
 # the code that turns a tagged story into a negative; part of the sampler's state, so that
 # `datasets` caches of map(make_pairs) built by older code are not reused
 NEGATIVES_CODE = provenance.source_hash(
-    [*(provenance.TRAINING / "negatives").glob("*.py"), provenance.TRAINING / "build_negatives.py",
-     provenance.RUNTIME / "text.py", provenance.RUNTIME / "resources.py",
-     provenance.RUNTIME / "lowercase_names.txt"]
+    [*(provenance.TRAINING / "negatives").glob("*.py"), provenance.TRAINING / "build_negatives.py", *provenance.TEXT_PIPELINE]
 )
 
 

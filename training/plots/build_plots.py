@@ -89,6 +89,14 @@ def _folded(word: str) -> str | None:
     return word if word.isalpha() and word not in resources.stopwords() else None
 
 
+def _index_from(story: list[str | None], word: str, start: int) -> int | None:
+    """The first position of ``word`` in ``story`` at or after ``start``, or None (one scan, no copy)."""
+    try:
+        return story.index(word, start)
+    except ValueError:
+        return None
+
+
 def cut_to_story(plot: list[list[str]], sentences: list[str]) -> list[list[str]]:
     """``plot`` without the sentence plots past the end of the kept ``sentences`` (module docstring)."""
     if len(plot) <= len(sentences):
@@ -97,7 +105,7 @@ def cut_to_story(plot: list[list[str]], sentences: list[str]) -> list[list[str]]
     position = kept = 0
     for index, sentence_plot in enumerate(plot):
         words = {w for phrase in sentence_plot for w in map(_folded, phrase.split()) if w}
-        found = [story.index(w, position) for w in words if w in story[position:]]
+        found = [i for i in (_index_from(story, w, position) for w in words) if i is not None]
         if words and not found:
             break
         position, kept = min(found, default=position), index + 1
