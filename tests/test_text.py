@@ -87,3 +87,21 @@ def test_a_placeholder_does_not_make_lower_cased_text_count_as_cased():
 
     assert not is_cased("[MALE] met kate .") and is_cased("Ken met Kate.")
     assert normalize_story("[MALE] met kate .") == normalize_story("he met kate .").replace("he", "[MALE]", 1) == "[MALE] met [FEMALE] ."
+
+
+@pytest.mark.parametrize("bad", [["--min-capitalised", "0"], ["--min-share", "0.5"], ["--min-share", "1.5"]])
+def test_lowercase_names_options_are_checked_before_anything_is_read(bad, tmp_path, capsys):
+    from storyeval_training import lowercase_names
+
+    with pytest.raises(SystemExit):
+        lowercase_names.main(["--output", str(tmp_path / "names.txt"), *bad])
+    assert "--min-capitalised must be at least 1 and --min-share in (0.5, 1]" in capsys.readouterr().err
+    assert not (tmp_path / "names.txt").exists()
+
+
+def test_lowercase_names_without_the_cased_text_names_the_missing_file(tmp_path):
+    from storyeval_training import lowercase_names
+
+    with pytest.raises(FileNotFoundError, match="wp_valid.target"):
+        lowercase_names.main(["--data-dir", str(tmp_path), "--output", str(tmp_path / "names.txt")])
+    assert not (tmp_path / "names.txt").exists()
