@@ -113,6 +113,7 @@ def test_read_antonyms_keeps_single_words_of_all_four_relations(tmp_path):
     path = tmp_path / "a.txt"
     path.write_text("go|||/r/Antonym|||stay come\ngo|||/r/NotDesires|||come\ngo|||/r/NotCapableOf|||stand still\n")
     assert read_antonyms(path) == {"go": ["stay", "come", "stand", "still"]}
+    assert read_antonyms(path, relations=["/r/Antonym"]) == {"go": ["stay", "come"]}
     path.write_text("go|||stay\n")
     with pytest.raises(ValueError, match=r"a.txt:1:"):
         read_antonyms(path)

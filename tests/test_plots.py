@@ -30,7 +30,10 @@ ROC_STORY = [
     "he asked as calmly as possible why fedex did n't just bring it to him .",
 ]
 PLOT = [["made breakfast", "kitchen"], ["happy"], ["ate breakfast"], ["left", "school bus"]]
-ANTONYMS = "happy|||/r/Antonym|||sad unhappy\nhappy|||/r/NotDesires|||\nup|||/r/Antonym|||down\n"
+ANTONYMS = (
+    "happy|||/r/Antonym|||sad unhappy frown\nhappy|||/r/NotDesires|||cry\n"
+    "win|||/r/Antonym|||lose lost\nup|||/r/Antonym|||down\n"
+)
 TRIPLES = [
     ("HasPrerequisite", "eat breakfast", "make breakfast", "train"),
     ("Causes", "wake up", "get out of bed", "train"),
@@ -161,6 +164,14 @@ def test_contradiction_inserts_an_antonym_next_to_its_phrase(lexicon):
     out = insert_contradiction([["party"], ["happy"], ["school"]], random.Random(0), lexicon)
     assert out[1][0] == "happy" and out[1][1] in ("sad", "unhappy")
     assert out[0] == ["party"] and out[2] == ["school"]
+
+
+def test_contradiction_antonyms_share_the_words_part_of_speech_and_inflection(lexicon):
+    # "frown" (a noun or verb) is no opposite of the adjective "happy"; "won" turns into "lost", not "lose"
+    options = {tuple(insert_contradiction([["happy"]], random.Random(seed), lexicon)[0]) for seed in range(20)}
+    assert options == {("happy", "sad"), ("happy", "unhappy")}
+    options = {tuple(insert_contradiction([["won lottery"]], random.Random(seed), lexicon)[0]) for seed in range(20)}
+    assert options == {("won lottery", "lost lottery")}
 
 
 def test_contradiction_uses_negated_relations(lexicon):
@@ -316,7 +327,8 @@ def test_lexicon_reads_the_split_files_without_the_selected_file(tmp_path):
     lexicon = PlotLexicon.from_data_dir(tmp_path)
     assert lexicon.followers[("make", "breakfast")] == {("eat", "breakfast")}
     assert lexicon.negated == {("cat",): ["fly"]}
-    assert "up" not in lexicon.antonyms and lexicon.antonyms["happy"] == ["sad", "unhappy"]
+    # NotDesires targets ("happy" -> "cry") are no antonyms
+    assert "up" not in lexicon.antonyms and lexicon.antonyms["happy"] == ["sad", "unhappy", "frown"]
 
 
 def test_missing_lexicon_files_are_named(tmp_path):

@@ -55,8 +55,9 @@ def _lemmas(token: str, upos: str) -> tuple[str, ...]:
     return getAllLemmas(token).get(upos, ())
 
 
-def read_antonyms(path) -> dict[str, list[str]]:
-    """``word|||/r/Relation|||target target ...`` -> {word: [single-word targets]}."""
+def read_antonyms(path, relations: Iterable[str] = ANTONYM_RELATIONS) -> dict[str, list[str]]:
+    """``word|||/r/Relation|||target target ...`` -> {word: [single-word targets of ``relations``]}."""
+    relations = frozenset(relations)
     antonyms: dict[str, list[str]] = {}
     for lineno, line in open_lines(path):
         if not line.strip():
@@ -67,9 +68,30 @@ def read_antonyms(path) -> dict[str, list[str]]:
         word, relation, targets = fields
         if relation not in ANTONYM_RELATIONS:
             raise InputFormatError(path, lineno, f"unknown relation {relation!r}")
+        if relation not in relations:
+            continue
         found = antonyms.setdefault(word, [])
         found.extend(t for t in targets.split() if t.isalpha() and t != word and t not in found)
     return antonyms
+
+
+def inflected_antonyms(token: str, tag: str, antonyms: dict[str, list[str]]) -> list[str]:
+    """Antonyms of ``token`` (as it stands or by its lemma) with the part of speech of Penn ``tag``, inflected to it."""
+    upos = _upos(tag)
+    if upos is None:
+        return []
+    options = []
+    for lemma in dict.fromkeys((token, *_lemmas(token, upos))):
+        for target in antonyms.get(lemma, ()):
+            # inflect the target's lemma: targets can be inflected already ("lost", "going"),
+            # and inflecting those again gives non-words ("losted", "goinging")
+            for target_lemma in getAllLemmas(target).get(upos, ()):
+                inflected = getInflection(target_lemma, tag=tag)
+                form = inflected[0] if inflected else target_lemma
+                # lemminflect inflects by rule, so "poorly" gives "poorliest": keep forms English text uses
+                if form != token and form not in options and word_frequency(form, "en") > 0:
+                    options.append(form)
+    return options
 
 
 def read_concept_words(paths: Iterable) -> set[str]:
@@ -125,20 +147,7 @@ class KeywordLexicon:
 
     def antonym(self, token: str, tag: str, rng: random.Random) -> str | None:
         """A ConceptNet antonym of the same part of speech, inflected like ``token``."""
-        upos = _upos(tag)
-        if upos is None:
-            return None
-        options = []
-        for lemma in dict.fromkeys((token, *_lemmas(token, upos))):
-            for target in self.antonyms.get(lemma, ()):
-                # inflect the target's lemma: targets can be inflected already ("lost", "going"),
-                # and inflecting those again gives non-words ("losted", "goinging")
-                for target_lemma in getAllLemmas(target).get(upos, ()):
-                    inflected = getInflection(target_lemma, tag=tag)
-                    form = inflected[0] if inflected else target_lemma
-                    # lemminflect inflects by rule, so "poorly" gives "poorliest": keep forms English text uses
-                    if form != token and form not in options and word_frequency(form, "en") > 0:
-                        options.append(form)
+        options = inflected_antonyms(token, tag, self.antonyms)
         return rng.choice(options) if options else None
 
     def same_tag_keyword(self, token: str, tag: str, rng: random.Random) -> str | None:

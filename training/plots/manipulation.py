@@ -14,7 +14,8 @@ never changes, since the generator writes one sentence per sentence plot.
   :func:`swap_sentence_plots`, which swaps two different sentence plots so the
   order really changes; :func:`manipulate_plot` records that fallback as
   ``reorder_fallback`` rather than ``reorder_nonlogically``.
-* :func:`insert_contradiction` -- a ConceptNet antonym of a plot word (or a
+* :func:`insert_contradiction` -- the phrase with a word turned into a
+  ConceptNet antonym of the same part of speech, inflected alike, (or a
   NotDesires / NotCapableOf / NotHasProperty tail of a plot concept) inserted
   right after the phrase it contradicts.
 * :func:`insert_repetition` -- copies of random phrases at random positions, or
@@ -36,11 +37,11 @@ from collections import Counter
 from collections.abc import Collection, Iterable, Sequence
 from pathlib import Path
 
-from lemminflect import getAllLemmas
+from lemminflect import getAllInflections, getAllLemmas
 
 from storyeval import resources
 from storyeval_training.builders.common import InputFormatError, open_lines
-from storyeval_training.negatives.substitution import read_antonyms
+from storyeval_training.negatives.substitution import inflected_antonyms, read_antonyms
 
 Plot = list[list[str]]
 Concept = tuple[str, ...]  # content lemmas of a ConceptNet concept
@@ -67,13 +68,36 @@ def _word_forms(token: str) -> tuple[str, ...]:
     return (word, *sorted(lemmas - {word}))
 
 
+@functools.lru_cache(maxsize=200_000)
+def _penn_tags(token: str) -> tuple[str, ...]:
+    """The Penn tags ``token`` can carry as an inflection of one of its lemmas ("won": VBD, VBN)."""
+    word = token.lower()
+    tags = []
+    for upos, lemmas in getAllLemmas(word).items():
+        for lemma in lemmas:
+            # only a tag's usual form: lemminflect also lists "dog" as a rare plural of "dog"
+            tags.extend(tag for tag, forms in getAllInflections(lemma, upos).items() if forms[0] == word)
+    return tuple(dict.fromkeys(tags))
+
+
+def _antonyms_like(token: str, antonyms: dict[str, list[str]]) -> list[str]:
+    """Antonyms sharing a part of speech with ``token``, inflected like it ("won" -> "lost").
+
+    Plot phrases are keywords out of their sentence, so every tag the word can
+    carry is tried rather than a tagger's guess.
+    """
+    options = (inflected_antonyms(token.lower(), tag, antonyms) for tag in _penn_tags(token))
+    return list(dict.fromkeys(itertools.chain.from_iterable(options)))
+
+
 @dataclasses.dataclass
 class PlotLexicon:
     """ConceptNet resources for the manipulations, loaded once."""
 
     # concept -> concepts that logically come after it
     followers: dict[Concept, frozenset[Concept]]
-    # word -> antonyms and negated-relation targets (UNION's lexicon)
+    # word -> its ConceptNet antonyms (only /r/Antonym: a NotDesires tail such as
+    # "person" -> "pain" is no opposite of the word; negated relations go through ``negated``)
     antonyms: dict[str, list[str]]
     # concept -> tails of its NotDesires / NotCapableOf / NotHasProperty triples
     negated: dict[Concept, list[str]]
@@ -110,7 +134,7 @@ class PlotLexicon:
         for path in (antonym_path, *triple_paths):
             _require(path)
         triples = [triple for path in triple_paths for triple in read_triples(path)]
-        return cls.from_triples(triples, read_antonyms(antonym_path))
+        return cls.from_triples(triples, read_antonyms(antonym_path, relations=("/r/Antonym",)))
 
     @classmethod
     def from_data_dir(cls, data_dir) -> PlotLexicon:
@@ -248,9 +272,8 @@ def insert_contradiction(plot: Plot, rng: random.Random, lexicon: PlotLexicon) -
         for p, phrase in enumerate(sentence):
             words = phrase.split()
             for w, word in enumerate(words):
-                for form in _word_forms(word):
-                    for antonym in lexicon.antonyms.get(form, ()):
-                        options.append((s, p, " ".join(words[:w] + [antonym] + words[w + 1 :])))
+                for antonym in _antonyms_like(word, lexicon.antonyms):
+                    options.append((s, p, " ".join(words[:w] + [antonym] + words[w + 1 :])))
     for span, head in lexicon.find_concepts(plot, frozenset(lexicon.negated)):
         options.extend((span.sentence, span.last, tail) for tail in lexicon.negated[head])
     options = list(dict.fromkeys(options))
