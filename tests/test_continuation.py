@@ -248,6 +248,18 @@ def test_training_options_are_checked_before_anything_is_written(bad, tmp_path, 
     assert not (tmp_path / "run").exists()
 
 
+def test_a_statistics_folder_that_cannot_be_written_is_refused_before_fitting(tmp_path, capsys):
+    from storyeval_training import train_continuation
+
+    (tmp_path / "a-file").write_text("")
+    for folder in (tmp_path / "a-file", tmp_path / "a-file" / "statistics"):
+        with pytest.raises(SystemExit):
+            train_continuation.parse_args(["--output-dir", str(tmp_path / "run"), "--save-statistics", str(folder)])
+        assert f"{tmp_path / 'a-file'} is not a folder" in capsys.readouterr().err
+    assert train_continuation.parse_args(["--output-dir", str(tmp_path / "run"), "--save-statistics", str(tmp_path / "new" / "statistics")])
+    assert not (tmp_path / "new").exists() and not (tmp_path / "run").exists()
+
+
 def test_missing_rated_pairs_leave_no_output_folder(tmp_path):
     from storyeval_training import train_continuation
 

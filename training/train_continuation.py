@@ -21,6 +21,7 @@ import argparse
 import hashlib
 import json
 import logging
+import os
 import random
 import time
 from pathlib import Path
@@ -80,7 +81,19 @@ def parse_args(argv=None):
         p.error(f"--lm-order must be 1..4, got {args.lm_order}")
     if args.cloze_pairs < 0 or not 0 <= args.contradiction_share <= 1:
         p.error("--cloze-pairs must not be negative and --contradiction-share must be in [0, 1]")
+    if args.save_statistics and (problem := unwritable_folder(Path(args.save_statistics))):
+        p.error(f"--save-statistics {args.save_statistics}: {problem}")  # now, not after minutes of fitting
     return args
+
+
+def unwritable_folder(folder: Path) -> str | None:
+    """Why ``folder`` could not be created or written into, or None; checked without creating anything."""
+    existing = next(path for path in (folder, *folder.parents) if path.exists() or path == path.parent)
+    if not existing.is_dir():
+        return f"{existing} is not a folder"
+    if not os.access(existing, os.W_OK | os.X_OK):
+        return f"{existing} is not writable"
+    return None
 
 
 def corpus_stories(cache_dir=None) -> tuple[list[list[str]], list[list[str]]]:
