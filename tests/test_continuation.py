@@ -248,7 +248,7 @@ def test_training_options_are_checked_before_anything_is_written(bad, tmp_path, 
     assert not (tmp_path / "run").exists()
 
 
-def test_a_statistics_folder_that_cannot_be_written_is_refused_before_fitting(tmp_path, capsys):
+def test_output_folders_that_cannot_be_written_are_refused_before_fitting(tmp_path, capsys):
     from storyeval_training import train_continuation
 
     (tmp_path / "a-file").write_text("")
@@ -256,6 +256,9 @@ def test_a_statistics_folder_that_cannot_be_written_is_refused_before_fitting(tm
         with pytest.raises(SystemExit):
             train_continuation.parse_args(["--output-dir", str(tmp_path / "run"), "--save-statistics", str(folder)])
         assert f"{tmp_path / 'a-file'} is not a folder" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        train_continuation.parse_args(["--output-dir", str(tmp_path / "a-file" / "run")])
+    assert "--output-dir" in capsys.readouterr().err
     assert train_continuation.parse_args(["--output-dir", str(tmp_path / "run"), "--save-statistics", str(tmp_path / "new" / "statistics")])
     assert not (tmp_path / "new").exists() and not (tmp_path / "run").exists()
 

@@ -81,8 +81,10 @@ def parse_args(argv=None):
         p.error(f"--lm-order must be 1..4, got {args.lm_order}")
     if args.cloze_pairs < 0 or not 0 <= args.contradiction_share <= 1:
         p.error("--cloze-pairs must not be negative and --contradiction-share must be in [0, 1]")
-    if args.save_statistics and (problem := unwritable_folder(Path(args.save_statistics))):
-        p.error(f"--save-statistics {args.save_statistics}: {problem}")  # now, not after minutes of fitting
+    # now, not after minutes of fitting
+    for option, folder in (("--output-dir", args.output_dir), ("--save-statistics", args.save_statistics)):
+        if folder and (problem := unwritable_folder(Path(folder))):
+            p.error(f"{option} {folder}: {problem}")
     return args
 
 
