@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from storyeval.continuation.cooccurrence import CooccurrenceStats
-from storyeval.continuation.features import FeatureExtractor, idf_features, length_features, mention_features
+from storyeval.continuation.features import FeatureExtractor, idf_features, idf_words, length_features, mention_features
 from storyeval.continuation.model import CRITERIA, ContinuationModel
 from storyeval.continuation.ngram_lm import NgramLM
 from storyeval_training import continuation_data
@@ -34,6 +34,26 @@ def test_reusing_the_contexts_people_gives_old_mentions_and_new_names_do_not():
 def test_length_and_idf():
     assert length_features("a b c d .".split(), "e f .".split()) == [2.0, 0.5]
     assert idf_features("the end .".split())[0] < idf_features("quantum chromodynamics .".split())[0]
+
+
+def test_idf_rejoins_clitics_from_feature_version_2():
+    # wordfreq counts "didn't", not "n't", which on its own is as rare as "chromodynamics"
+    assert idf_words("[MALE] 's dog ca n't swim , he did n't .".split()) == ["dog", "can't", "swim", "he", "didn't"]
+    negated, plain = "he did n't go .".split(), "he did go .".split()
+    assert idf_features(negated, version=1)[0] > idf_features(plain, version=1)[0] + 1.2
+    assert abs(idf_features(negated)[0] - idf_features(plain)[0]) < 0.4
+
+
+def test_pmi_counts_only_the_words_its_statistics_hold_from_feature_version_2():
+    stats = CooccurrenceStats(windows=(10, 25, 50), min_pair_count=1, min_word_count=1).fit(
+        [["dog", "bone", "cat", "fish"]] * 10)
+    context = "[MALE] 's dog found 5 bones .".split()
+    extractors = {version: FeatureExtractor(cooccurrence=stats, groups=("pmi",), version=version) for version in (1, 2)}
+    plain, padded = "the cat ate the fish .".split(), "[FEMALE] 's cat ate 3 fish .".split()
+    assert extractors[2]([context], [plain]).tolist() == extractors[2]([context], [padded]).tolist()
+    assert extractors[1]([context], [plain]).tolist() != extractors[1]([context], [padded]).tolist()
+    with pytest.raises(ValueError, match="unknown feature version 3"):
+        FeatureExtractor(groups=("length",), version=3)
 
 
 def test_ngram_lm_is_normalised_and_prefers_fluent_text():
@@ -118,6 +138,20 @@ def tiny_checkpoint(tmp_path_factory):
     stats.save(folder / "cooccurrence.npz")
     (folder / "scorer_config.json").write_text(json.dumps({"feature_groups": list(extractor.groups), "criteria": list(CRITERIA)}))
     return folder
+
+
+def test_a_checkpoint_names_its_feature_version_and_one_without_it_has_version_1(tiny_checkpoint, tmp_path):
+    from storyeval.continuation.scorer import ContinuationScorer
+
+    assert ContinuationScorer(tiny_checkpoint).extractor.version == 1  # scorer_config.json from before versions
+    newer = tmp_path / "newer"
+    newer.mkdir()
+    for path in tiny_checkpoint.iterdir():
+        (newer / path.name).write_bytes(path.read_bytes())
+    config = json.loads((tiny_checkpoint / "scorer_config.json").read_text())
+    (newer / "scorer_config.json").write_text(json.dumps({**config, "feature_version": 9}))
+    with pytest.raises(ValueError, match="unknown feature version 9.*upgrade"):
+        ContinuationScorer(newer)
 
 
 def test_metric_through_evaluate_load(tiny_checkpoint):
@@ -298,7 +332,9 @@ def test_training_smoke_run_keeps_its_best_epoch_and_writes_a_loadable_checkpoin
     assert results["best_validation"] == best_by(results["history"], "validation_mean_spearman")
     assert results["train_pairs"] + results["validation_pairs"] + results["test_pairs"] == len(rows)
     assert json.loads((tmp_path / "run" / "training_results.json").read_text())["best_validation"]["epoch"] == results["best_validation"]["epoch"]
-    scores = ContinuationScorer(tmp_path / "run", device="cpu").score(["Ken saw a cat at the park."], ["He fed the cat some bread."])
+    scorer = ContinuationScorer(tmp_path / "run", device="cpu")
+    assert json.loads((tmp_path / "run" / "scorer_config.json").read_text())["feature_version"] == scorer.extractor.version == 2
+    scores = scorer.score(["Ken saw a cat at the park."], ["He fed the cat some bread."])
     assert set(scores) == set(CRITERIA) and all(len(v) == 1 for v in scores.values())
 
 

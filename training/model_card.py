@@ -235,6 +235,7 @@ ratings; compare them within a study, not across studies.
 - Features: a {args["lm_order"]}-gram interpolated Kneser-Ney LM and (P)PMI statistics (windows of 10/25/50
   content words, stopwords and punctuation left out; pairs seen more than 10 times) fitted on ROC and WP training stories, minus every story whose opening
   matches an evaluation context; IDF from `wordfreq`; entity mentions from NLTK POS tags and name lists.
+  Feature version {results.get("feature_version", 1)} (the versions are listed in `storyeval/continuation/features.py`).
 - Adam, lr {args["learning_rate"]}, {args["epochs"]} epochs, batch {args["batch_size"]}; the epoch with the best
   validation mean Spearman was kept (epoch {best["epoch"]}, {best["validation_mean_spearman"]:.3f}).
   Training took {results["training_minutes"]} minutes on {_machine_text(results)}.

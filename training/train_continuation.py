@@ -36,7 +36,7 @@ from tqdm.auto import tqdm
 
 from storyeval import text as textlib
 from storyeval.continuation.cooccurrence import CooccurrenceStats
-from storyeval.continuation.features import FEATURE_GROUPS, FeatureExtractor
+from storyeval.continuation.features import FEATURE_GROUPS, FeatureExtractor, cooccurrence_words
 from storyeval.continuation.model import CRITERIA, ContinuationModel
 from storyeval.continuation.ngram_lm import NgramLM
 from storyeval_training import continuation_data, paths
@@ -127,10 +127,7 @@ def fit_resources(stories: list[list[str]], order: int) -> tuple[NgramLM, Cooccu
     # must have seen a sentence's first word follow another sentence's full stop
     lm = NgramLM(order=order).fit([word for sentence in story for word in sentence.split()] for story in stories)
     logger.info("fitted a %d-gram LM on %d stories in %.0f s", order, len(stories), time.perf_counter() - started)
-    from storyeval import resources
-
-    stop = resources.stopwords()
-    documents = [[w for s in story for w in s.split() if w.isalpha() and w not in stop] for story in stories]
+    documents = [cooccurrence_words([w for s in story for w in s.split()]) for story in stories]
     cooccurrence = CooccurrenceStats().fit(documents)
     logger.info("fitted co-occurrence statistics (%d words) in %.0f s", len(cooccurrence.vocab), time.perf_counter() - started)
     return lm, cooccurrence
@@ -286,6 +283,7 @@ def train(args) -> dict:
         "best_validation": best,
         "history": history,
         "features": extractor.names,
+        "feature_version": extractor.version,
         "train_pairs": len(splits["train"]),
         "validation_pairs": len(splits["validation"]),
         "test_pairs": len(splits["test"]),
@@ -298,7 +296,7 @@ def train(args) -> dict:
     }
     lm.save(output / "lm.npz")
     cooccurrence.save(output / "cooccurrence.npz")
-    (output / "scorer_config.json").write_text(json.dumps({"feature_groups": list(args.features), "criteria": list(CRITERIA)}, indent=2) + "\n")
+    (output / "scorer_config.json").write_text(json.dumps({"feature_groups": list(args.features), "feature_version": extractor.version, "criteria": list(CRITERIA)}, indent=2) + "\n")
     (output / "training_results.json").write_text(json.dumps(results, indent=2) + "\n")
     return results
 

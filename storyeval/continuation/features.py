@@ -12,6 +12,14 @@ a pronoun whose gender/number the context can resolve, a noun whose lemma
 occurs in the context) and *new* otherwise; *new names* are names or
 placeholders absent from the context. Two different people delexicalised to the
 same placeholder cannot be told apart.
+
+Feature versions (a checkpoint's ``scorer_config.json`` names its own; none means 1):
+
+* 1 -- IDF looks Treebank clitics up on their own, so "n't" counts as a rare word,
+  and the PMI scores divide by word counts that include placeholders, clitics and
+  numbers, which the co-occurrence statistics never hold.
+* 2 -- IDF rejoins clitics to their word ("did n't" -> "didn't", as wordfreq counts
+  it) and PMI counts only the words its statistics are fitted on.
 """
 from __future__ import annotations
 
@@ -38,10 +46,30 @@ _PRONOUN_GROUPS = {
 _PRONOUN_GROUP = {p: g for g, ps in _PRONOUN_GROUPS.items() for p in ps}
 _GROUP_ANTECEDENTS = {"male": {"[MALE]", "[NEUTRAL]"}, "female": {"[FEMALE]", "[NEUTRAL]"}}
 MIN_FREQUENCY = 1e-8  # wordfreq's floor for unseen words, so IDF stays finite
+FEATURE_VERSION = 2
+FEATURE_VERSIONS = (1, 2)
+CLITICS = frozenset({"n't", "'s", "'m", "'re", "'ve", "'ll", "'d"})  # what Treebank splits off the word before
 
 
 def words(tokens: list[str]) -> list[str]:
     return [t for t in tokens if any(c.isalnum() for c in t)]
+
+
+def cooccurrence_words(tokens: list[str]) -> list[str]:
+    """The words co-occurrence statistics count: alphabetic, not stopwords (no placeholders, clitics or numbers)."""
+    stop = resources.stopwords()
+    return [t for t in tokens if t.isalpha() and t not in stop]
+
+
+def idf_words(tokens: list[str]) -> list[str]:
+    """Words for the IDF lookup, clitics rejoined to their word ("ca n't" -> "can't"); placeholders left out."""
+    joined: list[list[str]] = []
+    for token in tokens:
+        if joined and token in CLITICS:
+            joined[-1].append(token)
+        else:
+            joined.append([token])
+    return ["".join(parts) for parts in joined if parts[0] not in textlib.NAME_PLACEHOLDERS and any(c.isalnum() for c in parts[0])]
 
 
 def length_features(context: list[str], continuation: list[str]) -> list[float]:
@@ -58,10 +86,13 @@ def idf(word: str) -> float:
     return -math.log(max(word_frequency(word, "en"), MIN_FREQUENCY))
 
 
-def idf_features(continuation: list[str]) -> list[float]:
+def idf_features(continuation: list[str], version: int = FEATURE_VERSION) -> list[float]:
     """[mean IDF of the continuation's words]; NaN (missing) when it has none but placeholders,
     which the model reads as the training mean: 0 would be rarer-than-common by 9 standard deviations."""
-    ws = [w for w in words(continuation) if w not in textlib.NAME_PLACEHOLDERS]
+    if version == 1:
+        ws = [w for w in words(continuation) if w not in textlib.NAME_PLACEHOLDERS]
+    else:
+        ws = idf_words(continuation)
     return [float(np.mean([idf(w) for w in ws])) if ws else math.nan]
 
 
@@ -128,8 +159,11 @@ class FeatureExtractor:
     lm: NgramLM | None = None
     cooccurrence: CooccurrenceStats | None = None
     groups: tuple[str, ...] = tuple(FEATURE_GROUPS)
+    version: int = FEATURE_VERSION
 
     def __post_init__(self):
+        if self.version not in FEATURE_VERSIONS:
+            raise ValueError(f"unknown feature version {self.version!r}; this storyeval knows {list(FEATURE_VERSIONS)}: upgrade it")
         unknown = set(self.groups) - set(FEATURE_GROUPS)
         if unknown:
             raise KeyError(f"unknown feature groups {sorted(unknown)}; choose from {list(FEATURE_GROUPS)}")
@@ -153,10 +187,13 @@ class FeatureExtractor:
         if "lm" in self.groups:
             columns.append(np.array(self.lm.score_batch(continuations, contexts))[:, None])
         if "idf" in self.groups:
-            columns.append(np.array([idf_features(n) for n in continuations]))
+            columns.append(np.array([idf_features(n, self.version) for n in continuations]))
         if "pmi" in self.groups:
-            ctx_words = [[w for w in words(c) if w not in resources.stopwords()] for c in contexts]
-            cont_words = [[w for w in words(n) if w not in resources.stopwords()] for n in continuations]
+            if self.version == 1:
+                ctx_words = [[w for w in words(c) if w not in resources.stopwords()] for c in contexts]
+                cont_words = [[w for w in words(n) if w not in resources.stopwords()] for n in continuations]
+            else:
+                ctx_words, cont_words = list(map(cooccurrence_words, contexts)), list(map(cooccurrence_words, continuations))
             pmi = self.cooccurrence.scores(ctx_words, cont_words)
             ppmi = self.cooccurrence.scores(ctx_words, cont_words, positive=True)
             columns.append(np.stack([pmi[w] for w in WINDOWS] + [ppmi[w] for w in WINDOWS], axis=1))

@@ -27,6 +27,7 @@ class ContinuationScorer:
             lm=NgramLM.load(folder / "lm.npz") if "lm" in groups else None,
             cooccurrence=CooccurrenceStats.load(folder / "cooccurrence.npz") if "pmi" in groups else None,
             groups=groups,
+            version=config.get("feature_version", 1),  # checkpoints from before versions had 1
         )
         self.device = resolve_device(device)
         self.model = ContinuationModel.load(folder).to(self.device)
