@@ -14,9 +14,9 @@ never changes, since the generator writes one sentence per sentence plot.
   :func:`swap_sentence_plots`, which swaps two different sentence plots so the
   order really changes; :func:`manipulate_plot` records that fallback as
   ``reorder_fallback`` rather than ``reorder_nonlogically``.
-* :func:`insert_contradiction` -- the phrase with a word turned into a
-  ConceptNet antonym of the same part of speech, inflected alike, (or a
-  NotDesires / NotCapableOf / NotHasProperty tail of a plot concept) inserted
+* :func:`insert_contradiction` -- a copy of a phrase with one word turned into
+  a ConceptNet antonym of the same part of speech, inflected alike, or a
+  NotDesires / NotCapableOf / NotHasProperty tail of a plot concept, inserted
   right after the phrase it contradicts.
 * :func:`insert_repetition` -- copies of random phrases at random positions, or
   one sentence plot copied over another.
