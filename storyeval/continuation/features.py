@@ -190,8 +190,9 @@ class FeatureExtractor:
             columns.append(np.array([idf_features(n, self.version) for n in continuations]))
         if "pmi" in self.groups:
             if self.version == 1:
-                ctx_words = [[w for w in words(c) if w not in resources.stopwords()] for c in contexts]
-                cont_words = [[w for w in words(n) if w not in resources.stopwords()] for n in continuations]
+                stop = resources.stopwords()
+                ctx_words = [[w for w in words(c) if w not in stop] for c in contexts]
+                cont_words = [[w for w in words(n) if w not in stop] for n in continuations]
             else:
                 ctx_words, cont_words = list(map(cooccurrence_words, contexts)), list(map(cooccurrence_words, continuations))
             pmi = self.cooccurrence.scores(ctx_words, cont_words)
