@@ -599,3 +599,41 @@ def test_the_learning_rate_schedule_ends_when_training_does(batches, processes, 
 
     args = SimpleNamespace(gradient_accumulation_steps=accumulation, num_train_epochs=epochs, max_train_steps=max_steps, num_warmup_steps=10)
     assert schedule_lengths(args, batches, processes) == {"num_warmup_steps": 10 * processes, "num_training_steps": expected}
+
+
+def test_top_layer_training_leaves_the_rest_of_the_backbone_as_it_was(tmp_path, tokenizer):
+    from storyeval_training import build_negatives, train_union
+
+    encoder_dir = tmp_path / "encoder"
+    config = tiny_encoder_config()
+    config.num_hidden_layers = 3
+    BertModel(config).save_pretrained(encoder_dir)
+    tokenizer.save_pretrained(encoder_dir)
+    rows = {"id": [f"s{i}" for i in range(8)], "context": ["he sat ."] * 8,
+            "human": [f"he sat . he ate {i} apples ." for i in range(8)],
+            "negative": [f"he sat . he ate ate {i} apples ." for i in range(8)],
+            "original": [f"he sat . he ate {i} apples ." for i in range(8)], "techniques": [["repetition"]] * 8}
+    pairs = datasets.Dataset.from_dict(rows, features=build_negatives.PAIR_FEATURES)
+    datasets.DatasetDict({"train": pairs, "validation": pairs.select(range(2))}).save_to_disk(tmp_path / "pairs")
+    common = ["--pairs-dir", str(tmp_path / "pairs"), "--model-name-or-path", str(encoder_dir), "--output-dir", str(tmp_path / "run"),
+              "--per-device-train-batch-size", "4", "--max-length", "32", "--train-top-layers", "1", "--learning-rate", "1e-2",
+              "--eval-steps", "2", "--checkpointing-steps", "2", "--recon-weight", "0"]
+    # 'latest' with no state in the output folder starts afresh
+    train_union.train(train_union.parse_args(common + ["--max-train-steps", "2", "--resume-from-checkpoint", "latest"]))
+    before = UnionModel.from_encoder(str(encoder_dir), max_length=32).state_dict()
+    after = UnionModel.from_pretrained(tmp_path / "run" / "best").state_dict()
+    # the heads start random, so only the encoder's weights can be compared with the backbone's
+    changed = {name for name in before if name.startswith("encoder.") and not torch.equal(before[name], after[name])}
+    assert changed and all(name.startswith("encoder.encoder.layer.2.") for name in changed)
+    assert UnionModel.from_pretrained(tmp_path / "run" / "best").config.trained_top_layers == 1
+    # 'latest' picks the newest complete state; a half-written one (still under its temporary name) is ignored
+    (tmp_path / "run" / "step_9.partial").mkdir()
+    args = train_union.parse_args(common + ["--max-train-steps", "3", "--resume-from-checkpoint", "latest"])
+    assert Path(args.resume_from_checkpoint).name == "step_2"
+    assert train_union.train(args)["completed_steps"] == 3
+
+
+def test_top_layers_beyond_the_encoder_are_refused():
+    model = UnionModel(UnionConfig(encoder=tiny_encoder_config(vocab_size=50).to_dict(), max_length=64))
+    with pytest.raises(ValueError, match="between 1 and the encoder's 1 layers"):
+        model.train_top_layers_only(2)

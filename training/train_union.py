@@ -45,7 +45,7 @@ TRAINER_STATE = "trainer_state.json"
 
 POSITIVE_OPTIONS = (
     "per_device_train_batch_size", "per_device_eval_batch_size", "learning_rate", "num_train_epochs", "max_train_steps",
-    "time_budget_minutes", "gradient_accumulation_steps", "eval_steps", "checkpointing_steps", "max_length",
+    "time_budget_minutes", "gradient_accumulation_steps", "eval_steps", "checkpointing_steps", "max_length", "train_top_layers",
 )
 
 
@@ -66,11 +66,20 @@ def check_loop_options(parser: argparse.ArgumentParser, args) -> None:
     negative = [f"--{name.replace('_', '-')} {getattr(args, name)}" for name in ("weight_decay", "num_warmup_steps") if getattr(args, name) < 0]
     if negative:
         parser.error(f"must not be negative: {', '.join(negative)}")
+    if args.resume_from_checkpoint == "latest":
+        args.resume_from_checkpoint = latest_state(Path(args.output_dir))
     if args.resume_from_checkpoint:
         state = Path(args.resume_from_checkpoint)
         if not re.fullmatch(r"step_\d+", state.name) or not (state / "optimizer.bin").is_file():
             parser.error(f"--resume-from-checkpoint {state}: expected a step_N folder written by --checkpointing-steps "
                          "(with optimizer.bin); best/ and exported checkpoints hold weights only")
+
+
+def latest_state(output_dir: Path) -> str | None:
+    """The newest complete step_N folder in ``output_dir`` (None: start afresh). States are written
+    under a temporary name and renamed when complete, so a run killed while saving leaves none half-written."""
+    states = [d for d in output_dir.glob("step_*") if re.fullmatch(r"step_\d+", d.name) and (d / "optimizer.bin").is_file()]
+    return str(max(states, key=lambda d: int(d.name.split("_")[1]))) if states else None
 
 
 def parse_args(argv=None):
@@ -93,7 +102,11 @@ def parse_args(argv=None):
     p.add_argument("--max-length", type=int, default=512, help="tokens per story in training (the scoring window too)")
     p.add_argument("--eval-steps", type=int, default=500)
     p.add_argument("--checkpointing-steps", type=int, default=1000, help="save resumable state every N steps")
-    p.add_argument("--resume-from-checkpoint", default=None, help="a step_N folder written by --checkpointing-steps")
+    p.add_argument("--resume-from-checkpoint", default=None,
+                   help="a step_N folder written by --checkpointing-steps, or 'latest': the newest one in --output-dir (a fresh start if none)")
+    p.add_argument("--train-top-layers", type=int, default=None,
+                   help="train only the encoder's top N layers and the heads (embeddings and lower layers frozen): faster steps, "
+                        "and an export that ships only those layers")
     p.add_argument("--max-train-pairs", type=int, default=None)
     p.add_argument("--max-eval-pairs", type=int, default=2000, help="validation pairs evaluated (0: all)")
     p.add_argument("--selection-pairs-dir", default=None,
@@ -297,6 +310,8 @@ def train(args, config_overrides: dict | None = None, write_card=write_union_car
         model = UnionModel.from_encoder(encoder_path, **settings)
     if args.recon_weight > 0 and not model.config.has_reconstruction_head:
         raise ValueError("--recon-weight > 0 needs a checkpoint with its reconstruction head")
+    if args.train_top_layers:
+        model.train_top_layers_only(args.train_top_layers)
     with accelerator.main_process_first():
         pairs = load_pairs(args)
         selection, selection_overlap = None, 0
@@ -342,9 +357,10 @@ def train(args, config_overrides: dict | None = None, write_card=write_union_car
     select_by = "selection_pair_accuracy" if selection_loader is not None else "accuracy"
 
     no_decay = ("bias", "LayerNorm.weight", "layer_norm.weight")
+    trained = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
     groups = [
-        {"params": [p for n, p in model.named_parameters() if not any(nd in n for nd in no_decay)], "weight_decay": args.weight_decay},
-        {"params": [p for n, p in model.named_parameters() if any(nd in n for nd in no_decay)], "weight_decay": 0.0},
+        {"params": [p for n, p in trained if not any(nd in n for nd in no_decay)], "weight_decay": args.weight_decay},
+        {"params": [p for n, p in trained if any(nd in n for nd in no_decay)], "weight_decay": 0.0},
     ]
     optimizer = torch.optim.AdamW(groups, lr=args.learning_rate)
 
@@ -484,11 +500,18 @@ def epoch_batches(accelerator, loader, skipped: int = 0):
 def save_training_state(accelerator, output_dir: Path, step: int, best: dict | None, history: list, minutes: float) -> None:
     """Resumable state in ``step_N``, with the best weights so far, which a resume into another folder needs."""
     state_dir = output_dir / f"step_{step}"
-    accelerator.save_state(str(state_dir))
+    partial = output_dir / f"step_{step}.partial"  # renamed when complete: a kill while saving leaves no step_N behind
+    if accelerator.is_main_process and partial.exists():
+        shutil.rmtree(partial)
+    accelerator.save_state(str(partial))
     if accelerator.is_main_process:
         if best is not None:
-            shutil.copytree(output_dir / "best", state_dir / "best", dirs_exist_ok=True)
-        (state_dir / TRAINER_STATE).write_text(json.dumps({"best": best, "history": history, "minutes": minutes}) + "\n")
+            shutil.copytree(output_dir / "best", partial / "best", dirs_exist_ok=True)
+        (partial / TRAINER_STATE).write_text(json.dumps({"best": best, "history": history, "minutes": minutes}) + "\n")
+        if state_dir.exists():
+            shutil.rmtree(state_dir)
+        partial.rename(state_dir)
+    accelerator.wait_for_everyone()
 
 
 def load_trainer_state(

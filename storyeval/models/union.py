@@ -44,6 +44,9 @@ class UnionConfig(PreTrainedConfig):
     classifier_dropout: float = 0.1
     delexicalize: bool = True
     metric: str = "union"
+    # how many of the encoder's top layers were trained (None: all, with the embeddings); the rest
+    # stayed the backbone's, so an export can ship only what differs from it
+    trained_top_layers: int | None = None
 
     def validate_recon_weight(self):
         if self.recon_weight < 0:
@@ -103,6 +106,35 @@ class UnionModel(PreTrainedModel):
             elif isinstance(module, nn.LayerNorm):
                 module.weight.data.fill_(1.0)
                 module.bias.data.zero_()
+
+    def encoder_layer_prefix(self) -> str:
+        """The parameter-name prefix of the encoder's transformer layers (``encoder.layer.`` in BERT-like models)."""
+        names = [name for name, _ in self.encoder.named_parameters()]
+        for prefix in ("encoder.layer.", "layer.", "transformer.layer."):
+            if any(name.startswith(prefix) for name in names):
+                return prefix
+        raise ValueError(f"cannot find the transformer layers of a {self.config.encoder.model_type} encoder")
+
+    def trained_parameter_names(self, top_layers: int | None = None) -> list[str]:
+        """Names of the parameters trained when only the top ``top_layers`` encoder layers are (None: all):
+        those layers, the heads, and nothing below them (embeddings, lower layers, shared position biases)."""
+        top_layers = self.config.trained_top_layers if top_layers is None else top_layers
+        names = [name for name, _ in self.named_parameters()]
+        if top_layers is None:
+            return names
+        layers = self.config.encoder.num_hidden_layers
+        if not 0 < top_layers <= layers:
+            raise ValueError(f"top_layers must be between 1 and the encoder's {layers} layers, got {top_layers}")
+        prefix = "encoder." + self.encoder_layer_prefix()
+        kept = tuple(f"{prefix}{i}." for i in range(layers - top_layers, layers))
+        return [name for name in names if not name.startswith("encoder.") or name.startswith(kept)]
+
+    def train_top_layers_only(self, top_layers: int) -> None:
+        """Freeze the embeddings and all but the top ``top_layers`` encoder layers."""
+        trained = set(self.trained_parameter_names(top_layers))
+        for name, parameter in self.named_parameters():
+            parameter.requires_grad_(name in trained)
+        self.config.trained_top_layers = top_layers
 
     def drop_reconstruction_head(self) -> None:
         """Remove the training-only head, for a smaller scoring checkpoint."""
