@@ -48,6 +48,9 @@ def test_a_top_layer_checkpoint_ships_only_those_layers_and_loads_in_one_call(tm
     assert names and all(n.startswith(("encoder.encoder.layer.2.", "classifier.")) for n in names)
     loaded = UnionModel.from_pretrained(tmp_path / "export", dtype=torch.float32)
     assert not loaded.training and torch.allclose(loaded(ids).logits, expected, atol=2e-3)
+    # loaded, it is a whole model again: saved with save_pretrained, it loads without its backbone
+    loaded.save_pretrained(tmp_path / "whole")
+    assert torch.allclose(UnionModel.from_pretrained(tmp_path / "whole")(ids).logits, expected, atol=2e-3)
     # the scorer takes it like any checkpoint folder
     scores = load_union_scorer(tmp_path / "export", device="cpu", preprocess=False).score(["he sat down . he ate ."])
     assert 0.0 <= scores[0] <= 1.0
