@@ -239,14 +239,14 @@ def test_zero_rounds_keeps_a_random_selection_as_the_unfiltered_baseline(tmp_pat
 
 
 def test_a_resumed_generator_keeps_the_lowest_loss_it_had_seen(trained_generator, tmp_path):
-    from storyeval_training.train_union import load_trainer_state
+    from storyeval_training.loop import load_trainer_state
 
     state = tmp_path / "step_3"
     (state / "best").mkdir(parents=True)
     (state / "best" / "weights").write_text("step 2")
     history = [{"step": 1, "loss": 3.0}, {"step": 2, "loss": 1.0}, {"step": 3, "loss": 2.0}]
     (state / "trainer_state.json").write_text(json.dumps({"best": history[1], "history": history, "minutes": 1.0}))
-    best, kept, minutes = load_trainer_state(state, tmp_path / "resumed", 3, "loss", lowest=True)
+    best, kept, minutes = load_trainer_state(state, tmp_path / "resumed", "loss", lowest=True)
     assert best == history[1] and kept == history and minutes == 1.0
     assert (tmp_path / "resumed" / "best" / "weights").read_text() == "step 2"
 
@@ -304,7 +304,7 @@ def test_generator_data_dir_is_the_data_root_as_in_the_other_commands(dataset, t
         seen.append(config)
         return datasets.Dataset.from_list([{"id": "1", "plot": [["went"]], "story": "he went ."}])
 
-    monkeypatch.setattr(generator, "load_split", fake_load_split)
+    monkeypatch.setattr(generator.training, "load_split", fake_load_split)
     args = generator.parse_args(["--dataset", dataset, "--output-dir", str(tmp_path / "run"), "--data-dir", str(tmp_path)])
     generator.load_story_plots(args)
     assert [config["data_dir"] for config in seen] == [str(tmp_path / dataset)] * 2

@@ -289,6 +289,7 @@ def test_a_resumed_run_trains_on_the_batches_the_uninterrupted_one_did(
     tmp_path, tokenizer, monkeypatch, pairs, accumulation, steps, resume_at, batches_after
 ):
     from storyeval_training import build_negatives, train_union
+    from storyeval_training.loop import load_trainer_state
 
     encoder_dir = tmp_path / "encoder"
     BertModel(tiny_encoder_config()).save_pretrained(encoder_dir)
@@ -334,7 +335,7 @@ def test_a_resumed_run_trains_on_the_batches_the_uninterrupted_one_did(
     # the best weights so far come back with the state, so a resume into a new folder can export them
     # even if no later evaluation beats them
     state = tmp_path / "full" / f"step_{resume_at}"
-    best, _, _ = train_union.load_trainer_state(state, tmp_path / "fresh", resume_at)
+    best, _, _ = load_trainer_state(state, tmp_path / "fresh")
     assert best["step"] <= resume_at
     assert (tmp_path / "fresh" / "best" / "model.safetensors").read_bytes() == (state / "best" / "model.safetensors").read_bytes()
 
@@ -595,7 +596,7 @@ def test_bundled_checkpoint_scores_are_pinned(config, expected, pinned_stories):
 def test_the_learning_rate_schedule_ends_when_training_does(batches, processes, accumulation, epochs, max_steps, expected):
     from types import SimpleNamespace
 
-    from storyeval_training.train_union import schedule_lengths
+    from storyeval_training.loop import schedule_lengths
 
     args = SimpleNamespace(gradient_accumulation_steps=accumulation, num_train_epochs=epochs, max_train_steps=max_steps, num_warmup_steps=10)
     assert schedule_lengths(args, batches, processes) == {"num_warmup_steps": 10 * processes, "num_training_steps": expected}
