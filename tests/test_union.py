@@ -228,6 +228,7 @@ def test_default_config_is_roc(tiny_checkpoint, monkeypatch, tmp_path):
     assert checkpoints.resolve_checkpoint("union", "default") == tmp_path / "union-roc"
 
 
+@pytest.mark.slow
 def test_training_smoke_run_writes_a_loadable_checkpoint(tmp_path, tokenizer):
     from storyeval_training import build_negatives, train_union
 
@@ -279,6 +280,7 @@ def test_training_smoke_run_writes_a_loadable_checkpoint(tmp_path, tokenizer):
     assert continued["completed_steps"] == 1 and UnionModel.from_pretrained(tmp_path / "run3" / "best").dtype == torch.float32
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "pairs, accumulation, steps, resume_at, batches_after",
     # 6 batches an epoch, resumed in epoch 1; 5 batches in 3 steps (the last accumulates one), resumed at an epoch's end;
@@ -415,6 +417,7 @@ def test_the_best_evaluation_is_the_earliest_of_equals_and_never_nan():
     assert improves({"rho": 0.1}, None, "rho") and not improves({"rho": nan}, {"rho": 0.0}, "rho")
 
 
+@pytest.mark.slow
 def test_training_selects_on_other_pairs_when_given(tmp_path, tokenizer):
     from storyeval_training import build_negatives, train_union
 
@@ -602,6 +605,7 @@ def test_the_learning_rate_schedule_ends_when_training_does(batches, processes, 
     assert schedule_lengths(args, batches, processes) == {"num_warmup_steps": 10 * processes, "num_training_steps": expected}
 
 
+@pytest.mark.slow
 def test_top_layer_training_leaves_the_rest_of_the_backbone_as_it_was(tmp_path, tokenizer):
     from storyeval_training import build_negatives, train_union
 
