@@ -22,6 +22,7 @@ import math
 import re
 import shutil
 import time
+import typing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -96,11 +97,11 @@ def add_loop_arguments(parser: argparse.ArgumentParser, **defaults) -> None:
     unknown = set(defaults) - set(fields)
     if unknown:
         raise TypeError(f"not loop arguments: {sorted(unknown)}")
+    hints = typing.get_type_hints(LoopArguments)
     for name, field in fields.items():
-        kind = {"int": int, "float": float, "int | None": int, "float | None": float}.get(field.type)
-        option = {"default": defaults.get(name, field.default), "help": _HELP.get(name)}
-        if kind is not None:
-            option["type"] = kind
+        # int | None parses as int (None is the default's business)
+        kind = next(t for t in (*typing.get_args(hints[name]), hints[name]) if t is not type(None))
+        option = {"type": kind, "default": defaults.get(name, field.default), "help": _HELP.get(name)}
         if name == "lr_scheduler_type":
             option["choices"] = SCHEDULERS
         parser.add_argument(f"--{name.replace('_', '-')}", **option)
@@ -271,6 +272,8 @@ class TrainingLoop:
         ``progress(outputs)`` gives the progress bar's postfix.
         """
         args, accelerator = self.args, self.accelerator
+        if not eval_sets:
+            raise ValueError("no evaluation set: the loop selects its best checkpoint by evaluating")
         # only now, so that a bad argument or data folder leaves nothing behind
         if accelerator.is_main_process:
             self.output_dir.mkdir(parents=True, exist_ok=True)
@@ -348,6 +351,19 @@ class TrainingLoop:
             if completed_steps >= max_train_steps or out_of_time:
                 break
         return LoopResult(best, history, completed_steps, out_of_time, round(self._minutes(earlier_minutes), 1))
+
+    def results(self, run: LoopResult, args, **fields) -> dict:
+        """What a run writes to all_results.json: the loop's record around a script's own ``fields``."""
+        return {
+            "best_validation": run.best,
+            **fields,
+            "history": run.history,
+            "completed_steps": run.completed_steps,
+            "stopped_by_time_budget": run.stopped_by_time_budget,
+            "training_minutes": run.minutes,
+            "args": vars(args),
+            "environment": self.environment,
+        }
 
     def write_results(self, results: dict) -> None:
         """``results`` in all_results.json, written by the main process."""

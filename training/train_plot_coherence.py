@@ -23,8 +23,9 @@ them with ``[MALE]`` / ``[FEMALE]`` / ``[NEUTRAL]``. The checkpoint's
 ``delexicalize`` is read off the training pairs (:func:`names_delexicalized`).
 
 The model is UNION's architecture without the reconstruction head (an encoder
-and a sigmoid head on the first token), trained by UNION's accelerate loop with
-the paper's classifier settings: learning rate 2e-5, batch 8, 3 epochs. ROC
+and a sigmoid head on the first token), trained by ``train_union`` on the shared
+loop (:mod:`storyeval_training.loop`, whose options it takes) with the paper's
+classifier settings as defaults: learning rate 2e-5, batch 8, 3 epochs. ROC
 stories fit 128 tokens; for WP, training reads the first ``--max-length``
 tokens and scoring covers the whole story with overlapping windows whose scores
 are averaged (the paper used a 1,024-token Longformer instead).

@@ -311,18 +311,8 @@ def train(args, config_overrides: dict | None = None, write_card=write_union_car
         evaluate=evaluate_all, select_by=select_by, save_best=save_best,
         progress=lambda out: {"loss": f"{out.loss.item():.3f}", "cls": f"{out.cls_loss.item():.3f}"},
     )
-    results = {
-        "best_validation": run.best,
-        "selected_by": select_by,
-        "history": run.history,
-        "train_pairs": len(train_set) // 2,
-        "train_pairs_dropped_for_selection": selection_overlap,
-        "completed_steps": run.completed_steps,
-        "stopped_by_time_budget": run.stopped_by_time_budget,
-        "training_minutes": run.minutes,
-        "args": vars(args),
-        "environment": loop.environment,
-    }
+    results = loop.results(run, args, selected_by=select_by, train_pairs=len(train_set) // 2,
+                           train_pairs_dropped_for_selection=selection_overlap)
     loop.write_results(results)
     if accelerator.is_main_process and args.export_dir:
         export(loop.output_dir / "best", Path(args.export_dir), results, write_card=write_card)

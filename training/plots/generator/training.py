@@ -176,17 +176,7 @@ def train(args) -> dict:
         evaluate=lambda model, loaders: evaluate_loss(model, loaders["validation"], accelerator),
         select_by="loss", lowest=True, save_best=lambda model, folder: save_generator(model, tokenizer, folder, info),
     )
-    results = {
-        "best_validation": run.best,
-        "history": run.history,
-        "train_pairs": len(train_set),
-        "truncated": truncated,
-        "completed_steps": run.completed_steps,
-        "stopped_by_time_budget": run.stopped_by_time_budget,
-        "training_minutes": run.minutes,
-        "args": vars(args),
-        "environment": loop.environment,
-    }
+    results = loop.results(run, args, train_pairs=len(train_set), truncated=truncated)
     loop.write_results(results)
     accelerator.end_training()
     return results
