@@ -131,7 +131,11 @@ def test_a_checkpoint_of_another_metric_is_refused(union_checkpoint, plot_checkp
         evaluate.load(str(METRICS / "union"), str(plot_checkpoint))
     with pytest.raises(ValueError, match=r"is a union checkpoint, not a plot_coherence one"):
         scoring.load_scorer("plot_coherence", union_checkpoint, device="cpu")
-    assert evaluate.load(str(METRICS / "plot_coherence"), str(plot_checkpoint)).compute(predictions=[STORY])["scores"]
+    # while each metric's own checkpoint loads, and scores as that metric's scorer does
+    for metric, checkpoint in (("plot_coherence", plot_checkpoint), ("union", union_checkpoint)):
+        scores = evaluate.load(str(METRICS / metric), str(checkpoint)).compute(predictions=[STORY])["scores"]
+        direct = scoring.load_scorer(metric, checkpoint, device="cpu").score([STORY])
+        assert len(scores) == 1 and 0.0 <= scores[0] <= 1.0 and scores == pytest.approx(direct, abs=1e-4)
 
 
 def test_the_bundled_union_checkpoint_is_refused_as_plot_coherence():

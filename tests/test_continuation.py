@@ -306,6 +306,7 @@ def test_missing_rated_pairs_leave_no_output_folder(tmp_path):
     assert not (tmp_path / "run").exists()
 
 
+@pytest.mark.slow
 def test_training_smoke_run_keeps_its_best_epoch_and_writes_a_loadable_checkpoint(tmp_path):
     from storyeval.continuation.scorer import ContinuationScorer
     from storyeval_training import train_continuation
@@ -364,6 +365,7 @@ def test_feature_scaling_ignores_missing_values_and_survives_one_row():
     assert mean.tolist() == [5.0, 0.0] and not torch.isnan(std).any()
 
 
+@pytest.mark.slow
 def test_cloze_features_come_from_statistics_that_never_saw_their_story(monkeypatch, tmp_path):
     import datasets
 

@@ -228,6 +228,7 @@ def test_default_config_is_roc(tiny_checkpoint, monkeypatch, tmp_path):
     assert checkpoints.resolve_checkpoint("union", "default") == tmp_path / "union-roc"
 
 
+@pytest.mark.slow
 def test_training_smoke_run_writes_a_loadable_checkpoint(tmp_path, tokenizer):
     from storyeval_training import build_negatives, train_union
 
@@ -279,6 +280,7 @@ def test_training_smoke_run_writes_a_loadable_checkpoint(tmp_path, tokenizer):
     assert continued["completed_steps"] == 1 and UnionModel.from_pretrained(tmp_path / "run3" / "best").dtype == torch.float32
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "pairs, accumulation, steps, resume_at, batches_after",
     # 6 batches an epoch, resumed in epoch 1; 5 batches in 3 steps (the last accumulates one), resumed at an epoch's end;
@@ -289,6 +291,7 @@ def test_a_resumed_run_trains_on_the_batches_the_uninterrupted_one_did(
     tmp_path, tokenizer, monkeypatch, pairs, accumulation, steps, resume_at, batches_after
 ):
     from storyeval_training import build_negatives, train_union
+    from storyeval_training.loop import load_trainer_state
 
     encoder_dir = tmp_path / "encoder"
     BertModel(tiny_encoder_config()).save_pretrained(encoder_dir)
@@ -334,7 +337,7 @@ def test_a_resumed_run_trains_on_the_batches_the_uninterrupted_one_did(
     # the best weights so far come back with the state, so a resume into a new folder can export them
     # even if no later evaluation beats them
     state = tmp_path / "full" / f"step_{resume_at}"
-    best, _, _ = train_union.load_trainer_state(state, tmp_path / "fresh", resume_at)
+    best, _, _ = load_trainer_state(state, tmp_path / "fresh")
     assert best["step"] <= resume_at
     assert (tmp_path / "fresh" / "best" / "model.safetensors").read_bytes() == (state / "best" / "model.safetensors").read_bytes()
 
@@ -414,6 +417,7 @@ def test_the_best_evaluation_is_the_earliest_of_equals_and_never_nan():
     assert improves({"rho": 0.1}, None, "rho") and not improves({"rho": nan}, {"rho": 0.0}, "rho")
 
 
+@pytest.mark.slow
 def test_training_selects_on_other_pairs_when_given(tmp_path, tokenizer):
     from storyeval_training import build_negatives, train_union
 
@@ -595,12 +599,13 @@ def test_bundled_checkpoint_scores_are_pinned(config, expected, pinned_stories):
 def test_the_learning_rate_schedule_ends_when_training_does(batches, processes, accumulation, epochs, max_steps, expected):
     from types import SimpleNamespace
 
-    from storyeval_training.train_union import schedule_lengths
+    from storyeval_training.loop import schedule_lengths
 
     args = SimpleNamespace(gradient_accumulation_steps=accumulation, num_train_epochs=epochs, max_train_steps=max_steps, num_warmup_steps=10)
     assert schedule_lengths(args, batches, processes) == {"num_warmup_steps": 10 * processes, "num_training_steps": expected}
 
 
+@pytest.mark.slow
 def test_top_layer_training_leaves_the_rest_of_the_backbone_as_it_was(tmp_path, tokenizer):
     from storyeval_training import build_negatives, train_union
 

@@ -41,6 +41,7 @@ from storyeval.continuation.model import CRITERIA, ContinuationModel
 from storyeval.continuation.ngram_lm import NgramLM
 from storyeval_training import continuation_data, paths
 from storyeval_training.builders import ROCStories, WritingPrompts, load_split
+from storyeval_training.loop import require_positive
 from storyeval_training.provenance import environment
 from storyeval_training.selection import improves
 
@@ -72,8 +73,6 @@ def parse_args(argv=None):
                    help="also write the fitted statistics here, the cross-fitted folds' in fold<k>/, for --resources-dir")
     p.add_argument("--cache-dir", default=None)
     args = p.parse_args(argv)
-    from storyeval_training.train_union import require_positive
-
     require_positive(p, args, ("epochs", "learning_rate", "batch_size"))
     if args.resources_dir and args.lm_order is not None:
         p.error("--lm-order sets the LM to fit; --resources-dir reuses an LM fitted already, whose order the run records")
