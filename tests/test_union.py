@@ -631,6 +631,16 @@ def test_top_layer_training_leaves_the_rest_of_the_backbone_as_it_was(tmp_path, 
     changed = {name for name in before if name.startswith("encoder.") and not torch.equal(before[name], after[name])}
     assert changed and all(name.startswith("encoder.encoder.layer.2.") for name in changed)
     assert UnionModel.from_pretrained(tmp_path / "run" / "best").config.trained_top_layers == 1
+    # the export ships only the trained layer and the classifier, on top of the backbone it names
+    train_union.export(tmp_path / "run" / "best", tmp_path / "export", {"args": {}}, write_card=lambda *a: None,
+                       base_model=str(encoder_dir))
+    from safetensors import safe_open
+
+    with safe_open(str(tmp_path / "export" / "model.safetensors"), "pt") as saved:
+        assert all(name.startswith(("encoder.encoder.layer.2.", "classifier.")) for name in saved.keys())
+    ids = torch.randint(5, 1000, (1, 9))
+    assert torch.allclose(UnionModel.from_pretrained(tmp_path / "export")(ids).logits,
+                          UnionModel.from_pretrained(tmp_path / "run" / "best").eval()(ids).logits, atol=2e-3)
     # 'latest' picks the newest complete state; a half-written one (still under its temporary name) is ignored
     (tmp_path / "run" / "step_9.partial").mkdir()
     args = train_union.parse_args(common + ["--max-train-steps", "3", "--resume-from-checkpoint", "latest"])

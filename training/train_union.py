@@ -315,22 +315,31 @@ def train(args, config_overrides: dict | None = None, write_card=write_union_car
                            train_pairs_dropped_for_selection=selection_overlap)
     loop.write_results(results)
     if accelerator.is_main_process and args.export_dir:
-        export(loop.output_dir / "best", Path(args.export_dir), results, write_card=write_card)
+        export(loop.output_dir / "best", Path(args.export_dir), results, write_card=write_card,
+               base_model=args.base_model_name or args.model_name_or_path)
     accelerator.end_training()
     return results
 
 
-def export(best_dir: Path, export_dir: Path, results: dict, keep_reconstruction_head: bool = True, write_card=write_union_card) -> None:
+def export(best_dir: Path, export_dir: Path, results: dict, keep_reconstruction_head: bool = True, write_card=write_union_card,
+           base_model: str | None = None) -> None:
     """fp16 with a model card: a Hub repo ready to push.
 
     The reconstruction head is kept by default: it reuses the input embeddings,
     so it adds only ~0.2M parameters, and it lets training resume from the
     export with reconstruction. Scorers drop it when they load.
+
+    A model trained only in its top layers exports just those layers and the heads,
+    on top of ``base_model`` (the backbone it started from, by a name
+    :mod:`storyeval.backbones` resolves, or a folder), without the reconstruction head.
     """
     model = UnionModel.from_pretrained(best_dir)
-    if not keep_reconstruction_head:
-        model.drop_reconstruction_head()
-    model.half().save_pretrained(export_dir)
+    if model.config.trained_top_layers is not None:
+        model.save_trained_parameters(export_dir, base_model=model.config.base_model or base_model)
+    else:
+        if not keep_reconstruction_head:
+            model.drop_reconstruction_head()
+        model.half().save_pretrained(export_dir)
     AutoTokenizer.from_pretrained(best_dir).save_pretrained(export_dir)
     (export_dir / "training_results.json").write_text(json.dumps({k: v for k, v in results.items() if k != "history"}, indent=2) + "\n")
     write_card(export_dir, results)
