@@ -2,20 +2,20 @@
 import argparse
 import json
 import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
-import common  # noqa: E402
-import continuation_quality  # noqa: E402
-import generation_speed  # noqa: E402
-import scoring_speed  # noqa: E402
-import speed_ceiling  # noqa: E402
-import negatives_throughput  # noqa: E402
-import union_correlation  # noqa: E402
-import union_development  # noqa: E402
-import union_pair_accuracy  # noqa: E402
+from benchmarks import (
+    common,
+    continuation_quality,
+    generation_speed,
+    negatives_throughput,
+    scoring_speed,
+    speed_ceiling,
+    union_correlation,
+    union_development,
+    union_pair_accuracy,
+)
 
 
 def test_checkpoint_specs_parse_and_bad_ones_are_clear_errors():

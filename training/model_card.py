@@ -140,6 +140,16 @@ thousand stories may not track human judgments at all.
     (folder / "README.md").write_text(_front_matter(dataset, base_model, evaluation) + "\n" + body.lstrip("\n"))
 
 
+def update_evaluation(folder: Path, metric: str, command: str, correlations: dict) -> None:
+    """Write a benchmark's figures to ``evaluation.json`` and re-render the card, if the folder has its training record."""
+    folder = Path(folder)
+    (folder / "evaluation.json").write_text(json.dumps({"command": command, "correlations": correlations}, indent=2) + "\n")
+    results_path = folder / "training_results.json"
+    if results_path.is_file():
+        writer = {"union": write_union_card, "plot_coherence": write_plot_coherence_card}[metric]
+        writer(folder, json.loads(results_path.read_text()))
+
+
 def _cloze_fitting_text(results: dict) -> str:
     folds = results.get("cloze_cross_fitted_folds")
     if not folds:
