@@ -7,7 +7,7 @@ checkpoint's maximum length) for each of the first ``--plots`` manipulated
 plots of the ROC validation split (the paper's manipulated storylines), and
 reports stories/s, generated tokens/s and peak RSS. A generator is about
 100 MB even in fp16, over the repo's checkpoint limit, so it is not bundled:
-train one with ``storyeval-train-plot-generator`` (see BENCHMARKS.md).
+train one with ``storyeval-train-plot-generator`` (see benchmarks/experiments/plot_coherence.md).
 """
 from __future__ import annotations
 
