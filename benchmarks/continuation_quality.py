@@ -1,7 +1,7 @@
 """Continuation quality: Spearman on held-out ratings, Story Cloze accuracy, speed, feature ablation.
 
-    python benchmarks/continuation_quality.py                       # the bundled checkpoint
-    python benchmarks/continuation_quality.py --ablation            # also retrain variants (features, cloze negatives)
+    python -m benchmarks.continuation_quality                       # the bundled checkpoint
+    python -m benchmarks.continuation_quality --ablation            # also retrain variants (features, cloze negatives)
 
 The held-out ratings are the DeltaScore pairs whose contexts fall in the test
 side of the grouped split (split seed 42, whatever the training seed), which training never saw; Story Cloze is
@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -19,8 +18,9 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import CHECKOUT, data_dir, machine, write_results  # noqa: E402
+from storyeval_training.paths import data_dir
+
+from .common import BUNDLED, command_line, machine, write_results
 
 
 def check_heldout_split(folder: Path) -> None:
@@ -80,14 +80,14 @@ def cloze_accuracy(first_scores, second_scores, right_endings) -> float:
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--checkpoint", default=str(CHECKOUT / "hub_cards" / "continuation-quality"))
+    parser.add_argument("--checkpoint", default=str(BUNDLED / "continuation-quality"))
     parser.add_argument("--update-card", action="store_true", help="rewrite the checkpoint's model card with these figures")
     parser.add_argument("--output", default="continuation_quality", help="results file name under benchmarks/results/")
     parser.add_argument("--ablation", action="store_true",
                         help="retrain with all features, without each feature group, and with contradicting cloze negatives (the first run fits the LM / PMI statistics, the others reuse them)")
     args = parser.parse_args(argv)
     checkpoint = Path(args.checkpoint)
-    payload = {"machine": machine(), "command": "python benchmarks/continuation_quality.py " + " ".join(argv or sys.argv[1:]),
+    payload = {"machine": machine(), "command": command_line(__name__, argv),
                "checkpoint": str(checkpoint), "full": evaluate_checkpoint(checkpoint)}
     print("full:", json.dumps(payload["full"], indent=1))
     if args.update_card:

@@ -38,9 +38,14 @@ def tiny_checkpoint(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
     """The real data folder; tests that need it skip when it is absent."""
-    root = Path(os.environ.get("STORYEVAL_DATA", SHARED / "data"))
+    from storyeval_training.paths import data_dir
+
+    try:
+        root = data_dir()
+    except FileNotFoundError as error:
+        pytest.skip(str(error))
     if not (root / "roc").is_dir():
-        pytest.skip(f"shared data not found at {root} (set STORYEVAL_DATA)")
+        pytest.skip(f"shared data at {root} has no roc/ (set STORYEVAL_DATA)")
     return root
 
 

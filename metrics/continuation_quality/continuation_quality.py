@@ -5,15 +5,7 @@ import evaluate
 from storyeval import metric_base
 from storyeval.continuation.model import CRITERIA
 
-_CITATION = """\
-@article{sagarkar2018quality,
-  title = {Quality Signals in Generated Stories},
-  author = {Sagarkar, Manasvi and Wieting, John and Tu, Lifu and Gimpel, Kevin},
-  journal = {Proceedings of the Seventh Joint Conference on Lexical and Computational Semantics (*SEM 2018)},
-  year = {2018},
-  pages = {192--202}
-}
-"""
+from storyeval.citations import CONTINUATION_QUALITY as _CITATION
 
 _DESCRIPTION = """\
 Scores a story continuation given its context on three criteria, overall quality,

@@ -4,15 +4,7 @@ import evaluate
 # imported as a module: evaluate takes the first Metric class it finds in this namespace
 from storyeval import metric_base
 
-_CITATION = """\
-@inproceedings{ghazarian-etal-2021-plot,
-  title = {Plot-guided Adversarial Example Construction for Evaluating Open-domain Story Generation},
-  author = {Ghazarian, Sarik and Liu, Zixi and S M, Akash and Weischedel, Ralph and Galstyan, Aram and Peng, Nanyun},
-  booktitle = {Proceedings of the 2021 Conference of the North American Chapter of the Association for Computational Linguistics: Human Language Technologies (NAACL-HLT)},
-  year = {2021},
-  pages = {4334--4344}
-}
-"""
+from storyeval.citations import PLOT_COHERENCE as _CITATION
 
 _DESCRIPTION = """\
 Plot coherence scores how plausible a story is, without a reference: a

@@ -4,15 +4,7 @@ import evaluate
 # imported as a module: evaluate takes the first Metric class it finds in this namespace
 from storyeval import metric_base
 
-_CITATION = """\
-@inproceedings{guan-huang-2020-union,
-  title = {{UNION}: An Unreferenced Metric for Evaluating Open-ended Story Generation},
-  author = {Guan, Jian and Huang, Minlie},
-  booktitle = {Proceedings of the 2020 Conference on Empirical Methods in Natural Language Processing (EMNLP)},
-  year = {2020},
-  pages = {9157--9166}
-}
-"""
+from storyeval.citations import UNION as _CITATION
 
 _DESCRIPTION = """\
 UNION scores a story without any reference: a BERT-style encoder trained to tell
