@@ -606,7 +606,7 @@ def test_the_learning_rate_schedule_ends_when_training_does(batches, processes, 
 
 
 @pytest.mark.slow
-def test_top_layer_training_leaves_the_rest_of_the_backbone_as_it_was(tmp_path, tokenizer):
+def test_top_layer_training_leaves_the_rest_of_the_backbone_as_it_was(tmp_path, tokenizer, capsys):
     from storyeval_training import build_negatives, train_union
 
     encoder_dir = tmp_path / "encoder"
@@ -641,6 +641,20 @@ def test_top_layer_training_leaves_the_rest_of_the_backbone_as_it_was(tmp_path, 
     ids = torch.randint(5, 1000, (1, 9))
     assert torch.allclose(UnionModel.from_pretrained(tmp_path / "export")(ids).logits,
                           UnionModel.from_pretrained(tmp_path / "run" / "best").eval()(ids).logits, atol=2e-3)
+    # a state's best weights export with a card while the run goes on
+    from storyeval_training import export_state
+
+    export_state.main(["--state", str(tmp_path / "run" / "step_2"), "--export-dir", str(tmp_path / "from-state"), "--"] + common
+                      + ["--max-train-steps", "2"])
+    assert "Exported from the run's resumable state at step 2" in (tmp_path / "from-state" / "README.md").read_text()
+    assert UnionModel.from_pretrained(tmp_path / "from-state").config.base_model == str(encoder_dir)
+    for bad, message in ((["--state", str(tmp_path / "run"), "--export-dir", str(tmp_path / "x"), "--"] + common, "expected a step_N folder"),
+                         (["--state", str(tmp_path / "run" / "step_2"), "--export-dir", str(tmp_path / "from-state"), "--"] + common, "exists"),
+                         (["--state", str(tmp_path / "run" / "step_2"), "--export-dir", str(tmp_path / "x")], "the run's own arguments")):
+        with pytest.raises(SystemExit):
+            export_state.main(bad)
+        assert message in capsys.readouterr().err
+    assert not (tmp_path / "x").exists()
     # 'latest' picks the newest complete state; a half-written one (still under its temporary name) is ignored
     (tmp_path / "run" / "step_9.partial").mkdir()
     args = train_union.parse_args(common + ["--max-train-steps", "3", "--resume-from-checkpoint", "latest"])
