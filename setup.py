@@ -5,7 +5,12 @@
 sampling and training loops. It is installed under a prefixed name so that it
 cannot collide with other top-level ``training`` packages.
 """
+import re
+from pathlib import Path
+
 from setuptools import find_packages, setup
+
+VERSION = re.search(r'__version__ = "([^"]+)"', Path(__file__).with_name("storyeval").joinpath("version.py").read_text()).group(1)
 
 RUNTIME = [
     # torch is pinned by the install command in the README (the CPU wheel);
@@ -34,7 +39,7 @@ DEV = ["pytest>=8", "hypothesis>=6.100"]
 
 setup(
     name="storyeval",
-    version="0.1.0.dev0",
+    version=VERSION,
     description="Learned, reference-free metrics for generated stories (UNION, plot coherence, continuation quality).",
     long_description=open("README.md", encoding="utf-8").read(),
     long_description_content_type="text/markdown",

@@ -26,25 +26,14 @@ import json
 import os
 from pathlib import Path
 
+from storyeval.registry import METRICS, UNPUBLISHED
+
 HUB_CARDS = Path(__file__).resolve().parent.parent / "hub_cards"
 HUB_ORGANISATION = "storyeval"
 
-# metric -> config name -> checkpoint folder name (= Hub repo name)
-REGISTRY: dict[str, dict[str, str]] = {
-    "union": {"roc": "union-roc", "wp": "union-wp"},
-    "plot_coherence": {"roc": "plot-coherence-roc", "wp": "plot-coherence-wp"},
-    "continuation_quality": {"deltascore": "continuation-quality"},
-}
-# registered checkpoints that are neither bundled nor on the Hub, and how to make one
-UNPUBLISHED = {
-    "plot-coherence-wp": (
-        "no WP negatives are released and generating them needs a GPU (see metrics/plot_coherence/README.md). "
-        "Train one with the README's plot-coherence stages run with --dataset wp (build-plots, train-plot-generator, "
-        "generate-negatives, adversarial-filter), then `storyeval-train-plot-coherence --dataset wp --negatives generated "
-        "--generated-dir <adversarial-filter output> --output-dir <run> --export-dir <folder>`"
-    ),
-}
-DEFAULT_CONFIG = {"union": "roc", "plot_coherence": "roc", "continuation_quality": "deltascore"}
+# views of storyeval.registry, where configs are added: metric -> config name -> checkpoint name, metric -> default
+REGISTRY: dict[str, dict[str, str]] = {name: spec.configs for name, spec in METRICS.items()}
+DEFAULT_CONFIG = {name: spec.default for name, spec in METRICS.items()}
 
 OFFLINE_BACKBONE = "all-MiniLM-L6-v2"
 
@@ -98,6 +87,25 @@ def resolve_checkpoint(metric: str, config_name: str, local_files_only: bool | N
     return _download(metric, repo_id, local_files_only, cache_dir, missing, bundled)
 
 
+def resolve_named(name: str, local_files_only: bool | None = None, cache_dir: str | None = None) -> Path:
+    """A local folder for ``name``: ``metric/config`` (``union/roc``), a registered checkpoint's name
+    (``union-roc``, or its Hub id ``storyeval/union-roc``), a local folder, or any other Hub repo id."""
+    head, _, tail = name.partition("/")
+    if head in REGISTRY and tail:
+        return resolve_checkpoint(head, tail, local_files_only, cache_dir)
+    checkpoint = tail if head == HUB_ORGANISATION and tail else name
+    for metric, configs in REGISTRY.items():
+        for config, registered in configs.items():
+            if registered == checkpoint:
+                return resolve_checkpoint(metric, config, local_files_only, cache_dir)
+    if Path(name).expanduser().is_dir():
+        return Path(name).expanduser()
+    if not _is_repo_id(name) or "/" not in name:
+        known = sorted(c for configs in REGISTRY.values() for c in configs.values())
+        raise KeyError(f"unknown checkpoint {name!r}: give one of {known}, metric/config (union/roc), a folder or a Hub repo id")
+    return _download(None, name, local_files_only, cache_dir)
+
+
 def recorded_metric(folder: str | Path) -> str | None:
     """The metric a checkpoint folder's own files name, or None if they name none we know."""
     folder = Path(folder)
@@ -111,6 +119,15 @@ def recorded_metric(folder: str | Path) -> str | None:
             # plot-coherence exports always write `metric`; checkpoints from before the field are UNION's
             return config.get("metric", "union")
     return None
+
+
+def checkpoint_name(folder: str | Path) -> str:
+    """A checkpoint's short name: its Hub repo's name for a Hugging Face cache snapshot
+    (``.../models--storyeval--union-roc/snapshots/<commit>``), else its folder's name."""
+    folder = Path(folder).resolve() if Path(folder).exists() else Path(folder)
+    if folder.parent.name == "snapshots" and folder.parent.parent.name.startswith("models--"):
+        return folder.parent.parent.name.split("--")[-1]
+    return folder.name
 
 
 def check_metric(metric: str, folder: str | Path) -> None:
@@ -150,7 +167,13 @@ def bundled_configs(metric: str) -> list[str]:
     return sorted(name for name, folder in REGISTRY[metric].items() if (HUB_CARDS / folder / "model.safetensors").is_file())
 
 
-def _download(metric: str, repo_id: str, local_files_only: bool | None, cache_dir: str | None,
+def _bundled_note(metric: str | None) -> str:
+    if metric is None:
+        return ""
+    return f"; bundled {metric} configs: {', '.join(bundled_configs(metric)) or 'none'}"
+
+
+def _download(metric: str | None, repo_id: str, local_files_only: bool | None, cache_dir: str | None,
               missing: Path | None = None, bundled: Path | None = None) -> Path:
     from huggingface_hub import snapshot_download
     from huggingface_hub.errors import GatedRepoError, LocalEntryNotFoundError, RepositoryNotFoundError
@@ -171,7 +194,7 @@ def _download(metric: str, repo_id: str, local_files_only: bool | None, cache_di
         if not isinstance(error, GatedRepoError):  # a gated repo exists: the Hub's own message says how to get access
             raise FileNotFoundError(
                 f"{context}{repo_id!r} does not exist on the Hub or is private (if it is yours, log in with "
-                f"`hf auth login`); bundled {metric} configs: {', '.join(bundled_configs(metric)) or 'none'}"
+                f"`hf auth login`){_bundled_note(metric)}"
             ) from error
         failure = error
     except OSError as error:

@@ -13,10 +13,8 @@ added for ``.csv`` (``--score-field`` names it). A one-line summary goes to stde
 from __future__ import annotations
 
 import argparse
-import csv
 import io
 import itertools
-import json
 import math
 import os
 import sys
@@ -27,128 +25,11 @@ from typing import Iterator
 from tqdm.auto import tqdm
 
 from storyeval import checkpoints
-from storyeval.inputs import DTYPE_NAMES, has_words, not_unicode_text
+from storyeval.files import FORMATS, InputError, Writer, count_records, csv_header, read_stories
+from storyeval.inputs import DTYPE_NAMES
 
-FORMATS = (".txt", ".jsonl", ".csv")
 STORY_METRICS = ["union", "plot_coherence"]  # metrics that score a story on its own
 CHUNK = 1024  # stories read, scored and written at a time
-
-
-class InputError(ValueError):
-    pass
-
-
-ALREADY_SCORED = "already has a {kind} {name!r}; choose another name for the scores with --score-field"
-
-
-def text_lines(path: Path) -> Iterator[tuple[int, str]]:
-    """(line number, line) of a UTF-8 file, split at "\n" only.
-
-    Read as bytes and decoded line by line, so an error names its line, and a lone
-    carriage return stays inside its story instead of starting a new one (a text file
-    handle would split there, while the progress bar counts only "\n").
-    """
-    with path.open("rb") as handle:
-        for lineno, raw in enumerate(handle, 1):
-            try:
-                # utf-8-sig drops the byte order mark Excel and Notepad put before the first header or story
-                yield lineno, raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
-            except UnicodeDecodeError as error:
-                raise InputError(f"{path}:{lineno}: not UTF-8 text (byte {raw[error.start]:#04x} at position {error.start} of the line)") from None
-
-
-def csv_rows(path: Path) -> Iterator[tuple[int, list[str]]]:
-    """(line number, row) of a CSV file; a field may hold a story of any length."""
-    # the csv module refuses fields over 128 KiB by default; the platform's C long bounds the limit
-    csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
-    reader = csv.reader(line for _, line in text_lines(path))
-    while True:
-        try:
-            row = next(reader)
-        except StopIteration:
-            return
-        except csv.Error as error:
-            raise InputError(f"{path}:{reader.line_num}: not valid CSV ({error})") from None
-        yield reader.line_num, row
-
-
-def read_stories(path: Path, fmt: str, field: str, score_field: str | None = None) -> Iterator[tuple[object, str]]:
-    """(record, story) pairs; the record is what the writer extends with the score.
-
-    With ``score_field``, an input that already has that field or column is refused.
-    """
-    if fmt == ".txt":
-        for lineno, line in text_lines(path):
-            story = line.removesuffix("\n").removesuffix("\r")
-            if not has_words(story):
-                raise InputError(f"{path}:{lineno}: empty line or no letters or digits (one story per line): {story!r}")
-            yield None, story
-    elif fmt == ".jsonl":
-        for lineno, line in text_lines(path):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise InputError(f"{path}:{lineno}: not JSON ({error.msg})") from None
-            if not isinstance(record, dict) or not isinstance(record.get(field), str):
-                raise InputError(f"{path}:{lineno}: expected an object with a string field {field!r}")
-            if not has_words(record[field]):
-                raise InputError(f"{path}:{lineno}: {field!r} is empty or has no letters or digits: {record[field]!r}")
-            if problem := not_unicode_text(record[field]):
-                raise InputError(f"{path}:{lineno}: {field!r} {problem}")
-            if score_field is not None and score_field in record:
-                raise InputError(f"{path}:{lineno}: {ALREADY_SCORED.format(kind='field', name=score_field)}")
-            yield record, record[field]
-    else:
-        # rows as lists, not dicts: a header may repeat a name (spreadsheets leave blank ones), and every
-        # column must come back out as it went in
-        rows = csv_rows(path)
-        _, header = next(rows, (0, None))
-        if header is None:
-            return  # an empty file: no header, no stories
-        if header.count(field) != 1:
-            problem = "no column" if field not in header else "more than one column named"
-            raise InputError(f"{path}: {problem} {field!r}; columns are {header}")
-        if score_field is not None and score_field in header:
-            raise InputError(f"{path}: {ALREADY_SCORED.format(kind='column', name=score_field)}")
-        column = header.index(field)
-        for lineno, row in rows:
-            if not row:
-                continue  # a blank line holds no record
-            if len(row) > len(header):
-                raise InputError(f"{path}:{lineno}: {len(row)} fields, but the header has {len(header)}")
-            row += [""] * (len(header) - len(row))
-            if not has_words(row[column]):
-                raise InputError(f"{path}:{lineno}: {field!r} is empty or has no letters or digits: {row[column]!r}")
-            yield row, row[column]
-
-
-class Writer:
-    def __init__(self, handle, fmt: str, fieldnames=None, score_field: str = "score"):
-        self.handle, self.fmt, self.csv, self.score_field = handle, fmt, None, score_field
-        if fmt == ".csv" and fieldnames:  # an empty input (no header) gives an empty output
-            self.csv = csv.writer(handle)
-            self.csv.writerow(list(fieldnames) + [score_field])
-
-    def write(self, record, score: float) -> None:
-        if self.fmt == ".txt":
-            self.handle.write(f"{score:.6f}\n")
-        elif self.fmt == ".jsonl":
-            line = json.dumps({**record, self.score_field: score}, ensure_ascii=False)
-            if not_unicode_text(line):
-                # a lone surrogate in another field (a valid JSON escape) goes back out escaped, as it came in
-                line = json.dumps({**record, self.score_field: score})
-            self.handle.write(line + "\n")
-        else:
-            self.csv.writerow(record + [f"{score:.6f}"])
-
-
-def count_records(path: Path, fmt: str) -> int | None:
-    """Cheap total for the progress bar (a line count)."""
-    with path.open("rb") as handle:
-        lines = sum(1 for _ in handle)
-    return max(lines - 1, 0) if fmt == ".csv" else lines
 
 
 def load_scorer(metric: str, config: str, device):
@@ -178,7 +59,7 @@ def score_file(args) -> dict:
     scorer = load_scorer(args.metric, args.config, args.device)
     fieldnames = None
     if fmt == ".csv":
-        fieldnames = next(csv_rows(path), (0, []))[1]
+        fieldnames = csv_header(path)
     # an output file appears only when scoring succeeds: a bad line never truncates an old result
     partial = Path(str(args.output) + ".partial") if args.output else None
     out_handle = partial.open("w", encoding="utf-8", newline="") if partial else sys.stdout
@@ -187,13 +68,13 @@ def score_file(args) -> dict:
     started = time.perf_counter()
     try:
         writer_buffer = io.StringIO()
-        writer = Writer(writer_buffer, fmt, fieldnames, args.score_field)
-        records = read_stories(path, fmt, args.column, args.score_field)
+        writer = Writer(writer_buffer, fmt, [args.score_field], fieldnames)
+        records = read_stories(path, fmt, args.column, [args.score_field])
         with tqdm(total=count_records(path, fmt), disable=args.quiet, unit="story", desc=f"{args.metric}/{args.config}") as bar:
             while chunk := list(itertools.islice(records, CHUNK)):
                 scores = scorer.score([story for _, story in chunk], batch_size=args.batch_size, dtype=args.dtype)
                 for (record, _), score in zip(chunk, scores):
-                    writer.write(record, score)
+                    writer.write(record, [score])
                 out_handle.write(writer_buffer.getvalue())
                 writer_buffer.seek(0)
                 writer_buffer.truncate()
@@ -289,7 +170,7 @@ def main(argv=None) -> int:
         print("storyeval: error: --config must be a config name, a folder or a Hub repo id", file=sys.stderr)
         return 2
     try:
-        from storyeval.scoring import resolve_device
+        from storyeval.devices import resolve_device
 
         resolve_device(args.device)  # a bad --device fails before the model loads or the input is read
         score_file(args)

@@ -77,7 +77,7 @@ class CheckpointMetric(evaluate.Metric):
 
     def check_runtime_options(self, options: dict) -> None:
         """Reject an option ``_compute`` does not take, or a bad value, before evaluate consumes the queued inputs."""
-        from storyeval.scoring import resolve_device, resolve_dtype
+        from storyeval.devices import resolve_device, resolve_dtype
 
         accepted = [name for name in inspect.signature(self._compute).parameters if name not in self.INPUTS]
         unknown = sorted(set(options) - set(accepted))
@@ -119,17 +119,17 @@ class StoryScoreMetric(CheckpointMetric):
             return super().compute(**kwargs)
         predictions = check_texts(predictions, "predictions")
         if not predictions and not self.has_queued_inputs():
-            return self.empty_result()
+            return self.empty_result(kwargs.get("dtype"))
         return super().compute(predictions=predictions, **kwargs)
 
-    def empty_result(self) -> dict:
-        return {"scores": [], "mean_score": math.nan}
+    def empty_result(self, dtype=None) -> dict:
+        return {"scores": [], "mean_score": math.nan, "settings": self.scorer.settings(dtype)}
 
     def _compute(self, predictions, batch_size: int = 16, device=None, progress_bar: bool = False, dtype=None):
         if not predictions:  # only empty batches were queued
-            return self.empty_result()
+            return self.empty_result(dtype)
         scores = self.scorer.score(predictions, batch_size=batch_size, device=device, progress_bar=progress_bar, dtype=dtype)
-        return {"scores": scores, "mean_score": sum(scores) / len(scores)}
+        return {"scores": scores, "mean_score": sum(scores) / len(scores), "settings": self.scorer.settings(dtype)}
 
 
 class ContinuationMetric(CheckpointMetric):
@@ -158,11 +158,12 @@ class ContinuationMetric(CheckpointMetric):
             return super().compute(**kwargs)
         predictions, contexts = self.check_pairs(predictions, contexts)
         if not predictions and not self.has_queued_inputs():
-            return self.empty_result()
+            return self.empty_result(kwargs.get("dtype"))
         return super().compute(predictions=predictions, contexts=contexts, **kwargs)
 
-    def empty_result(self) -> dict:
-        return {**{c: [] for c in self.CRITERIA}, **{f"mean_{c}": math.nan for c in self.CRITERIA}}
+    def empty_result(self, dtype=None) -> dict:
+        return {**{c: [] for c in self.CRITERIA}, **{f"mean_{c}": math.nan for c in self.CRITERIA},
+                "settings": self.scorer.settings(dtype)}
 
     @staticmethod
     def check_pairs(predictions, contexts) -> tuple[list[str], list[str]]:
@@ -171,9 +172,9 @@ class ContinuationMetric(CheckpointMetric):
         check_same_length(predictions=predictions, contexts=contexts)
         return predictions, contexts
 
-    def _compute(self, predictions, contexts, batch_size: int = 256, device=None, progress_bar: bool = False):
+    def _compute(self, predictions, contexts, batch_size: int = 256, device=None, progress_bar: bool = False, dtype=None):
         if not predictions:  # only empty batches were queued
-            return self.empty_result()
-        scores = self.scorer.score(contexts, predictions, batch_size=batch_size, device=device, progress_bar=progress_bar)
-        return {**scores, **{f"mean_{c}": sum(v) / len(v) for c, v in scores.items()}}
+            return self.empty_result(dtype)
+        scores = self.scorer.score(contexts, predictions, batch_size=batch_size, device=device, progress_bar=progress_bar, dtype=dtype)
+        return {**scores, **{f"mean_{c}": sum(v) / len(v) for c, v in scores.items()}, "settings": self.scorer.settings(dtype)}
 

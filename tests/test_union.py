@@ -11,9 +11,14 @@ import torch
 from huggingface_hub.errors import StrictDataclassClassValidationError
 from transformers import AutoModel, AutoTokenizer, BertConfig, BertModel
 
+import storyeval
+import transformers
 from storyeval import checkpoints, cli
 from storyeval.models import UnionConfig, UnionModel
 from storyeval.scoring import load_union_scorer
+from storyeval.signature import major_minor
+
+TRANSFORMERS, TORCH = major_minor(transformers.__version__), major_minor(torch.__version__)
 
 METRIC_DIR = str(Path(__file__).resolve().parent.parent / "metrics" / "union")
 STORY = "[MALE] was at the bar . he noticed a phone on the floor . he gave it to the bartender ."
@@ -108,7 +113,8 @@ def test_long_stories_are_windowed_not_truncated(tiny_checkpoint):
 def test_metric_through_evaluate_load(tiny_checkpoint):
     union = evaluate.load(METRIC_DIR, str(tiny_checkpoint))
     results = union.compute(predictions=[STORY, "he left ."], batch_size=1)
-    assert set(results) == {"scores", "mean_score"} and len(results["scores"]) == 2
+    assert set(results) == {"scores", "mean_score", "settings"} and len(results["scores"]) == 2
+    assert results["settings"] == f"{tiny_checkpoint.name}_fp32_storyeval-{storyeval.__version__}_transformers-{TRANSFORMERS}_torch-{TORCH}"
     assert results["mean_score"] == pytest.approx(sum(results["scores"]) / 2)
     again = union.compute(predictions=[STORY, "he left ."], batch_size=8, device="cpu", progress_bar=True)
     assert again["scores"] == pytest.approx(results["scores"], abs=1e-5)
