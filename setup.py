@@ -10,6 +10,7 @@ from pathlib import Path
 
 from setuptools import find_packages, setup
 
+HERE = Path(__file__).resolve().parent
 VERSION = re.search(r'__version__ = "([^"]+)"', Path(__file__).with_name("storyeval").joinpath("version.py").read_text()).group(1)
 
 RUNTIME = [
@@ -37,6 +38,9 @@ TRAIN = ["accelerate>=1.0", "yake>=0.4.8", "inflect>=7.0", "gender-guesser>=0.4"
 DEMO = ["gradio>=5.0", "playwright>=1.45"]
 DEV = ["pytest>=8", "hypothesis>=6.100"]
 
+# every file of each checkpoint folder (one with weights); hub_cards/datasets holds cards only
+BUNDLED_CHECKPOINT_FILES = [f"{folder.name}/*" for folder in sorted((HERE / "hub_cards").iterdir()) if (folder / "model.safetensors").is_file()]
+
 setup(
     name="storyeval",
     version=VERSION,
@@ -47,10 +51,17 @@ setup(
     python_requires=">=3.10",
     packages=find_packages(include=["storyeval", "storyeval.*"])
     + ["storyeval_training"]
-    + [f"storyeval_training.{p}" for p in find_packages(where="training")],
-    package_dir={"storyeval_training": "training"},
-    # the first names lower-cased text masks (built by python -m storyeval_training.lowercase_names)
-    package_data={"storyeval": ["lowercase_names.txt"]},
+    + [f"storyeval_training.{p}" for p in find_packages(where="training")]
+    + ["storyeval.bundled_checkpoints", "storyeval.bundled_metrics"],
+    # the checkpoints and evaluate modules ship inside the package from their folders in the
+    # repository, so git keeps one copy of the weights (storyeval.bundled finds either place)
+    package_dir={"storyeval_training": "training", "storyeval.bundled_checkpoints": "hub_cards", "storyeval.bundled_metrics": "metrics"},
+    package_data={
+        # the first names lower-cased text masks (built by python -m storyeval_training.lowercase_names)
+        "storyeval": ["lowercase_names.txt"],
+        "storyeval.bundled_checkpoints": BUNDLED_CHECKPOINT_FILES,
+        "storyeval.bundled_metrics": ["*/*.py", "*/README.md", "*/requirements.txt"],
+    },
     install_requires=RUNTIME,
     extras_require={"train": TRAIN, "demo": DEMO, "dev": DEV, "all": TRAIN + DEMO + DEV},
     entry_points={

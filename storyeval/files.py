@@ -151,8 +151,9 @@ def read_stories(path: Path, fmt: str, field: str, reserved: list[str] = ()) -> 
 
 
 def format_score(value: float) -> str:
-    """A score in a .txt or .csv file: six decimals (.jsonl writes the float itself)."""
-    return f"{value:.6f}"
+    """A score as text, the one rule of every format: the shortest text that reads back as the same float
+    (what JSON writes), so no format rounds, two runs compare exactly, and NaN reads back as NaN."""
+    return repr(float(value))
 
 
 class Writer:

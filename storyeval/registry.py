@@ -22,6 +22,7 @@ class MetricSpec:
     scorer_class: str  # "module:Class"; the class scores with .score(...)
     loader: str  # "module:function", called as loader(checkpoint_folder, device) and returning a scorer_class
     takes_contexts: bool = False  # whether .score needs the text before each prediction
+    batch_size: int = 16  # the default of compute() and `storyeval score`: windows, or pairs, per forward pass
 
     def scorer_type(self) -> type:
         return import_object(self.scorer_class)
@@ -39,7 +40,7 @@ METRICS: dict[str, MetricSpec] = {
                    "storyeval.scoring:SequenceScorer", "storyeval.scoring:load_story_classifier"),
         MetricSpec("continuation_quality", {"deltascore": "continuation-quality"}, "deltascore",
                    "storyeval.continuation.scorer:ContinuationScorer", "storyeval.continuation.scorer:load_continuation_scorer",
-                   takes_contexts=True),
+                   takes_contexts=True, batch_size=256),
     )
 }
 

@@ -231,7 +231,8 @@ def test_unknown_config_lists_choices_and_missing_checkpoint_says_what_to_do(mon
 def test_default_config_is_roc(tiny_checkpoint, monkeypatch, tmp_path):
     (tmp_path / "union-roc").symlink_to(tiny_checkpoint)
     monkeypatch.setattr(checkpoints, "HUB_CARDS", tmp_path)
-    assert checkpoints.resolve_checkpoint("union", "default") == tmp_path / "union-roc"
+    resolved = checkpoints.resolve_checkpoint("union", "default")  # a snapshot of it in the Hugging Face cache
+    assert (resolved / "model.safetensors").resolve() == (tiny_checkpoint / "model.safetensors").resolve()
 
 
 def test_training_smoke_run_writes_a_loadable_checkpoint(tmp_path, tokenizer):
