@@ -197,7 +197,7 @@ def test_stories_queued_with_add_batch_are_scored_by_compute(tiny_checkpoint):
         ({"batch_size": True}, TypeError, "batch_size must be a positive integer"),
         ({"progress_bar": "no"}, TypeError, "progress_bar must be True or False, got 'no'"),  # a truthy string
         ({"dtype": "int8"}, ValueError, "unsupported dtype"),
-        ({"batchsize": 8}, TypeError, r"unknown option\(s\) \['batchsize'\]; it takes \['batch_size', 'device', 'progress_bar', 'dtype'\]"),
+        ({"batchsize": 8}, TypeError, r"unknown option\(s\) \['batchsize'\]; it takes \['batch_size', 'device', 'progress_bar', 'dtype', 'on_invalid'\]"),
     ],
 )
 def test_bad_runtime_options_change_nothing(tiny_checkpoint, options, error, message):
