@@ -39,7 +39,8 @@ from storyeval.registry import METRICS, metric_spec
 from storyeval.version import __version__
 
 CHUNK = 1024  # stories read, scored and written at a time
-DEMO_INSTALL = 'python -m pip install "storyeval[demo]"'
+# storyeval is on no index, so the extra's own requirement is what to install (setup.py's DEMO has the same pin)
+DEMO_INSTALL = 'python -m pip install "gradio>=5.0" (in a checkout: python -m pip install -e ".[demo]")'
 
 
 def load_scorer(metric: str, config: str, device):

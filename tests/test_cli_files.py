@@ -324,7 +324,8 @@ def test_demo_without_the_extra_is_one_line_with_the_install_command(capsys, mon
 
     monkeypatch.setitem(sys.modules, "gradio", None)  # what an install without [demo] looks like to import
     code, _, err = run_cli(["demo"], capsys)
-    assert code == 1 and err == 'storyeval: error: the demo needs the [demo] extra: python -m pip install "storyeval[demo]"\n'
+    assert code == 1 and err == ('storyeval: error: the demo needs the [demo] extra: python -m pip install "gradio>=5.0" '
+                                 '(in a checkout: python -m pip install -e ".[demo]")\n')
 
 
 def test_no_loading_bar_from_transformers_even_without_quiet(tmp_path, capsys):

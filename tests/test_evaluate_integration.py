@@ -14,8 +14,8 @@ CONTEXTS = ["Ken found a phone at the bar.", "Ken found a phone at the bar."]
 
 
 @pytest.fixture(scope="module")
-def union_checkpoint(tmp_path_factory):
-    return save_tiny_checkpoint(tmp_path_factory.mktemp("union-tiny"))
+def union_checkpoint(tiny_checkpoint):
+    return tiny_checkpoint
 
 
 @pytest.fixture(scope="module")

@@ -26,16 +26,7 @@ _KWARGS_DESCRIPTION = """
 Args:
     predictions (`list` of `str`): the continuations to score, as written.
     contexts (`list` of `str`): the preceding text of each continuation.
-    batch_size (`int`, defaults to 256): pairs scored per forward pass.
-    device (`str`, optional): e.g. "cpu", "cuda:1"; defaults to CUDA when available.
-    progress_bar (`bool`, defaults to False): show a progress bar.
-    dtype (`str`, optional): "float32" (default), "bfloat16" or "float16". bfloat16 is
-        about 2x faster on CPUs with bfloat16 instructions; scores move slightly, so
-        compare scores computed in one dtype only (the settings string records it).
-    on_invalid (`str`, defaults to "raise"): what a text with no letters or digits does:
-        "raise" stops with an error naming it; "nan" scores the others, gives it NaN and
-        logs a warning with its row.
-Returns:
+""" + metric_base.runtime_options_doc(256, "pairs") + """Returns:
     overall, relevance, interestingness (`list` of `float`): one score per pair,
         on the 1-5 scale of the training ratings; higher is better.
     mean_overall, mean_relevance, mean_interestingness (`float`): their means.

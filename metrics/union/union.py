@@ -28,16 +28,7 @@ Args:
         should open the story, as in the training data.
     contexts (`list` of `str`, optional): accepted and ignored, so that
         `evaluate.combine` can pass continuation_quality's inputs to this metric too.
-    batch_size (`int`, defaults to 16): windows scored per forward pass.
-    device (`str`, optional): e.g. "cpu", "cuda:1"; defaults to CUDA when available.
-    progress_bar (`bool`, defaults to False): show a progress bar.
-    dtype (`str`, optional): "float32" (default), "bfloat16" or "float16". bfloat16 is
-        about 2x faster on CPUs with bfloat16 instructions; scores move slightly, so
-        compare scores computed in one dtype only (the settings string records it).
-    on_invalid (`str`, defaults to "raise"): what a text with no letters or digits does:
-        "raise" stops with an error naming it; "nan" scores the others, gives it NaN and
-        logs a warning with its row.
-Returns:
+""" + metric_base.runtime_options_doc(16, "windows") + """Returns:
     scores (`list` of `float`): one score in [0, 1] per story, higher is better.
     mean_score (`float`): their mean (NaN for no stories).
     settings (`str`): checkpoint, precision and versions the scores were computed with.
