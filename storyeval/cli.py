@@ -204,8 +204,19 @@ def push(args) -> int:
     return 0
 
 
+class HelpWithDefaults(argparse.HelpFormatter):
+    """Adds each option's default to its help, unless the help says it already (a default that
+    depends on --metric) or there is nothing to say (a flag, an option that is off by default)."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if "default" in text or action.default in (None, False, argparse.SUPPRESS) or not action.option_strings:
+            return text
+        return text + " (default: %(default)s)"
+
+
 def build_parser() -> argparse.ArgumentParser:
-    defaults = argparse.ArgumentDefaultsHelpFormatter
+    defaults = HelpWithDefaults
     parser = argparse.ArgumentParser(prog="storyeval", description="Reference-free story metrics.", formatter_class=defaults)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -216,7 +227,7 @@ def build_parser() -> argparse.ArgumentParser:
     score.add_argument("input", help="stories: .txt (one per line), .jsonl or .csv")
     score.add_argument("-o", "--output", help="output file, same format and extension as the input (default: stdout)")
     score.add_argument("--overwrite", action="store_true", help="replace an existing output file")
-    score.add_argument("--metric", default="union", choices=list(METRICS))
+    score.add_argument("--metric", default="union", choices=list(METRICS), help="which metric scores the file")
     score.add_argument("--config", default=None,
                        help="checkpoint: a config name, a folder or a Hub repo id (default: the metric's default config, see below)")
     score.add_argument("--column", "--field", default="story", help="the story (or continuation) column (.csv) or field (.jsonl)")

@@ -35,11 +35,14 @@ class Row:
     line: int
     record: object  # None (.txt), a dict (.jsonl) or a list of fields (.csv)
     texts: dict[str, str]
+    whole_line: bool = False  # a .txt line, whose text has no field name
 
     def problem(self) -> str | None:
         """Why a text of this row cannot be scored, naming the field, or None."""
         for field, text in self.texts.items():
             if not has_words(text):
+                if self.whole_line:
+                    return f"empty line or no letters or digits (one story per line): {text!r}"
                 return f"{field!r} is empty or has no letters or digits: {text!r}"
             if problem := not_unicode_text(text):
                 return f"{field!r} {problem}"
@@ -50,7 +53,7 @@ def file_format(path: str | Path) -> str:
     """The format a path's extension names, or an :class:`InputError` listing the ones there are."""
     fmt = Path(path).suffix.lower()
     if fmt not in FORMATS:
-        raise InputError(f"{path}: unsupported format {fmt or '(no extension)'!r}; use one of {', '.join(FORMATS)}")
+        raise InputError(f"{path}: unsupported input format {fmt or '(no extension)'!r}; use one of {', '.join(FORMATS)}")
     return fmt
 
 
@@ -100,7 +103,7 @@ def read_rows(path: Path, fmt: str, fields: list[str], reserved: list[str] = ())
         if len(fields) > 1:
             raise InputError(f"{path}: a .txt file holds one text per line; {' and '.join(map(repr, fields))} need a .jsonl or .csv file")
         for lineno, line in text_lines(path):
-            yield Row(lineno, None, {fields[0]: line.removesuffix("\n").removesuffix("\r")})
+            yield Row(lineno, None, {fields[0]: line.removesuffix("\n").removesuffix("\r")}, whole_line=True)
     elif fmt == ".jsonl":
         for lineno, line in text_lines(path):
             if not line.strip():
@@ -144,8 +147,6 @@ def read_stories(path: Path, fmt: str, field: str, reserved: list[str] = ()) -> 
     """(record, story) pairs; a story that cannot be scored is an :class:`InputError`."""
     for row in read_rows(path, fmt, [field], reserved):
         if problem := row.problem():
-            if fmt == ".txt":
-                problem = f"empty line or no letters or digits (one story per line): {row.texts[field]!r}"
             raise InputError(f"{path}:{row.line}: {problem}")
         yield row.record, row.texts[field]
 

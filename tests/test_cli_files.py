@@ -280,7 +280,7 @@ def test_an_unscorable_line_stops_the_run_or_scores_nan_with_skip_invalid(tiny_c
     stories = tmp_path / "s.txt"
     stories.write_text(f"{STORY}\n\n{STORY}\n...\n")
     code, out, err = score(stories, tiny_checkpoint, capsys)
-    assert_clean_error(code, err, "s.txt:2: 'story' is empty", "--skip-invalid")
+    assert_clean_error(code, err, "s.txt:2: empty line or no letters or digits", "--skip-invalid")
     code, out, err = score(stories, tiny_checkpoint, capsys, "--skip-invalid")
     lines = out.splitlines()
     assert code == 0 and lines[1] == lines[3] == "nan" and lines[0] == lines[2] != "nan"
@@ -313,6 +313,7 @@ def test_version_and_help_show_what_the_defaults_are(capsys):
         cli.main(["score", "--help"])
     text = " ".join(capsys.readouterr().out.split())
     assert "union: roc, wp (default roc)" in text and "16 for union" in text and "256 for continuation_quality" in text
+    assert "(default: union)" in text and "(default: None)" not in text and "(default: False)" not in text
     with pytest.raises(SystemExit):
         cli.main(["demo", "--help"])
     text = " ".join(capsys.readouterr().out.split())

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import datasets
 import evaluate
+import huggingface_hub
 import pytest
 import torch
 from huggingface_hub.errors import StrictDataclassClassValidationError
@@ -223,6 +224,7 @@ def test_unknown_config_lists_choices_and_missing_checkpoint_says_what_to_do(mon
     with pytest.raises(KeyError, match=r"\['roc', 'wp', 'default'\]"):
         evaluate.load(METRIC_DIR, "imaginary")
     monkeypatch.setattr(checkpoints, "HUB_CARDS", tmp_path)  # no bundled copies
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "empty-cache"))  # none cached either
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(OSError, match=r"hf download storyeval/union-roc"):
         checkpoints.resolve_checkpoint("union", "default")
@@ -567,9 +569,10 @@ def test_cli_bad_input_is_a_clear_error(tiny_checkpoint, tmp_path, capsys, name,
     path = tmp_path / name
     if content is not None:
         path.write_text(content)
-    out_path = tmp_path / "out.txt"
+    out_path = tmp_path / f"out{Path(name).suffix}"  # the output takes the input's format
     out_path.write_text("earlier results\n")
-    code, _, err = run_cli(["score", str(path), "--config", str(tiny_checkpoint), "-o", str(out_path), "--quiet", *extra], capsys)
+    # even allowed to replace it, a run that fails leaves the earlier output as it was
+    code, _, err = run_cli(["score", str(path), "--config", str(tiny_checkpoint), "-o", str(out_path), "--overwrite", "--quiet", *extra], capsys)
     assert code == 1 and message in err and "Traceback" not in err
     assert out_path.read_text() == "earlier results\n" and not list(tmp_path.glob("*.partial"))
 
