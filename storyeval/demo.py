@@ -21,6 +21,7 @@ import logging
 from pathlib import Path
 
 from storyeval import checkpoints, text as textlib
+from storyeval.files import FORMATS, InputError, read_stories
 from storyeval.inputs import has_words
 
 logger = logging.getLogger(__name__)
@@ -119,8 +120,6 @@ def highlight(attribution: list[list]) -> list[tuple[str, float | None]]:
 
 def score_upload(path: str | None, field: str = "story") -> tuple[list[list], list[list], str]:
     """Score an uploaded .txt/.jsonl/.csv file with UNION: table rows, histogram rows, summary."""
-    from storyeval.cli import FORMATS, InputError, read_stories
-
     if not path:
         raise DemoInputError("No file uploaded: choose a .txt (one story per line), .jsonl or .csv file.")
     path = Path(path)

@@ -1,4 +1,5 @@
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,8 @@ SHARED = CHECKOUT.parent / "shared"
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("NLTK_DATA", str(SHARED / "nltk_data"))
 os.environ.setdefault("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")
+# bundled checkpoints are entered into the Hugging Face cache when used: a fresh one per run, not the user's
+os.environ.setdefault("HF_HUB_CACHE", tempfile.mkdtemp(prefix="storyeval-test-hf-cache-"))
 
 
 def save_tiny_checkpoint(folder: Path, **config) -> Path:

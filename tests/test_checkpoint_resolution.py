@@ -18,6 +18,12 @@ from huggingface_hub.errors import (
 from storyeval import checkpoints, scoring
 
 METRICS = Path(__file__).resolve().parent.parent / "metrics"
+REAL_SNAPSHOT_DOWNLOAD = huggingface_hub.snapshot_download
+
+
+def same_files(resolved: Path, folder: Path) -> bool:
+    """Whether a resolved checkpoint (a Hugging Face cache snapshot of a bundled one) holds ``folder``'s weights."""
+    return (resolved / "model.safetensors").resolve() == (folder / "model.safetensors").resolve()
 STORY = "bob sat down . he ate lunch . he went home ."
 
 
@@ -114,9 +120,10 @@ def test_plot_coherence_wp_says_none_is_bundled_and_how_to_train_one(hub_calls, 
         checkpoints.resolve_checkpoint("plot_coherence", "wp")
     assert "storyeval-train-plot-coherence --dataset wp --negatives generated" in str(raised.value)
     assert "hf download" not in str(raised.value) and hub_calls == []
-    # a trained one, put where the message says, is used
+    # a trained one, put where the message says, is used (through the cache, as a bundled one)
     (tmp_path / "plot-coherence-wp").symlink_to(plot_checkpoint)
-    assert checkpoints.resolve_checkpoint("plot_coherence", "wp") == tmp_path / "plot-coherence-wp"
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", REAL_SNAPSHOT_DOWNLOAD)
+    assert same_files(checkpoints.resolve_checkpoint("plot_coherence", "wp"), plot_checkpoint)
 
 
 def test_plot_coherence_wp_is_still_a_valid_config_name():
@@ -176,7 +183,7 @@ def test_a_bare_encoder_folder_is_refused_not_scored_with_a_random_head():
 def test_registered_names_win_over_a_folder_of_that_name(monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "roc").mkdir()  # as in the shared data folder, which has roc/ and wp/
-    assert checkpoints.resolve_checkpoint("union", "roc") == checkpoints.HUB_CARDS / "union-roc"
+    assert same_files(checkpoints.resolve_checkpoint("union", "roc"), checkpoints.HUB_CARDS / "union-roc")
     assert checkpoints.resolve_checkpoint("union", "./roc") == Path("roc")  # the folder, when asked for by path
 
 

@@ -6,14 +6,20 @@ from pathlib import Path
 
 import datasets
 import evaluate
+import huggingface_hub
 import pytest
 import torch
 from huggingface_hub.errors import StrictDataclassClassValidationError
 from transformers import AutoModel, AutoTokenizer, BertConfig, BertModel
 
+import storyeval
+import transformers
 from storyeval import checkpoints, cli
 from storyeval.models import UnionConfig, UnionModel
 from storyeval.scoring import load_union_scorer
+from storyeval.signature import major_minor
+
+TRANSFORMERS, TORCH = major_minor(transformers.__version__), major_minor(torch.__version__)
 
 METRIC_DIR = str(Path(__file__).resolve().parent.parent / "metrics" / "union")
 STORY = "[MALE] was at the bar . he noticed a phone on the floor . he gave it to the bartender ."
@@ -108,7 +114,8 @@ def test_long_stories_are_windowed_not_truncated(tiny_checkpoint):
 def test_metric_through_evaluate_load(tiny_checkpoint):
     union = evaluate.load(METRIC_DIR, str(tiny_checkpoint))
     results = union.compute(predictions=[STORY, "he left ."], batch_size=1)
-    assert set(results) == {"scores", "mean_score"} and len(results["scores"]) == 2
+    assert set(results) == {"scores", "mean_score", "settings"} and len(results["scores"]) == 2
+    assert results["settings"] == f"{tiny_checkpoint.name}_fp32_storyeval-{storyeval.__version__}_transformers-{TRANSFORMERS}_torch-{TORCH}"
     assert results["mean_score"] == pytest.approx(sum(results["scores"]) / 2)
     again = union.compute(predictions=[STORY, "he left ."], batch_size=8, device="cpu", progress_bar=True)
     assert again["scores"] == pytest.approx(results["scores"], abs=1e-5)
@@ -191,7 +198,7 @@ def test_stories_queued_with_add_batch_are_scored_by_compute(tiny_checkpoint):
         ({"batch_size": True}, TypeError, "batch_size must be a positive integer"),
         ({"progress_bar": "no"}, TypeError, "progress_bar must be True or False, got 'no'"),  # a truthy string
         ({"dtype": "int8"}, ValueError, "unsupported dtype"),
-        ({"batchsize": 8}, TypeError, r"unknown option\(s\) \['batchsize'\]; it takes \['batch_size', 'device', 'progress_bar', 'dtype'\]"),
+        ({"batchsize": 8}, TypeError, r"unknown option\(s\) \['batchsize'\]; it takes \['batch_size', 'device', 'progress_bar', 'dtype', 'on_invalid'\]"),
     ],
 )
 def test_bad_runtime_options_change_nothing(tiny_checkpoint, options, error, message):
@@ -217,6 +224,7 @@ def test_unknown_config_lists_choices_and_missing_checkpoint_says_what_to_do(mon
     with pytest.raises(KeyError, match=r"\['roc', 'wp', 'default'\]"):
         evaluate.load(METRIC_DIR, "imaginary")
     monkeypatch.setattr(checkpoints, "HUB_CARDS", tmp_path)  # no bundled copies
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "empty-cache"))  # none cached either
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(OSError, match=r"hf download storyeval/union-roc"):
         checkpoints.resolve_checkpoint("union", "default")
@@ -225,7 +233,8 @@ def test_unknown_config_lists_choices_and_missing_checkpoint_says_what_to_do(mon
 def test_default_config_is_roc(tiny_checkpoint, monkeypatch, tmp_path):
     (tmp_path / "union-roc").symlink_to(tiny_checkpoint)
     monkeypatch.setattr(checkpoints, "HUB_CARDS", tmp_path)
-    assert checkpoints.resolve_checkpoint("union", "default") == tmp_path / "union-roc"
+    resolved = checkpoints.resolve_checkpoint("union", "default")  # a snapshot of it in the Hugging Face cache
+    assert (resolved / "model.safetensors").resolve() == (tiny_checkpoint / "model.safetensors").resolve()
 
 
 @pytest.mark.slow
@@ -564,9 +573,10 @@ def test_cli_bad_input_is_a_clear_error(tiny_checkpoint, tmp_path, capsys, name,
     path = tmp_path / name
     if content is not None:
         path.write_text(content)
-    out_path = tmp_path / "out.txt"
+    out_path = tmp_path / f"out{Path(name).suffix}"  # the output takes the input's format
     out_path.write_text("earlier results\n")
-    code, _, err = run_cli(["score", str(path), "--config", str(tiny_checkpoint), "-o", str(out_path), "--quiet", *extra], capsys)
+    # even allowed to replace it, a run that fails leaves the earlier output as it was
+    code, _, err = run_cli(["score", str(path), "--config", str(tiny_checkpoint), "-o", str(out_path), "--overwrite", "--quiet", *extra], capsys)
     assert code == 1 and message in err and "Traceback" not in err
     assert out_path.read_text() == "earlier results\n" and not list(tmp_path.glob("*.partial"))
 

@@ -16,21 +16,19 @@ score is the probability that the story is plausible. Higher is better.
 
 _KWARGS_DESCRIPTION = """
 Args:
-    predictions (`list` of `str`): stories to score.
-    batch_size (`int`, defaults to 16): windows scored per forward pass.
-    device (`str`, optional): e.g. "cpu", "cuda:1"; defaults to CUDA when available.
-    progress_bar (`bool`, defaults to False): show a progress bar.
-    dtype (`str`, optional): "float32" (default), "bfloat16" or "float16". bfloat16 is
-        about 2x faster on CPUs with bfloat16 instructions; scores move slightly, so
-        compare scores computed in one dtype only.
-Returns:
+    predictions (`list` of `str`): stories to score, as written (the metric lower-cases
+        and tokenises them itself).
+    contexts (`list` of `str`, optional): accepted and ignored, so that
+        `evaluate.combine` can pass continuation_quality's inputs to this metric too.
+""" + metric_base.runtime_options_doc(16, "windows") + """Returns:
     scores (`list` of `float`): one score in [0, 1] per story, higher is more plausible.
     mean_score (`float`): their mean (NaN for no stories).
+    settings (`str`): checkpoint, precision and versions the scores were computed with.
 Examples:
-    >>> plot_coherence = evaluate.load("metrics/plot_coherence", "roc")
-    >>> results = plot_coherence.compute(predictions=["bob was trying to fall asleep when the phone rang ."])
-    >>> len(results["scores"])
-    1
+    >>> plot_coherence = evaluate.load("plot_coherence", "roc")
+    >>> results = plot_coherence.compute(predictions=["Bob was trying to fall asleep when the phone rang."])
+    >>> len(results["scores"]), 0 <= results["scores"][0] <= 1
+    (1, True)
 """
 
 
