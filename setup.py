@@ -31,6 +31,8 @@ TRAIN = ["accelerate>=1.0", "yake>=0.4.8", "inflect>=7.0", "gender-guesser>=0.4"
 # the Gradio demo, and Playwright to drive a system Chromium in its browser test
 DEMO = ["gradio>=5.0", "playwright>=1.45"]
 DEV = ["pytest>=8", "hypothesis>=6.100"]
+# `storyeval compare --plot`
+PLOT = ["matplotlib>=3.7"]
 
 setup(
     name="storyeval",
@@ -47,7 +49,7 @@ setup(
     # the first names lower-cased text masks (built by python -m storyeval_training.lowercase_names)
     package_data={"storyeval": ["lowercase_names.txt"]},
     install_requires=RUNTIME,
-    extras_require={"train": TRAIN, "demo": DEMO, "dev": DEV, "all": TRAIN + DEMO + DEV},
+    extras_require={"train": TRAIN, "demo": DEMO, "dev": DEV, "plot": PLOT, "all": TRAIN + DEMO + DEV + PLOT},
     entry_points={
         "console_scripts": [
             "storyeval=storyeval.cli:main",

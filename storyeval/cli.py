@@ -26,7 +26,7 @@ from typing import Iterator
 
 from tqdm.auto import tqdm
 
-from storyeval import checkpoints
+from storyeval import checkpoints, compare
 from storyeval.inputs import DTYPE_NAMES, has_words, not_unicode_text
 
 FORMATS = (".txt", ".jsonl", ".csv")
@@ -267,6 +267,7 @@ def build_parser() -> argparse.ArgumentParser:
     push.add_argument("--repo-id", required=True, help="owner/name on the Hub")
     push.add_argument("--dry-run", action="store_true", help="validate offline (card, files, checkpoint load); upload nothing")
     push.add_argument("--private", action="store_true")
+    compare.add_parser(commands)
     return parser
 
 
@@ -279,6 +280,8 @@ def main(argv=None) -> int:
         return 0
     if args.command == "push":
         return push(args)
+    if args.command == "compare":
+        return compare.run(args)
     if args.batch_size < 1:
         print("storyeval: error: --batch-size must be positive", file=sys.stderr)
         return 2
