@@ -94,7 +94,8 @@ def main(argv=None):
     summary = {"machine": environment, "command": command, "checkpoints": {}}
     for label, folder, metric, corpora in plans:
         scorer = load_scorer(metric, folder)
-        references, entry = {}, summary["checkpoints"][label] = {"metric": metric, "path": str(folder), "corpora": {}}
+        references = {}
+        entry = summary["checkpoints"][label] = {"metric": metric, "path": str(folder), "corpora": {}}
         for corpus in corpora:
             started = time.perf_counter()
             scores, description = score_corpus(scorer, metric, stories[corpus], args.batch_size)
