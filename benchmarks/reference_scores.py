@@ -13,7 +13,10 @@ continuation quality the reference is each test story's true continuation given
 its opening: the context is the first sentence (ROC) or the prompt (WP) and the
 continuation the rest of the story, the shape of its training pairs. Each
 checkpoint is scored on the corpus it was trained on (``args.dataset`` of its
-``training_results.json``), continuation quality on both.
+``training_results.json``), continuation quality on both. Test stories the
+checkpoint trained on all the same are left out and counted: plot-coherence-roc
+trained on the paper's released AF_ManPlts groups, whose human stories include
+some of the builders' ROC test stories (matched by their leakage key).
 
 Each folder gets ``reference_scores.json`` (sorted scores with provenance, see
 ``storyeval.percentiles``); a summary with quantiles goes to
@@ -54,6 +57,21 @@ def corpora_of(folder: Path, metric: str) -> list[str]:
     return [dataset]
 
 
+def seen_in_training(folder: Path, metric: str) -> frozenset[str]:
+    """Leakage keys of human stories a checkpoint trained on outside the builders' train split: plot coherence
+    trained on the paper's released AF_ManPlts groups, whose human ROC stories the builders split their own way."""
+    if metric != "plot_coherence":
+        return frozenset()
+    args = json.loads((folder / "training_results.json").read_text())["args"]
+    if args.get("negatives") != "paper":
+        return frozenset()
+    from benchmarks.common import data_dir
+    from storyeval import text as textlib
+    from storyeval_training.train_plot_coherence import PAPER_AF_FILES, read_af_tsv
+
+    return frozenset(textlib.leakage_key(human) for name in PAPER_AF_FILES for human, _ in read_af_tsv(data_dir() / "roc" / name))
+
+
 def score_corpus(scorer, metric: str, stories: list[list[str]], batch_size: int) -> tuple[dict[str, list[float]], dict]:
     if metric == "continuation_quality":
         pairs = [(story[0], " ".join(story[1:])) for story in stories if len(story) > 1]
@@ -74,6 +92,7 @@ def main(argv=None):
         parser.error("--batch-size must be positive")
 
     import storyeval
+    from storyeval import text as textlib
     from storyeval.checkpoints import recorded_metric
     from storyeval.percentiles import build_reference, write_reference
     from storyeval.scoring import load_scorer
@@ -98,8 +117,12 @@ def main(argv=None):
         entry = summary["checkpoints"][label] = {"metric": metric, "path": str(folder), "corpora": {}}
         for corpus in corpora:
             started = time.perf_counter()
-            scores, description = score_corpus(scorer, metric, stories[corpus], args.batch_size)
+            seen = seen_in_training(folder, metric)
+            held_out = [story for story in stories[corpus] if textlib.leakage_key(" ".join(story)) not in seen]
+            scores, description = score_corpus(scorer, metric, held_out, args.batch_size)
             description = {"builder": BUILDERS[corpus].__name__, "split": "test", **description}
+            if seen:
+                description["left_out_seen_in_training"] = len(stories[corpus]) - len(held_out)
             references[corpus] = build_reference(metric, corpus, scores, description)
             entry["corpora"][corpus] = {
                 **description, "seconds": round(time.perf_counter() - started, 2),

@@ -26,7 +26,7 @@ from typing import Iterator
 
 from tqdm.auto import tqdm
 
-from storyeval import checkpoints, compare
+from storyeval import checkpoints, compare, explain
 from storyeval.inputs import DTYPE_NAMES, has_words, not_unicode_text
 
 FORMATS = (".txt", ".jsonl", ".csv")
@@ -164,6 +164,8 @@ def score_file(args) -> dict:
     fmt = path.suffix.lower()
     if fmt not in FORMATS:
         raise InputError(f"unsupported input format {fmt!r}; use one of {FORMATS}")
+    if args.explain and fmt != ".jsonl":
+        raise InputError("--explain writes a field per record: use a .jsonl input")
     # checked before scoring: writing onto the input would replace the stories with their scores
     if args.output and os.path.isdir(args.output):
         raise InputError(f"output {args.output} is a directory; give a file path")
@@ -191,6 +193,8 @@ def score_file(args) -> dict:
         records = read_stories(path, fmt, args.column, args.score_field)
         with tqdm(total=count_records(path, fmt), disable=args.quiet, unit="story", desc=f"{args.metric}/{args.config}") as bar:
             while chunk := list(itertools.islice(records, CHUNK)):
+                if args.explain:  # each record gets its sentences' leave-one-out score changes
+                    chunk = explain.with_explanations(chunk, scorer, batch_size=args.batch_size, dtype=args.dtype)
                 scores = scorer.score([story for _, story in chunk], batch_size=args.batch_size, dtype=args.dtype)
                 for (record, _), score in zip(chunk, scores):
                     writer.write(record, score)
@@ -258,6 +262,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="weights' precision (default float32); bfloat16 is faster on CPUs with bf16 instructions, scores move slightly",
     )
     score.add_argument("--quiet", action="store_true", help="no progress bar")
+    score.add_argument("--explain", action="store_true",
+                       help="add an 'explanation' field per record (.jsonl): each sentence's score change when left out")
     demo = commands.add_parser("demo", help="start the Gradio demo (needs the [demo] extra)")
     demo.add_argument("--metric", choices=["all", *STORY_METRICS, "continuation_quality"], default="all")
     demo.add_argument("--host", default="127.0.0.1")
