@@ -97,14 +97,22 @@ def score_story(story: str, context: str = "", metrics=("union", "plot_coherence
             scores = scorer.score([opening], [" ".join(rest)])
             note = "the story given the context" if context else "the story after its first sentence, given that sentence"
             for criterion, values in scores.items():
-                rows.append([f"{METRIC_TITLES[metric]}: {criterion}", round(values[0], 4), note])
+                rows.append([f"{METRIC_TITLES[metric]}: {criterion}", round(values[0], 4), _with_percentile(note, metric, values[0], criterion)])
             continue
         # the whole story and, for UNION, each leave-one-out variant in one batched call (plot coherence: one piece, no blame)
         (explanation,) = explain_sentences([sentences if metric == "union" else [" ".join(sentences)]], scorer, [context])
-        rows.append([METRIC_TITLES[metric], round(explanation.score, 4), STORY_SCORE_MEANINGS[metric]])
+        rows.append([METRIC_TITLES[metric], round(explanation.score, 4), _with_percentile(STORY_SCORE_MEANINGS[metric], metric, explanation.score)])
         if metric == "union":
             attribution = [[b.index + 1, b.sentence, round(b.score_without, 4), round(b.change, 4)] for b in explanation.sentences]
     return rows, attribution
+
+
+def _with_percentile(note: str, metric: str, score: float, criterion: str | None = None) -> str:
+    """The note with the score's percentile among human-written test stories, where the checkpoint has a reference."""
+    from storyeval.percentiles import percentile_note
+
+    extra = percentile_note(checkpoints.resolve_checkpoint(metric, "default"), score, criterion)
+    return f"{note}; {extra}" if extra else note
 
 
 def highlight(attribution: list[list]) -> list[tuple[str, float | None]]:

@@ -16,6 +16,7 @@ is not comparable with one from another's.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -110,3 +111,28 @@ def write_reference(folder: str | Path, metric: str, references: dict[str, dict]
     partial.write_text(json.dumps(payload, indent=1) + "\n", encoding="utf-8")
     partial.replace(path)
     return path
+
+
+CORPUS_TITLES = {"roc": "ROCStories", "wp": "WritingPrompts"}
+
+
+def describe(percentile_value: float, corpus: str) -> str:
+    """A percentile in words: "scores higher than 62% of human-written ROCStories test stories"."""
+    return f"scores higher than {percentile_value:.0f}% of human-written {CORPUS_TITLES.get(corpus, corpus)} test stories"
+
+
+def percentile_note(folder: str | Path, score: float, criterion: str | None = None) -> str:
+    """``describe`` for one score of the checkpoint in ``folder`` against its only (or ROC) reference;
+    empty when the checkpoint has no reference (a user's own checkpoint, say)."""
+    try:
+        reference = _cached_reference(str(folder))
+    except FileNotFoundError:
+        return ""
+    return describe(reference.percentile([score], criterion)[0], reference.corpus)
+
+
+@functools.lru_cache(maxsize=8)
+def _cached_reference(folder: str) -> ReferenceDistribution:
+    references = json.loads(reference_path(folder).read_text(encoding="utf-8"))["references"] if reference_path(folder).is_file() else {}
+    corpus = "roc" if "roc" in references else None  # continuation quality carries both; the demo's stories are ROC-like
+    return load_reference(folder, corpus)
