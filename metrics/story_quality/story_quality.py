@@ -47,6 +47,11 @@ Examples:
 """
 
 
+# what a story queued without a context stores in the contexts column (evaluate refuses None in a
+# string column, and an empty string is bad input that must stay an error)
+NO_CONTEXT = "\x00no context"
+
+
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
 class StoryQuality(metric_base.CheckpointMetric):
     METRIC = "story_quality"
@@ -59,7 +64,7 @@ class StoryQuality(metric_base.CheckpointMetric):
             description=_DESCRIPTION,
             citation=_CITATION,
             inputs_description=_KWARGS_DESCRIPTION,
-            # contexts are optional: a call without them queues None, stored as nulls
+            # contexts are optional: a call without them queues NO_CONTEXT
             features=datasets.Features({"predictions": datasets.Value("string"), "contexts": datasets.Value("string")}),
             reference_urls=["https://arxiv.org/abs/2009.07602"],
         )
@@ -75,7 +80,9 @@ class StoryQuality(metric_base.CheckpointMetric):
     def check_inputs(predictions, contexts):
         predictions = check_texts(predictions, "predictions")
         if contexts is None:
-            return predictions, [None] * len(predictions)
+            return predictions, [NO_CONTEXT] * len(predictions)
+        if isinstance(contexts, list) and contexts and all(c == NO_CONTEXT for c in contexts):
+            return predictions, contexts  # compute() queueing a call without contexts
         contexts = check_texts(contexts, "contexts")
         check_same_length(predictions=predictions, contexts=contexts)
         return predictions, contexts
@@ -104,7 +111,7 @@ class StoryQuality(metric_base.CheckpointMetric):
         return super().compute(predictions=predictions, contexts=contexts, **kwargs)
 
     def _compute(self, predictions, contexts, batch_size: int = 16, device=None, progress_bar: bool = False):
-        given = [c is not None for c in contexts]
+        given = [c != NO_CONTEXT for c in contexts]
         if any(given) and not all(given):
             raise ValueError("give a context for every story or for none (some queued batches had contexts, some not)")
         if not predictions:
