@@ -87,3 +87,31 @@ def test_score_explain_needs_jsonl_and_a_free_field(tiny_checkpoint, tmp_path, c
     assert cli.main(["score", str(taken), "-o", str(out), "--config", str(tiny_checkpoint), "--quiet", "--explain"]) == 1
     assert "already has a field 'explanation'" in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_hit_rate_counts_either_copy_of_a_repeated_sentence_and_gives_chance_levels():
+    from benchmarks.explain_hit_rate import score_cases
+
+    cases = [
+        {"kind": "negation", "sentences": ["It was late .", "He did not go .", "He stayed ."], "planted": 1},
+        {"kind": "repeat_sentence", "sentences": ["It was late .", "He did not go .", "He did not go ."], "planted": 2},
+        {"kind": "negation", "sentences": ["It was not late .", "He went .", "He stayed ."], "planted": 2},
+    ]
+    results = score_cases(cases, CountingScorer(), batch_size=4)
+    whole, with_context = results["whole_story"], results["first_sentence_as_context"]
+    # case 1: its planted "not" is blamed; case 2: blaming the first copy counts; case 3: the "not" is elsewhere
+    assert whole["all"]["hit_rate"] == pytest.approx(2 / 3) and whole["all"]["cases"] == 3
+    assert whole["repeat_sentence"]["chance"] == pytest.approx(2 / 3) and whole["negation"]["chance"] == pytest.approx(1 / 3)
+    assert with_context["negation"]["chance"] == pytest.approx(1 / 2)
+
+
+def test_planted_flaws_change_exactly_one_sentence_after_the_first():
+    import random
+
+    from benchmarks.explain_hit_rate import plant
+
+    units = [s.split() for s in ["[MALE] went home .", "he was tired .", "he went to bed early .", "he slept well ."]]
+    for kind in ("negation", "repeat_ngram", "repeat_sentence"):
+        planted = plant(kind, units, random.Random(f"1:{kind}"), lexicon=None)
+        changed = [i for i, (a, b) in enumerate(zip(units, planted)) if a != b]
+        assert len(changed) == 1 and changed[0] >= 1, kind
