@@ -38,6 +38,8 @@ TRAIN = ["accelerate>=1.0", "yake>=0.4.8", "inflect>=7.0", "gender-guesser>=0.4"
 # the Gradio demo, and Playwright to drive a system Chromium in its browser test
 DEMO = ["gradio>=5.0", "playwright>=1.45"]
 DEV = ["pytest>=8", "hypothesis>=6.100"]
+# `storyeval compare --plot`
+PLOT = ["matplotlib>=3.7"]
 
 # every file of each checkpoint folder (one with weights); hub_cards/datasets holds cards only
 BUNDLED_CHECKPOINT_FILES = [f"{folder.name}/*" for folder in sorted((HERE / "hub_cards").iterdir()) if (folder / "model.safetensors").is_file()]
@@ -65,7 +67,7 @@ setup(
         "storyeval.bundled_metrics": ["*/*.py", "*/README.md", "*/requirements.txt"],
     },
     install_requires=RUNTIME,
-    extras_require={"train": TRAIN, "demo": DEMO, "dev": DEV, "all": TRAIN + DEMO + DEV},
+    extras_require={"train": TRAIN, "demo": DEMO, "dev": DEV, "plot": PLOT, "all": TRAIN + DEMO + DEV + PLOT},
     entry_points={
         "console_scripts": [
             "storyeval=storyeval.cli:main",

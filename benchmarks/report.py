@@ -60,6 +60,13 @@ CURRENT: tuple[CorrelationRow | ContinuationRow, ...] = (
     CorrelationRow("plot_coherence", "plot-coherence-roc", "union_roc", "cross_metric", "checkpoints/plot-coherence-roc/sets/union_roc"),
     CorrelationRow("plot_coherence", "plot-coherence-roc", "union_wp", "cross_metric", "checkpoints/plot-coherence-roc/sets/union_wp"),
     ContinuationRow("continuation-quality", "continuation_quality"),
+    # the suite's combined score (mean of its metrics' percentiles), whole stories, no contexts
+    CorrelationRow("story_quality", "roc (suite)", "union_roc", "story_quality_correlation", "sets/union_roc/whole_story/correlations/combined",
+                   note="story_quality's `combined`: the mean of union's and plot_coherence's percentiles against human-written test stories (`wp`: union's alone)"),
+    CorrelationRow("story_quality", "roc (suite)", "plot_amt_roc", "story_quality_correlation", "sets/plot_amt_roc/whole_story/correlations/combined",
+                   note="story_quality's `combined`: the mean of union's and plot_coherence's percentiles against human-written test stories (`wp`: union's alone)"),
+    CorrelationRow("story_quality", "wp (suite)", "union_wp", "story_quality_correlation", "sets/union_wp/whole_story/correlations/combined",
+                   note="story_quality's `combined`: the mean of union's and plot_coherence's percentiles against human-written test stories (`wp`: union's alone)"),
 )
 
 # where each human set's paper row (recomputed from the paper's released scores) is recorded
@@ -111,7 +118,7 @@ def correlation_table(reader: ResultsReader, rows: list[CorrelationRow]) -> list
     lines = ["| metric | checkpoint | human set (stories) | Pearson | Spearman | Kendall | paper's P / S / K on the set (its scorer) "
              "| stories/s, float32 / bfloat16 (commit) | measured at |",
              "|---|---|---|---|---|---|---|---|---|"]
-    notes = [row.note for row in rows if row.note]
+    notes = list(dict.fromkeys(row.note for row in rows if row.note))  # one footnote per distinct note
     for row in rows:
         result = reader.get(row.results, row.keys)
         checkpoint = f"`{row.checkpoint}`" + (f" ({notes.index(row.note) + 1})" if row.note else "")

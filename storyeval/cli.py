@@ -32,7 +32,7 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from storyeval import checkpoints
+from storyeval import checkpoints, compare, explain
 from storyeval.files import InputError, Writer, count_records, csv_header, file_format, read_rows
 from storyeval.inputs import DTYPE_NAMES
 from storyeval.registry import METRICS, metric_spec
@@ -56,6 +56,27 @@ def score_columns(metric: str, score_field: str) -> list[str]:
 
         return [f"{score_field}_{criterion}" for criterion in CRITERIA]
     return [score_field]
+
+
+def load_percentile_reference(metric: str, config: str, corpus: str):
+    """The checkpoint's human-written reference scores of ``corpus``, or an :class:`InputError` saying why there are none."""
+    from storyeval.percentiles import load_reference
+
+    try:
+        return load_reference(checkpoints.resolve_checkpoint(metric, config), corpus)
+    except (FileNotFoundError, KeyError, ValueError) as error:
+        raise InputError(f"--percentile: {error.args[0] if isinstance(error, KeyError) else error}") from None
+
+
+def with_percentiles(scores: list[list[float]], reference, metric: str) -> list[list[float]]:
+    """Each row's scores followed by their percentiles among the reference's human-written stories."""
+    criteria = [None]
+    if metric_spec(metric).takes_contexts:
+        from storyeval.continuation.model import CRITERIA
+
+        criteria = list(CRITERIA)
+    columns = [reference.percentile([row[i] for row in scores], criterion) for i, criterion in enumerate(criteria)]
+    return [row + [column[j] for column in columns] for j, row in enumerate(scores)]
 
 
 def check_paths(args, path: Path, fmt: str) -> None:
@@ -99,6 +120,18 @@ def score_file(args) -> dict:
     check_paths(args, path, fmt)
     columns = score_columns(args.metric, args.score_field)
     settings_field = f"{args.score_field}_settings"
+    if args.explain and (fmt != ".jsonl" or spec.takes_contexts):
+        raise InputError("--explain writes each story's sentence blame as a field per record: use a .jsonl input and a story metric (union, plot_coherence)")
+    reference = None
+    if args.percentile:
+        if fmt == ".txt":
+            raise InputError("--percentile adds a column per score: use a .jsonl or .csv input")
+        reference = load_percentile_reference(args.metric, args.config, args.percentile)
+        columns += [f"{column}_percentile" for column in columns]
+    if args.quiet:  # transformers draws its own bar while it reads the weights
+        from transformers.utils import logging as transformers_logging
+
+        transformers_logging.disable_progress_bar()
     scorer = load_scorer(args.metric, args.config, args.device)
     settings = scorer.settings(args.dtype)
     # an output file appears only when scoring succeeds: a bad line never truncates an old result
@@ -111,7 +144,9 @@ def score_file(args) -> dict:
         writer_buffer = io.StringIO()
         writer = Writer(writer_buffer, fmt, columns, csv_header(path) if fmt == ".csv" else None,
                         constants={settings_field: settings})
-        rows = read_rows(path, fmt, fields, columns + ([settings_field] if fmt == ".jsonl" else []))
+        # fields the output adds: an input that has one already is refused, not overwritten
+        added = columns + ([settings_field] if fmt == ".jsonl" else []) + ([explain.FIELD] if args.explain else [])
+        rows = read_rows(path, fmt, fields, added)
         with tqdm(total=count_records(path, fmt), disable=args.quiet, unit="story", desc=f"{args.metric}/{args.config}") as bar:
             while chunk := list(itertools.islice(rows, CHUNK)):
                 valid, invalid = [], set()
@@ -123,7 +158,14 @@ def score_file(args) -> dict:
                     else:
                         valid.append(row)
                 skipped += sorted(invalid)
-                scores = iter(score_chunk(scorer, args.metric, valid, args) if valid else [])
+                if args.explain and valid:  # each record gets its sentences' leave-one-out score changes
+                    valid = explain.with_explanations(valid, scorer, args.column, batch_size=args.batch_size, dtype=args.dtype)
+                    explained = {row.line: row for row in valid}
+                    chunk = [explained.get(row.line, row) for row in chunk]
+                scores = score_chunk(scorer, args.metric, valid, args) if valid else []
+                if reference is not None:
+                    scores = with_percentiles(scores, reference, args.metric)
+                scores = iter(scores)
                 for row in chunk:
                     values = [math.nan] * len(columns) if row.line in invalid else next(scores)
                     writer.write(row.record, values)
@@ -246,6 +288,11 @@ def build_parser() -> argparse.ArgumentParser:
     score.add_argument("--skip-invalid", action="store_true",
                        help="score the other rows when one cannot be scored (empty, no letters): NaN there, and a warning naming its lines")
     score.add_argument("--quiet", action="store_true", help="no progress bar")
+    score.add_argument("--percentile", choices=["roc", "wp"], default=None,
+                       help="also write each score's percentile among human-written test stories of this corpus "
+                            "(the checkpoint's reference_scores.json): 30 means it scores higher than 30%% of them")
+    score.add_argument("--explain", action="store_true",
+                       help="add an 'explanation' field per record (.jsonl, story metrics): each sentence's score change when left out")
     commands.add_parser("register", formatter_class=defaults,
                         help="let evaluate.load('union') etc. find the metrics, and snapshot_download the bundled checkpoints, offline")
     demo_parser = commands.add_parser("demo", help="start the Gradio demo (needs the [demo] extra)", formatter_class=defaults)
@@ -257,6 +304,7 @@ def build_parser() -> argparse.ArgumentParser:
     push.add_argument("--repo-id", required=True, help="owner/name on the Hub")
     push.add_argument("--dry-run", action="store_true", help="validate offline (card, files, requirements, checkpoint load); upload nothing")
     push.add_argument("--private", action="store_true", help="create the repo private")
+    compare.add_parser(commands)
     return parser
 
 
@@ -268,6 +316,8 @@ def main(argv=None) -> int:
         return register(args)
     if args.command == "push":
         return push(args)
+    if args.command == "compare":
+        return compare.run(args)
     args.config = metric_spec(args.metric).default if args.config is None else args.config
     args.batch_size = metric_spec(args.metric).batch_size if args.batch_size is None else args.batch_size
     if args.batch_size < 1:
