@@ -32,6 +32,10 @@ def write_af_tsv(path, groups):
 
 @pytest.fixture
 def data_root(tmp_path):
+    return tiny_af_data_root(tmp_path)
+
+
+def tiny_af_data_root(tmp_path):
     """A data folder with a tiny AF file and one human-judged story."""
     root = tmp_path / "data"
     (root / "roc").mkdir(parents=True)

@@ -156,6 +156,9 @@ def parse_args(argv=None):
     add_loop_arguments(p, learning_rate=2e-5, per_device_train_batch_size=8)
     p.add_argument("--max-length", type=int, default=None, help="training tokens (default: 128 for roc, 512 for wp)")
     p.add_argument("--max-train-pairs", type=int, default=None)
+    p.add_argument("--train-top-layers", type=int, default=None,
+                   help="train only the encoder's top N layers and the head, as storyeval-train-union does (a base-size "
+                        "backbone: faster steps, and an export of those layers only)")
     p.add_argument("--base-model-name", default=None)
     p.add_argument("--data-dir", default=None, help="data root (default: $STORYEVAL_DATA or ../shared/data)")
     p.add_argument("--pairs-only", action="store_true",
@@ -165,7 +168,7 @@ def parse_args(argv=None):
         p.error("--negatives generated needs --generated-dir")
     if args.negatives == "paper" and args.dataset != "roc":
         p.error("the paper released AF_ManPlts negatives for ROC only; use --negatives generated for wp")
-    check_loop_arguments(p, args, positive=("max_length", "max_train_pairs"))
+    check_loop_arguments(p, args, positive=("max_length", "max_train_pairs", "train_top_layers"))
     return args
 
 
@@ -198,6 +201,7 @@ def train(argv=None) -> dict:
         LoopArguments.from_namespace(args), pairs_dir=str(pairs_dir), model_name_or_path=args.model_name_or_path,
         max_length=args.max_length or DEFAULT_MAX_LENGTH[args.dataset], max_eval_pairs=0, recon_weight=0.0,
         max_train_pairs=args.max_train_pairs, base_model_name=args.base_model_name or args.model_name_or_path, export_dir=args.export_dir,
+        train_top_layers=args.train_top_layers,
     )
     # recorded in all_results.json and the model card
     union_args.dataset, union_args.negatives, union_args.leakage_dropped_groups = args.dataset, args.negatives, dropped
