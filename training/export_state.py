@@ -57,7 +57,8 @@ def export_state(state: Path, export_dir: Path, run: argparse.Namespace, base_mo
         "notes": [f"Exported from the run's resumable state at step {step:,} of {run.max_train_steps or 'an epoch-length schedule'}, "
                   "while the run went on; the selected step is the best evaluation up to that state."],
         "args": vars(run),
-        "environment": environment(),
+        # this machine, but the run's code: the checkout exporting may have moved on since the run started
+        "environment": {**environment(), "commit": code_commit or "unknown", "uncommitted_changes": []},
     }
     train_union.export(state / "best", export_dir, results, base_model=base_model or run.base_model_name or run.model_name_or_path)
     return results

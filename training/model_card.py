@@ -27,9 +27,43 @@ def _render(card_class, card_data, template: str, folder: Path, **facts) -> None
     card.save(Path(folder) / "README.md")
 
 
-def _base_model(args: dict) -> str:
-    base_model = args.get("base_model_name") or args["model_name_or_path"]
-    return "sentence-transformers/all-MiniLM-L6-v2" if base_model == "all-MiniLM-L6-v2" else base_model
+def _recorded_backbone(folder: Path) -> str | None:
+    """The backbone a top-layer checkpoint loads onto (its config's ``base_model``), else None."""
+    config = Path(folder) / "config.json"
+    return json.loads(config.read_text()).get("base_model") if config.is_file() else None
+
+
+def _hub_id(name: str) -> str:
+    """The offline backbones by their Hub ids; anything else as given."""
+    from storyeval.backbones import BASE_BACKBONE, FAST_BACKBONE, HUB_ORGANISATION
+
+    return f"{HUB_ORGANISATION}/{name}" if name in (FAST_BACKBONE, BASE_BACKBONE) else name
+
+
+def _base_model(args: dict, folder: Path) -> str:
+    """What the checkpoint was fine-tuned from: the run's --base-model-name, else the backbone a
+    top-layer checkpoint records (a run may start from a local copy of it), else the start folder."""
+    return _hub_id(args.get("base_model_name") or _recorded_backbone(folder) or args["model_name_or_path"])
+
+
+def _tier(folder: Path) -> str:
+    """The name suffix of the checkpoint's tier: ``-base`` on the base-size backbone, none on MiniLM."""
+    from storyeval.backbones import BASE_BACKBONE
+
+    backbone = _recorded_backbone(folder) or ""
+    return "-base" if backbone.rstrip("/").rsplit("/", 1)[-1] == BASE_BACKBONE else ""
+
+
+def _export_text(folder: Path) -> str:
+    """What the exported weights hold, from the checkpoint's own config."""
+    config = json.loads((Path(folder) / "config.json").read_text()) if (Path(folder) / "config.json").is_file() else {}
+    if config.get("trained_top_layers"):
+        return (f"Exported in fp16: only the top {config['trained_top_layers']} encoder layers and the head, the layers training "
+                f"changed. It loads onto `{_hub_id(config['base_model'])}` in one call and refuses any other weights, by the "
+                "SHA-256 of the untrained layers recorded in `config.json`.")
+    if config.get("has_reconstruction_head"):
+        return "Exported in fp16 with its reconstruction head (scorers drop it when they load; training can resume from it)."
+    return "Exported in fp16."
 
 
 def _read_evaluation(folder: Path) -> dict | None:
@@ -83,9 +117,9 @@ def write_union_card(folder: Path, results: dict) -> None:
     folder = Path(folder)
     args = results["args"]
     dataset = args.get("dataset")  # None: pairs from a folder that does not record its corpus
-    name = f"union-{dataset}" if dataset else "union"
+    name = f"union-{dataset}{_tier(folder)}" if dataset else "union"
     evaluation = _read_evaluation(folder)
-    base_model = _base_model(args)
+    base_model = _base_model(args, folder)
     eval_results = [result for set_name, coefficients in (evaluation or {}).get("correlations", {}).items()
                     for result in _correlation_results("Story quality (correlation with human judgments)",
                                                        f"UNION human judgments ({set_name})", f"union-human-{set_name}", coefficients)]
@@ -93,7 +127,7 @@ def write_union_card(folder: Path, results: dict) -> None:
                            [CORPORA[dataset]] if dataset else None, eval_results)
     _render(ModelCard, card_data, "union", folder, name=name, dataset=dataset, args=args, results=results, best=_best(results),
             selection_dropped=results.get("train_pairs_dropped_for_selection"), base_model=base_model,
-            machine=_machine_text(results), notes=results.get("notes", []), evaluation=evaluation,
+            machine=_machine_text(results), notes=results.get("notes", []), evaluation=evaluation, exported=_export_text(folder),
             encoder=_encoder_text(folder, "BERT-base"), citation=citations.UNION)
 
 
@@ -122,9 +156,9 @@ def write_plot_coherence_card(folder: Path, results: dict) -> None:
     folder = Path(folder)
     args = results["args"]
     dataset = args.get("dataset") or "roc"
-    name = f"plot-coherence-{dataset}"
+    name = f"plot-coherence-{dataset}{_tier(folder)}"
     evaluation = _read_evaluation(folder)
-    base_model = _base_model(args)
+    base_model = _base_model(args, folder)
     # what the checkpoint does when it scores: its config, else the run's record
     if (folder / "config.json").is_file():
         from storyeval.models import UnionConfig  # here: the other cards need no torch
@@ -142,7 +176,7 @@ def write_plot_coherence_card(folder: Path, results: dict) -> None:
     _render(ModelCard, card_data, "plot_coherence", folder, name=name, dataset=dataset, corpus={"roc": "ROC", "wp": "WritingPrompts"}[dataset],
             negatives=negatives, args=args, results=results, best=_best(results), base_model=base_model, machine=_machine_text(results),
             notes=results.get("notes", []), delexicalize=delexicalize, trained_delexicalized=trained_delexicalized,
-            evaluation=evaluation, encoder=_encoder_text(folder, "RoBERTa-base"), citation=citations.PLOT_COHERENCE)
+            evaluation=evaluation, exported=_export_text(folder), encoder=_encoder_text(folder, "RoBERTa-base"), citation=citations.PLOT_COHERENCE)
 
 
 def update_evaluation(folder: Path, metric: str, command: str, correlations: dict) -> None:
