@@ -52,6 +52,8 @@ def correlations(metric_scores, human_scores) -> dict:
 
 def command_line(module: str, argv: list[str] | None) -> str:
     """The command as a reader reruns it, recorded in every results file."""
+    if module == "__main__":  # run as python -m benchmarks.<name>: the module's real name is on its spec
+        module = getattr(sys.modules["__main__"].__spec__, "name", module)
     name = module.rpartition(".")[2]
     return " ".join([f"python -m benchmarks.{name}", *(sys.argv[1:] if argv is None else argv)])
 

@@ -55,6 +55,8 @@ CURRENT: tuple[CorrelationRow | ContinuationRow, ...] = (
     CorrelationRow("union", "union-roc", "plot_amt_roc", "cross_metric", "checkpoints/union-roc/sets/plot_amt_roc"),
     CorrelationRow("union", "union-wp", "union_roc", "union_correlation", "checkpoints/union-wp/sets/roc"),
     CorrelationRow("union", "union-wp", "union_wp", "union_correlation", "checkpoints/union-wp/sets/wp"),
+    CorrelationRow("union", "union-roc-base", "union_roc", "union_roc_base_correlation", "checkpoints/union-roc-base/sets/roc"),
+    CorrelationRow("union", "union-roc-base", "union_wp", "union_roc_base_correlation", "checkpoints/union-roc-base/sets/wp"),
     CorrelationRow("plot_coherence", "plot-coherence-roc", "plot_amt_roc", "plot_coherence_correlation", "checkpoints/plot-coherence-roc/roc",
                    ("plot_coherence_speed", "plot_coherence_speed_bfloat16")),
     CorrelationRow("plot_coherence", "plot-coherence-roc", "union_roc", "cross_metric", "checkpoints/plot-coherence-roc/sets/union_roc"),

@@ -34,7 +34,8 @@ class MetricSpec:
 METRICS: dict[str, MetricSpec] = {
     spec.name: spec
     for spec in (
-        MetricSpec("union", {"roc": "union-roc", "wp": "union-wp"}, "roc",
+        # "-base": the base-size tier (MPNet-base; the backbone is installed apart, see storyeval.backbones)
+        MetricSpec("union", {"roc": "union-roc", "wp": "union-wp", "roc-base": "union-roc-base"}, "roc",
                    "storyeval.scoring:SequenceScorer", "storyeval.scoring:load_story_classifier"),
         MetricSpec("plot_coherence", {"roc": "plot-coherence-roc", "wp": "plot-coherence-wp"}, "roc",
                    "storyeval.scoring:SequenceScorer", "storyeval.scoring:load_story_classifier"),

@@ -170,3 +170,15 @@ def test_unknown_or_absent_human_sets_are_clear_errors(tmp_path, monkeypatch):
 def test_the_recorded_command_is_the_module_form():
     assert common.command_line("benchmarks.union_correlation", ["--sets", "roc"]) == "python -m benchmarks.union_correlation --sets roc"
     assert common.command_line("benchmarks.cross_metric", []) == "python -m benchmarks.cross_metric"
+
+
+def test_a_benchmark_run_with_python_m_records_its_own_module_name(monkeypatch):
+    """Under `python -m benchmarks.x`, __name__ is "__main__": the command recorded must still name x."""
+    import importlib.machinery
+    import sys
+
+    from benchmarks.common import command_line
+
+    monkeypatch.setattr(sys.modules["__main__"], "__spec__", importlib.machinery.ModuleSpec("benchmarks.union_correlation", None), raising=False)
+    assert command_line("__main__", ["--sets", "roc"]) == "python -m benchmarks.union_correlation --sets roc"
+    assert command_line("benchmarks.cross_metric", []) == "python -m benchmarks.cross_metric"

@@ -93,11 +93,12 @@ def test_a_missing_benchmarks_md_is_a_usage_error(tmp_path, capsys):
 
 
 def test_a_new_checkpoint_needs_one_entry(copies):
-    """e.g. a future union-roc-base: its results file and one CURRENT entry give it a row."""
+    """e.g. a future union-wp-base: its results file and one CURRENT entry give it a row."""
     _, results = copies
     data = json.loads((results / "union_correlation.json").read_text())
-    data["checkpoints"] = {"union-roc-base": data["checkpoints"]["union-roc"]}
-    (results / "union_base_correlation.json").write_text(json.dumps(data))
-    row = report.CorrelationRow("union", "union-roc-base", "union_roc", "union_base_correlation", "checkpoints/union-roc-base/sets/roc")
+    data["checkpoints"] = {"union-wp-base": data["checkpoints"]["union-wp"]}
+    (results / "union_wp_base_correlation.json").write_text(json.dumps(data))
+    row = report.CorrelationRow("union", "union-wp-base", "union_wp", "union_wp_base_correlation", "checkpoints/union-wp-base/sets/wp")
     summary = report.render_summary(results, current=(*report.CURRENT, row))
-    assert sum("`union-roc-base`" in line for line in summary.splitlines()) == 1
+    assert sum("`union-wp-base`" in line for line in summary.splitlines()) == 1
+

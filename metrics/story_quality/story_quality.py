@@ -40,7 +40,7 @@ Returns:
         overall criterion), per story.
     mean_combined (`float`): their mean (NaN for no stories).
 Examples:
-    >>> story_quality = evaluate.load("metrics/story_quality", "roc")
+    >>> story_quality = evaluate.load("story_quality", "roc")
     >>> results = story_quality.compute(predictions=["[MALE] was at the bar . he noticed a phone on the floor ."])
     >>> sorted(results)
     ['combined', 'mean_combined', 'plot_coherence', 'plot_coherence_percentile', 'union', 'union_percentile']
