@@ -68,7 +68,13 @@ def evaluate_checkpoint(folder: Path, batch_size: int = 512) -> dict:
     second = scorer.score(cloze["context"], cloze["ending_2"], batch_size=batch_size)
     seconds = time.perf_counter() - started
     accuracy = {criterion: cloze_accuracy(first[criterion], second[criterion], cloze["right"]) for criterion in CRITERIA}
+    encoder = scorer.extractor.encoder
+    learned = {}
+    if encoder is not None:  # the learned feature alone, after the timed run: how much of the head's accuracy it carries
+        learned["encoder_logit_story_cloze_accuracy"] = cloze_accuracy(
+            encoder.logits(cloze["context"], cloze["ending_1"]), encoder.logits(cloze["context"], cloze["ending_2"]), cloze["right"])
     return {
+        **learned,
         "heldout_pairs": len(test),
         "heldout_contexts": len(set(test["context"])),
         "spearman": spearman,
