@@ -62,3 +62,11 @@ def pinned_stories() -> list[str]:
         f"{opening} He gave it to the bartender. Nobody claimed it. He noticed a phone on the floor. He picked it up and looked around.",
         f"{opening}" + " He noticed a phone on the floor." * 4,
     ]
+
+
+def subprocess_env(env: dict) -> dict:
+    """``env`` for a subprocess run from another folder: NLTK_DATA made absolute (the README's test
+    command gives it relative to the checkout)."""
+    if env.get("NLTK_DATA"):
+        env = {**env, "NLTK_DATA": os.pathsep.join(str(Path(folder).resolve()) for folder in env["NLTK_DATA"].split(os.pathsep))}
+    return env

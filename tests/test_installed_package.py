@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import subprocess_env
+
 CHECKOUT = Path(__file__).resolve().parent.parent
 
 pytestmark = pytest.mark.skipif(not os.environ.get("STORYEVAL_INSTALL_TEST"), reason="slow: set STORYEVAL_INSTALL_TEST=1")
@@ -41,6 +43,7 @@ def test_a_wheel_install_scores_by_name_from_outside_the_repository(tmp_path):
     elsewhere.mkdir()
     env = {**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, "HF_MODULES_CACHE": str(tmp_path / "modules"),
            "HF_HUB_CACHE": str(tmp_path / "hub"), "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "PIP_NO_INPUT": "1"}
+    env = subprocess_env(env)
     install = subprocess.run([str(python), "-m", "pip", "install", "-q", str(source)],
                              cwd=elsewhere, env=env, capture_output=True, text=True, timeout=900)
     assert install.returncode == 0, install.stderr[-3000:]

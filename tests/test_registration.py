@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import subprocess_env
 from storyeval import registration
 
 CHECKOUT = Path(__file__).resolve().parent.parent
@@ -30,6 +31,7 @@ def run_python(code, cwd, env):
 def isolated_env(tmp_path):
     env = {**os.environ, "HF_MODULES_CACHE": str(tmp_path / "modules"), "HF_HUB_CACHE": str(tmp_path / "hub"),
            "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+    env = subprocess_env(env)
     # the worktree's package first, as the tests import it
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(registration.__file__).resolve().parent.parent), env.get("PYTHONPATH")]))
     return env

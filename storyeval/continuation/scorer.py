@@ -11,6 +11,7 @@ import torch
 from tqdm.auto import tqdm
 
 from storyeval.continuation.cooccurrence import CooccurrenceStats
+from storyeval.continuation.encoder import load_learned_encoder
 from storyeval.continuation.features import FeatureExtractor
 from storyeval.continuation.model import CRITERIA, ContinuationModel
 from storyeval.continuation.ngram_lm import NgramLM
@@ -26,13 +27,14 @@ class ContinuationScorer:
         folder = Path(folder)
         config = json.loads((folder / "scorer_config.json").read_text())
         groups = tuple(config["feature_groups"])
+        self.device = resolve_device(device)
         self.extractor = FeatureExtractor(
             lm=NgramLM.load(folder / "lm.npz") if "lm" in groups else None,
             cooccurrence=CooccurrenceStats.load(folder / "cooccurrence.npz") if "pmi" in groups else None,
             groups=groups,
             version=config.get("feature_version", 1),  # checkpoints from before versions had 1
+            encoder=load_learned_encoder(folder, config, self.device),
         )
-        self.device = resolve_device(device)
         self.model = ContinuationModel.load(folder).to(self.device)
         self._models = {(self.device, torch.float32): self.model}
         self.preprocess = preprocess
