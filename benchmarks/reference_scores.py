@@ -86,6 +86,8 @@ def main(argv=None):
     parser.add_argument("--checkpoint", action="append", required=True, type=checkpoint_spec, help="label=folder (repeatable)")
     parser.add_argument("--corpus", nargs="+", choices=["roc", "wp"], help="score on these corpora instead of the checkpoint's own")
     parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--output", default="reference_scores",
+                        help="name of the summary results file (another name keeps the earlier checkpoints' summary)")
     args = parser.parse_args(argv)
     if args.batch_size < 1:
         parser.error("--batch-size must be positive")
@@ -130,7 +132,7 @@ def main(argv=None):
             print(f"{label} on {corpus}: {description['items']} items, " + ", ".join(
                 f"{name} median {np.median(values):.4f}" for name, values in scores.items()))
         print("wrote", write_reference(folder, metric, references, provenance))
-    print("wrote", write_results("reference_scores", summary))
+    print("wrote", write_results(args.output, summary))
 
 
 if __name__ == "__main__":
