@@ -132,10 +132,9 @@ def test_plot_coherence_from_a_top_layer_union_checkpoint_ships_top_layers_on_th
     model.save_trained_parameters(tmp_path / "union", base_model=str(backbone))
     AutoTokenizer.from_pretrained(backbone).save_pretrained(tmp_path / "union")
     export = tmp_path / "export"
-    assert train_plot_coherence.main([
-        "--data-dir", str(data_root), "--model-name-or-path", str(tmp_path / "union"), "--output-dir", str(tmp_path / "run"),
-        "--max-train-steps", "2", "--eval-steps", "2", "--max-length", "32", "--train-top-layers", "1", "--export-dir", str(export),
-    ]) is None
+    run_args = ["--data-dir", str(data_root), "--model-name-or-path", str(tmp_path / "union"), "--output-dir", str(tmp_path / "run"),
+                "--max-train-steps", "2", "--eval-steps", "2", "--checkpointing-steps", "2", "--max-length", "32", "--train-top-layers", "1"]
+    assert train_plot_coherence.main([*run_args, "--export-dir", str(export)]) is None
     config = json.loads((export / "config.json").read_text())
     assert (config["metric"], config["trained_top_layers"], config["base_model"]) == ("plot_coherence", 1, str(backbone))
     assert config["base_model_sha256"] == json.loads((tmp_path / "union" / "config.json").read_text())["base_model_sha256"]
@@ -144,6 +143,13 @@ def test_plot_coherence_from_a_top_layer_union_checkpoint_ships_top_layers_on_th
     with safe_open(str(export / "model.safetensors"), "pt") as saved:
         assert all(n.startswith(("encoder.encoder.layer.2.", "classifier.")) for n in saved.keys())
     assert UnionModel.from_pretrained(export).config.metric == "plot_coherence"
+    # exported again from the run's state: the same weights, with a plot-coherence card
+    from storyeval_training import export_state
+
+    export_state.main(["--state", str(tmp_path / "run" / "step_2"), "--export-dir", str(tmp_path / "from-state"), "--", *run_args])
+    assert (tmp_path / "from-state" / "model.safetensors").read_bytes() == (export / "model.safetensors").read_bytes()
+    card = (tmp_path / "from-state" / "README.md").read_text()
+    assert "# plot-coherence-roc" in card and "groups whose human story" in card and "max length 32 tokens" in card
 
 
 @pytest.mark.slow
