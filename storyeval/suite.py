@@ -109,7 +109,7 @@ class StoryQuality:
             if metric == "continuation_quality":
                 if contexts is None:
                     continue
-                by_criterion = scorer.score(contexts, predictions, batch_size=max(batch_size, 256), device=device, progress_bar=progress_bar)
+                by_criterion = scorer.score(contexts, predictions, batch_size=batch_size, device=device, progress_bar=progress_bar)
                 for criterion, values in by_criterion.items():
                     result[f"{metric}_{criterion}"] = values
                     result[f"{metric}_{criterion}_percentile"] = reference.percentile(values, criterion)

@@ -136,3 +136,14 @@ def test_the_base_config_scores_with_union_roc_base_against_roc_references():
     assert suite.components[0][1].name != "union-roc" and "union-roc-base" in str(suite.components[0][1])
     result = suite.score(["Ken went to the bar. He found a phone. He gave it to the bartender."])
     assert set(result) == {"union", "union_percentile", "plot_coherence", "plot_coherence_percentile", "combined", "mean_combined"}
+
+
+def test_the_module_refuses_a_path_like_config_without_creating_it(tmp_path):
+    import evaluate
+
+    from storyeval.checkpoints import HUB_CARDS
+
+    folder = tmp_path / "not-a-config"
+    with pytest.raises(KeyError, match="unknown story_quality config"):
+        evaluate.load(str(HUB_CARDS.parent / "metrics" / "story_quality"), str(folder))
+    assert not folder.exists()

@@ -70,7 +70,10 @@ class StoryQuality(metric_base.CheckpointMetric):
         )
 
     def _build_data_dir(self):
-        return evaluate.Metric._build_data_dir(self)  # config names are roc / roc-base / wp / default only
+        # evaluate makes this folder from the config name: refuse any name but the suite's first, so a path-like one
+        # ("/some/folder") is not created before the KeyError
+        suite.check_config(self.config_name)
+        return evaluate.Metric._build_data_dir(self)
 
     def _download_and_prepare(self, dl_manager):
         local_only = True if getattr(dl_manager.download_config, "local_files_only", False) else None
