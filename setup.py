@@ -20,6 +20,7 @@ RUNTIME = [
     "transformers>=5.0",
     "safetensors>=0.4",
     "huggingface_hub>=1.0",
+    "filelock>=3.0",  # one process at a time enters a bundled checkpoint into the Hugging Face cache
     "evaluate>=0.4.6,<0.5",  # storyeval register writes its modules cache with evaluate's own (private) writer
     "datasets>=4.0",
     "nltk>=3.9",
