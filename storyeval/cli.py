@@ -255,7 +255,8 @@ def build_parser() -> argparse.ArgumentParser:
     score.add_argument("--device", default=None, help="e.g. cpu, cuda, cuda:1 (default: CUDA if available)")
     score.add_argument(
         "--dtype", default=None, choices=DTYPE_NAMES,
-        help="weights' precision (default float32); bfloat16 is faster on CPUs with bf16 instructions, scores move slightly",
+        help="weights' precision (default float32); bfloat16 is faster on CPUs with bf16 instructions, int8 (CPU only, needs "
+        "onnxruntime) faster still; scores move slightly",
     )
     score.add_argument("--quiet", action="store_true", help="no progress bar")
     demo = commands.add_parser("demo", help="start the Gradio demo (needs the [demo] extra)")
@@ -295,7 +296,8 @@ def main(argv=None) -> int:
         score_file(args)
     except IndexError:
         raise  # a LookupError too, but a bug here, not bad input: keep its traceback
-    except (InputError, LookupError, OSError, ValueError, TypeError) as error:  # LookupError: unknown config, missing NLTK data
+    # ImportError: an optional runtime (dtype int8) is missing; its message says what to install
+    except (InputError, LookupError, OSError, ValueError, TypeError, ImportError) as error:  # LookupError: unknown config, missing NLTK data
         message = error.args[0] if isinstance(error, KeyError) and error.args else error
         print(f"storyeval: error: {message}", file=sys.stderr)
         return 1

@@ -5,7 +5,7 @@ import operator
 from collections.abc import Sequence
 
 # precisions the scorers accept; names only, so the CLI's --help needs no torch import
-DTYPE_NAMES = ("float32", "bfloat16", "float16")
+DTYPE_NAMES = ("float32", "bfloat16", "float16", "int8")  # int8: an int8 runtime on the CPU (storyeval.int8_runtime)
 
 
 # marks sentence ends in the plot-guided releases; the scorers split on it and drop it
