@@ -117,6 +117,7 @@ class CTranslate2Backend(Int8Backend):
         weights.update({name: torch.zeros_like(tensor) for name, tensor in encoder.state_dict().items() if name.startswith("pooler.")})
         source = folder / "transformers"
         source.mkdir()
+        encoder.config.position_embedding_type = "absolute"  # transformers 5's BERT has no other; the converter asks for it
         encoder.config.save_pretrained(source)
         save_file(weights, str(source / "model.safetensors"), metadata={"format": "pt"})
         tokenizer.save_pretrained(source)  # the converter reads the vocabulary from it
