@@ -5,12 +5,12 @@
     python -m benchmarks.int8_speed --drift-only             # drift alone: no timing, valid on a busy machine
     python -m benchmarks.int8_speed --human                  # Pearson / Spearman / Kendall on the human sets
 
-Speed: each scorer runs in a fresh process (as in ``scoring_speed.py``) on the
-stories of that benchmark: torch float32, torch bfloat16, every int8 backend
+Speed: each scorer runs in a fresh process, through ``scoring_speed.py``'s own
+measurement, on the stories of that benchmark: torch float32, torch bfloat16, every int8 backend
 (CTranslate2, the shipped one, and ONNX Runtime from ``int8_backends.py``) and
 a BERT-base-sized torch scorer (random weights, same code path, float32), each
-``--repeats`` times, the median kept. The int8 export is made before the timed runs;
-``load_seconds`` then times loading with the export cached. Drift: Spearman, max and
+``--repeats`` times, the median kept. The int8 export is made in an untimed run
+first; the timed runs read it from the cache in their warm-up. Drift: Spearman, max and
 mean absolute difference of each int8 backend's scores against float32 on the
 same stories. Human agreement: each checkpoint's correlations with the human
 judgments (the sets ``union_correlation.py`` and
@@ -31,55 +31,41 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import CHECKOUT, correlations, machine, read_union_human, write_results  # noqa: E402
+import scoring_speed  # noqa: E402
 from scoring_speed import add_workload_arguments, roc_test_stories, score_agreement, workload_checkpoint  # noqa: E402
 
 BACKENDS = ("ctranslate2", "onnxruntime")
 COEFFICIENTS = ("pearson", "spearman", "kendall")
 NOTABLE_MOVE = 0.005  # the issue's bound on how far int8 may move a human-set coefficient unremarked
 
-CHILD = r"""
-import json, resource, sys, time
-import torch
-from storyeval.scoring import SequenceScorer, load_scorer
-checkout, checkpoint, kind, stories_path, batch_size, dtype, backend, threads = sys.argv[1:9]
-sys.path.insert(0, checkout + "/benchmarks")
-if int(threads):
-    torch.set_num_threads(int(threads))
-started = time.perf_counter()
-if kind == "bert-base":
-    from transformers import AutoTokenizer, BertConfig
-    from storyeval.models import UnionConfig, UnionModel
-    torch.manual_seed(0)
-    model = UnionModel(UnionConfig(encoder=BertConfig().to_dict(), has_reconstruction_head=False))
-    scorer = SequenceScorer(model, AutoTokenizer.from_pretrained(checkpoint), 512, 256, "cpu")
-elif dtype == "int8":
+# run before scoring_speed.py's measuring child, in the same fresh process: the thread count, and which
+# int8 backend dtype="int8" means there; it takes its own arguments off the end of the command line
+CHILD_SETUP = r"""
+import sys
+checkout, backend, threads = sys.argv.pop(), sys.argv.pop(), int(sys.argv.pop())
+if threads:
+    import torch
+    torch.set_num_threads(threads)
+if backend:
+    sys.path.insert(0, checkout + "/benchmarks")
     import int8_backends
-    from storyeval.int8 import load_int8_scorer
+    from storyeval import int8_runtime
     int8_backends.register()
-    scorer = load_int8_scorer(checkpoint, backend, int(threads) or None)  # exports, or reads the cached export
-else:
-    scorer = load_scorer(kind, checkpoint, device="cpu")
-load_seconds = time.perf_counter() - started
-stories = [line.rstrip("\n") for line in open(stories_path, encoding="utf-8")]
-scorer.score(stories[:32], batch_size=int(batch_size), dtype=dtype)  # warm-up
-started = time.perf_counter()
-scores = scorer.score(stories, batch_size=int(batch_size), dtype=dtype)
-seconds = time.perf_counter() - started
-print(json.dumps({"stories_per_second": len(stories) / seconds, "stories": len(stories), "torch_threads": torch.get_num_threads(),
-                  "load_seconds": load_seconds, "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "scores": scores}))
+    int8_runtime.DEFAULT_BACKEND = backend
 """
 
 
 def measure(args, kind: str, stories_path: Path, dtype: str, backend: str = "", repeats: int | None = None) -> tuple[dict, list[float]]:
-    """The median of fresh-process runs (each kept under "runs") and the scores of the last."""
+    """The median of fresh-process runs of scoring_speed.py's child (each kept under "runs"), and the scores of the last."""
     runs = []
     for _ in range(repeats or args.repeats):
-        command = [sys.executable, "-c", CHILD, str(CHECKOUT), args.checkpoint, kind, str(stories_path), str(args.batch_size), dtype, backend, str(args.num_threads)]
+        command = [sys.executable, "-c", CHILD_SETUP + scoring_speed.CHILD, args.checkpoint, kind, str(stories_path), str(args.batch_size), dtype,
+                   str(args.num_threads), backend, str(CHECKOUT)]
         out = subprocess.run(command, check=True, capture_output=True, text=True)
         runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
-    scores = runs[-1]["scores"]
+    scores = runs[-1].pop("scores")
     for run in runs:
-        del run["scores"]
+        run.pop("scores", None)
     summary = {key: statistics.median(run[key] for run in runs) for key in ("stories_per_second", "peak_rss_mb", "load_seconds")}
     return {**summary, "dtype": dtype, "backend": backend or "torch", "torch_threads": runs[0]["torch_threads"], "runs": runs}, scores
 
