@@ -169,6 +169,11 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.repeats < 1 or args.stories < 1 or args.num_threads < 0:
         parser.error("--repeats and --stories must be at least 1, --num-threads at least 0")
+    if args.human_checkpoint and not args.human:
+        parser.error("--human-checkpoint goes with --human")
+    for folder in args.human_checkpoint:  # a mistyped path fails here, before any scoring or results file
+        if not (Path(folder) / "config.json").is_file():
+            parser.error(f"--human-checkpoint {folder}: no checkpoint there (config.json)")
     args.checkpoint = workload_checkpoint(args)
     command = "python -m benchmarks.int8_speed " + " ".join(argv if argv is not None else sys.argv[1:])
     payload = {"machine": machine(), "command": command, "metric": args.metric, "checkpoint": args.checkpoint, "batch_size": args.batch_size,

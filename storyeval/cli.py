@@ -255,8 +255,8 @@ def build_parser() -> argparse.ArgumentParser:
     score.add_argument("--device", default=None, help="e.g. cpu, cuda, cuda:1 (default: CUDA if available)")
     score.add_argument(
         "--dtype", default=None, choices=DTYPE_NAMES,
-        help="weights' precision (default float32); bfloat16 is faster on CPUs with bf16 instructions, int8 (CPU only, needs "
-        "onnxruntime) faster still; scores move slightly",
+        help="weights' precision (default float32); bfloat16 is faster on CPUs with bf16 instructions; int8 runs an int8 copy "
+        "in CTranslate2 (CPU only); scores move slightly, int8's more",
     )
     score.add_argument("--quiet", action="store_true", help="no progress bar")
     demo = commands.add_parser("demo", help="start the Gradio demo (needs the [demo] extra)")

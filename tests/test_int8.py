@@ -1,4 +1,5 @@
 """dtype="int8": the CTranslate2 runtime on tiny random checkpoints, its export cache, fallback and errors."""
+import json
 import sys
 from pathlib import Path
 
@@ -179,3 +180,40 @@ def test_compute_and_cli_reach_int8(tiny_checkpoint, tmp_path, capsys):
     code = cli.main(["score", str(txt), "--config", str(checkpoint), "--dtype", "int8", "--quiet"])
     out = capsys.readouterr().out
     assert code == 0 and [float(x) for x in out.split()] == pytest.approx(low, abs=1e-6)
+
+
+def benchmark():
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    import common
+    import int8_speed
+
+    return common, int8_speed
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--repeats", "0"], "--repeats and --stories must be at least 1"),
+        (["--num-threads", "-1"], "--num-threads at least 0"),
+        (["--human-checkpoint", "hub_cards/union-roc"], "--human-checkpoint goes with --human"),
+        (["--human", "--human-checkpoint", "no/such/folder"], "no checkpoint there"),
+        (["--human", "--drift-only"], "not allowed with argument"),
+    ],
+)
+def test_int8_benchmark_refuses_bad_arguments_before_writing(args, message, tmp_path, monkeypatch, capsys):
+    common, int8_speed = benchmark()
+    monkeypatch.setattr(common, "RESULTS", tmp_path / "results")
+    with pytest.raises(SystemExit):
+        int8_speed.main(args + ["--output", "never_written"])
+    assert message in capsys.readouterr().err and not (tmp_path / "results").exists()
+
+
+@needs_int8_cpu
+def test_int8_benchmark_drift_runs_every_backend(tiny_checkpoint, shared_data, tmp_path, monkeypatch):
+    pytest.importorskip("onnxruntime", reason="the benchmark's second backend")
+    common, int8_speed = benchmark()
+    monkeypatch.setattr(common, "RESULTS", tmp_path / "results")
+    int8_speed.main(["--checkpoint", str(tiny_checkpoint), "--stories", "5", "--drift-only", "--output", "drift"])
+    drift = json.loads((tmp_path / "results" / "drift.json").read_text())["agreement_with_float32"]
+    assert set(drift) == {"bfloat16", "int8_ctranslate2", "int8_onnxruntime"}
+    assert all(row["max_abs_difference"] < 0.05 for row in drift.values())

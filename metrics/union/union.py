@@ -31,7 +31,7 @@ Args:
     dtype (`str`, optional): "float32" (default), "bfloat16", "float16" or "int8". bfloat16 is
         about 2x faster on CPUs with bfloat16 instructions; "int8" runs an int8 copy on the
         CPU in CTranslate2 (`pip install ctranslate2`, exported once and cached). Scores move
-        slightly, so compare scores computed in one dtype only.
+        slightly (int8's more), so compare scores computed in one dtype only.
 Returns:
     scores (`list` of `float`): one score in [0, 1] per story, higher is better.
     mean_score (`float`): their mean (NaN for no stories).
