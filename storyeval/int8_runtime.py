@@ -193,7 +193,7 @@ def weights_sha256(model) -> str:
     for name, tensor in sorted(model.state_dict().items()):
         tensor = tensor.detach().cpu().contiguous()
         digest.update(f"{name}|{tensor.dtype}|{tuple(tensor.shape)}".encode())
-        digest.update(tensor.view(torch.uint8).numpy().tobytes() if tensor.numel() else b"")
+        digest.update(tensor.reshape(-1).view(torch.uint8).numpy().tobytes())  # the raw bytes, whatever the dtype (numpy has no bfloat16)
     return digest.hexdigest()
 
 
