@@ -5,7 +5,13 @@
 sampling and training loops. It is installed under a prefixed name so that it
 cannot collide with other top-level ``training`` packages.
 """
+import re
+from pathlib import Path
+
 from setuptools import find_packages, setup
+
+HERE = Path(__file__).resolve().parent
+VERSION = re.search(r'__version__ = "([^"]+)"', Path(__file__).with_name("storyeval").joinpath("version.py").read_text()).group(1)
 
 RUNTIME = [
     # torch is pinned by the install command in the README (the CPU wheel);
@@ -27,14 +33,20 @@ RUNTIME = [
 ]
 
 # inflect: "a" or "an" before a substituted word; gender-guesser: which capitalised words are first names
-TRAIN = ["accelerate>=1.0", "yake>=0.4.8", "inflect>=7.0", "gender-guesser>=0.4"]
+# jinja2: the model and dataset cards render through huggingface_hub's templates
+TRAIN = ["accelerate>=1.0", "yake>=0.4.8", "inflect>=7.0", "gender-guesser>=0.4", "jinja2>=3.0"]
 # the Gradio demo, and Playwright to drive a system Chromium in its browser test
 DEMO = ["gradio>=5.0", "playwright>=1.45"]
 DEV = ["pytest>=8", "hypothesis>=6.100"]
+# `storyeval compare --plot`
+PLOT = ["matplotlib>=3.7"]
+
+# every file of each checkpoint folder (one with weights); hub_cards/datasets holds cards only
+BUNDLED_CHECKPOINT_FILES = [f"{folder.name}/*" for folder in sorted((HERE / "hub_cards").iterdir()) if (folder / "model.safetensors").is_file()]
 
 setup(
     name="storyeval",
-    version="0.1.0.dev0",
+    version=VERSION,
     description="Learned, reference-free metrics for generated stories (UNION, plot coherence, continuation quality).",
     long_description=open("README.md", encoding="utf-8").read(),
     long_description_content_type="text/markdown",
@@ -42,12 +54,20 @@ setup(
     python_requires=">=3.10",
     packages=find_packages(include=["storyeval", "storyeval.*"])
     + ["storyeval_training"]
-    + [f"storyeval_training.{p}" for p in find_packages(where="training")],
-    package_dir={"storyeval_training": "training"},
-    # the first names lower-cased text masks (built by python -m storyeval_training.lowercase_names)
-    package_data={"storyeval": ["lowercase_names.txt"]},
+    + [f"storyeval_training.{p}" for p in find_packages(where="training")]
+    + ["storyeval.bundled_checkpoints", "storyeval.bundled_metrics"],
+    # the checkpoints and evaluate modules ship inside the package from their folders in the
+    # repository, so git keeps one copy of the weights (storyeval.bundled finds either place)
+    package_dir={"storyeval_training": "training", "storyeval.bundled_checkpoints": "hub_cards", "storyeval.bundled_metrics": "metrics"},
+    package_data={
+        # the first names lower-cased text masks (built by python -m storyeval_training.lowercase_names)
+        "storyeval": ["lowercase_names.txt"],
+        "storyeval_training": ["card_templates/*.md"],
+        "storyeval.bundled_checkpoints": BUNDLED_CHECKPOINT_FILES,
+        "storyeval.bundled_metrics": ["*/*.py", "*/README.md", "*/requirements.txt"],
+    },
     install_requires=RUNTIME,
-    extras_require={"train": TRAIN, "demo": DEMO, "dev": DEV, "all": TRAIN + DEMO + DEV},
+    extras_require={"train": TRAIN, "demo": DEMO, "dev": DEV, "plot": PLOT, "all": TRAIN + DEMO + DEV + PLOT},
     entry_points={
         "console_scripts": [
             "storyeval=storyeval.cli:main",

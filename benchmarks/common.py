@@ -1,11 +1,9 @@
-"""Shared pieces of the benchmarks: data paths, human judgments, correlations, machine info."""
+"""Shared pieces of the benchmarks: checkpoint options, correlations, machine info, results files."""
 from __future__ import annotations
 
 import argparse
-import csv
 import json
-import os
-from collections import defaultdict
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -14,47 +12,7 @@ from storyeval_training.provenance import environment
 
 CHECKOUT = Path(__file__).resolve().parent.parent
 RESULTS = CHECKOUT / "benchmarks" / "results"
-
-
-def data_dir() -> Path:
-    root = Path(os.environ.get("STORYEVAL_DATA", CHECKOUT.parent / "shared" / "data"))
-    if not (root / "human").is_dir():
-        raise SystemExit(f"shared data not found at {root}; set STORYEVAL_DATA")
-    return root
-
-
-def read_union_human(set_name: str) -> tuple[list[str], np.ndarray]:
-    """UNION's human-judged stories and their scores (the mean of 7 binary votes)."""
-    path = data_dir() / "human" / f"union_{set_name}" / "ant_data.txt"
-    stories, scores = [], []
-    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        fields = [f.strip() for f in line.split("|||")]
-        if len(fields) != 3:
-            raise ValueError(f"{path}:{lineno}: expected 'id ||| story ||| votes'")
-        votes = [int(v) for v in fields[2].split()]
-        stories.append(fields[1])
-        scores.append(sum(votes) / len(votes))
-    return stories, np.array(scores)
-
-
-AMT_RATED_TEXTS = 5  # Input.text1..5 / Answer.text1..5 per AMT row
-
-
-def normalise(text: str) -> str:
-    return " ".join(text.split())
-
-
-def read_amt_ratings() -> dict[str, list[float]]:
-    """The plot paper's AMT set: normalised story text -> its 0-5 plausibility ratings."""
-    path = data_dir() / "human" / "plot_amt_roc" / "amt_roc.csv"
-    ratings: dict[str, list[float]] = defaultdict(list)
-    with path.open(encoding="utf-8", newline="") as handle:
-        for row in csv.DictReader(handle):
-            for i in range(1, AMT_RATED_TEXTS + 1):
-                text, rating = row[f"Input.text{i}"], row[f"Answer.text{i}"]
-                if text.strip():
-                    ratings[normalise(text)].append(float(rating))
-    return dict(ratings)
+BUNDLED = CHECKOUT / "hub_cards"
 
 
 def checkpoint_spec(value: str) -> tuple[str, str]:
@@ -73,6 +31,13 @@ def metric_checkpoint_spec(value: str) -> tuple[str, str, str]:
     return (metric, *checkpoint_spec(rest))
 
 
+def require_checkpoint_folders(parser: argparse.ArgumentParser, checkpoints: dict[str, str]) -> None:
+    """A mistyped path fails here, before any scoring or results file."""
+    for label, path in checkpoints.items():
+        if not (Path(path) / "config.json").is_file():
+            parser.error(f"--checkpoint {label}={path}: no checkpoint there (config.json)")
+
+
 def correlations(metric_scores, human_scores) -> dict:
     """Pearson, Spearman and Kendall coefficients with their p-values (scipy.stats)."""
     metric_scores, human_scores = np.asarray(metric_scores, float), np.asarray(human_scores, float)
@@ -83,6 +48,14 @@ def correlations(metric_scores, human_scores) -> dict:
         result = test(metric_scores, human_scores)
         out[name], out[f"{name}_p"] = float(result.statistic), float(result.pvalue)
     return out
+
+
+def command_line(module: str, argv: list[str] | None) -> str:
+    """The command as a reader reruns it, recorded in every results file."""
+    if module == "__main__":  # run as python -m benchmarks.<name>: the module's real name is on its spec
+        module = getattr(sys.modules["__main__"].__spec__, "name", module)
+    name = module.rpartition(".")[2]
+    return " ".join([f"python -m benchmarks.{name}", *(sys.argv[1:] if argv is None else argv)])
 
 
 def machine() -> dict:

@@ -1,7 +1,7 @@
 """Each metric on the other metric's human set, so the two can be compared on the same data.
 
-    python benchmarks/cross_metric.py
-    python benchmarks/cross_metric.py --checkpoint union:union-roc=hub_cards/union-roc \
+    python -m benchmarks.cross_metric
+    python -m benchmarks.cross_metric --checkpoint union:union-roc=hub_cards/union-roc \
         --checkpoint plot_coherence:plot-coherence-roc=hub_cards/plot-coherence-roc
 
 Sets: UNION's ``union_roc`` (400 stories) and ``union_wp`` (200), scored as the
@@ -12,27 +12,14 @@ These are test sets: nothing here may be used to choose a checkpoint.
 from __future__ import annotations
 
 import argparse
-import sys
-import time
-from pathlib import Path
 
-import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import CHECKOUT, correlations, machine, metric_checkpoint_spec, read_amt_ratings, read_union_human, write_results  # noqa: E402
+from .common import BUNDLED, command_line, machine, metric_checkpoint_spec, write_results
+from .correlation import HUMAN_SETS, format_row, load_human_set, score_set
 
 DEFAULT_CHECKPOINTS = [
-    ("union", "union-roc", str(CHECKOUT / "hub_cards" / "union-roc")),
-    ("plot_coherence", "plot-coherence-roc", str(CHECKOUT / "hub_cards" / "plot-coherence-roc")),
+    ("union", "union-roc", str(BUNDLED / "union-roc")),
+    ("plot_coherence", "plot-coherence-roc", str(BUNDLED / "plot-coherence-roc")),
 ]
-
-
-def human_sets() -> dict[str, tuple[list[str], np.ndarray]]:
-    sets = {f"union_{name}": read_union_human(name) for name in ("roc", "wp")}
-    ratings = read_amt_ratings()
-    texts = sorted(ratings)
-    sets["plot_amt_roc"] = (texts, np.array([np.mean(ratings[t]) for t in texts]))
-    return sets
 
 
 def main(argv=None):
@@ -45,18 +32,15 @@ def main(argv=None):
     from storyeval.checkpoints import resolve_checkpoint
     from storyeval.scoring import load_scorer
 
-    payload = {"machine": machine(), "command": "python benchmarks/cross_metric.py " + " ".join(argv or sys.argv[1:]), "checkpoints": {}}
-    sets = human_sets()
+    payload = {"machine": machine(), "command": command_line(__name__, argv), "checkpoints": {}}
+    human_sets = [load_human_set(name) for name in HUMAN_SETS]
     for metric, label, config in args.checkpoint or DEFAULT_CHECKPOINTS:
         path = resolve_checkpoint(metric, config)
         scorer = load_scorer(metric, path)
         entry = payload["checkpoints"][label] = {"metric": metric, "path": str(path), "sets": {}}
-        for set_name, (stories, human) in sets.items():
-            started = time.perf_counter()
-            result = correlations(scorer.score(stories, batch_size=args.batch_size), human)
-            result["seconds"] = round(time.perf_counter() - started, 2)
-            entry["sets"][set_name] = result
-            print(f"{label} on {set_name}: " + " / ".join(f"{k} {result[k]:.3f}" for k in ("pearson", "spearman", "kendall")))
+        for human_set in human_sets:
+            entry["sets"][human_set.name] = score_set(scorer, human_set, args.batch_size)
+            print(f"{label} on {human_set.name}: " + format_row(entry["sets"][human_set.name], decimals=3, p_values=False))
     print("wrote", write_results("cross_metric", payload))
 
 

@@ -1,24 +1,21 @@
 """Generation throughput of a plot-conditioned generator on this machine (plot coherence, stage 3).
 
-    python benchmarks/generation_speed.py --model-name-or-path outputs/plot-generator-roc/best
+    python -m benchmarks.generation_speed --model-name-or-path outputs/plot-generator-roc/best
 
 Samples ``--num-candidates`` stories (top-k 50, temperature 0.8, the
 checkpoint's maximum length) for each of the first ``--plots`` manipulated
 plots of the ROC validation split (the paper's manipulated storylines), and
 reports stories/s, generated tokens/s and peak RSS. A generator is about
 100 MB even in fp16, over the repo's checkpoint limit, so it is not bundled:
-train one with ``storyeval-train-plot-generator`` (see BENCHMARKS.md).
+train one with ``storyeval-train-plot-generator`` (see benchmarks/experiments/plot_coherence.md).
 """
 from __future__ import annotations
 
 import argparse
 import resource
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import machine, write_results  # noqa: E402
+from .common import command_line, machine, write_results
 
 
 def main(argv=None):
@@ -55,7 +52,7 @@ def main(argv=None):
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
         "parameters_millions": round(sum(p.numel() for p in model.parameters()) / 1e6, 1),
     }
-    payload = {"machine": machine(), "command": "python benchmarks/generation_speed.py " + " ".join(argv or sys.argv[1:]),
+    payload = {"machine": machine(), "command": command_line(__name__, argv),
                "model": args.model_name_or_path, "torch_threads": torch.get_num_threads(), **result}
     print(result)
     print("wrote", write_results("generation_speed", payload))

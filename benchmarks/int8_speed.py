@@ -29,10 +29,10 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import CHECKOUT, correlations, machine, read_union_human, write_results  # noqa: E402
-import scoring_speed  # noqa: E402
-from scoring_speed import add_workload_arguments, roc_test_stories, score_agreement, workload_checkpoint  # noqa: E402
+from . import scoring_speed
+from .common import CHECKOUT, command_line, correlations, machine, write_results
+from .correlation import load_human_set
+from .scoring_speed import add_workload_arguments, roc_test_stories, score_agreement, workload_checkpoint
 
 BACKENDS = ("ctranslate2", "onnxruntime")
 COEFFICIENTS = ("pearson", "spearman", "kendall")
@@ -47,8 +47,8 @@ if threads:
     import torch
     torch.set_num_threads(threads)
 if backend:
-    sys.path.insert(0, checkout + "/benchmarks")
-    import int8_backends
+    sys.path.insert(0, checkout)
+    from benchmarks import int8_backends
     from storyeval import int8_runtime
     int8_backends.register()
     int8_runtime.DEFAULT_BACKEND = backend
@@ -97,8 +97,9 @@ def speed(args, stories: list[str]) -> dict:
 
 
 def int8_scorer(checkpoint: str, backend: str, num_threads: int):
-    import int8_backends
     from storyeval.int8 import load_int8_scorer
+
+    from . import int8_backends
 
     int8_backends.register()
     return load_int8_scorer(checkpoint, backend, num_threads or None)
@@ -119,12 +120,8 @@ def drift_only(args, stories: list[str]) -> dict:
 
 def human_sets(metric: str) -> dict[str, tuple[list[str], list[float]]]:
     """name -> (stories, human scores): UNION's ROC and WP sets, or the plot paper's AMT set."""
-    if metric == "union":
-        return {name: read_union_human(name) for name in ("roc", "wp")}
-    from plot_coherence_correlation import human_scores, read_amt_ratings, read_paper_scores
-
-    texts, _ = read_paper_scores()
-    return {"amt_roc": (texts, human_scores(texts, read_amt_ratings()))}
+    names = ("union_roc", "union_wp") if metric == "union" else ("plot_amt_roc",)
+    return {name: (human_set.stories, human_set.human) for name in names for human_set in [load_human_set(name)]}
 
 
 def human_agreement(args) -> dict:
@@ -175,7 +172,7 @@ def main(argv=None):
         if not (Path(folder) / "config.json").is_file():
             parser.error(f"--human-checkpoint {folder}: no checkpoint there (config.json)")
     args.checkpoint = workload_checkpoint(args)
-    command = "python -m benchmarks.int8_speed " + " ".join(argv if argv is not None else sys.argv[1:])
+    command = command_line(__name__, argv)
     payload = {"machine": machine(), "command": command, "metric": args.metric, "checkpoint": args.checkpoint, "batch_size": args.batch_size,
                "num_threads": args.num_threads or None, "load_average": os.getloadavg()}
     started = time.perf_counter()

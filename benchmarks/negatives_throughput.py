@@ -1,6 +1,6 @@
 """Time to build UNION's negative samples for a whole corpus, from a cold `datasets` cache.
 
-    python benchmarks/negatives_throughput.py --dataset roc
+    python -m benchmarks.negatives_throughput --dataset roc
 
 Runs ``storyeval-build-negatives`` in a fresh process with an empty cache, so
 the builder, the POS tagging and the sampling are all included. Memory is the
@@ -14,7 +14,6 @@ import argparse
 import json
 import resource
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -22,8 +21,7 @@ from pathlib import Path
 
 import psutil  # installed with accelerate (the train extra)
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import machine, write_results  # noqa: E402
+from .common import command_line, machine, write_results
 
 
 def tree_pss_mb(process: psutil.Process) -> float:
@@ -79,7 +77,7 @@ def main(argv=None):
     stories = sum(v["pairs"] for k, v in stats.items() if isinstance(v, dict) and "pairs" in v)
     payload = {
         "machine": machine(),
-        "command": "python benchmarks/negatives_throughput.py " + " ".join(argv or sys.argv[1:]),
+        "command": command_line(__name__, argv),
         "dataset": args.dataset,
         "stories": stories,
         "seconds": round(seconds, 1),

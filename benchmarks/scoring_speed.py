@@ -1,7 +1,7 @@
 """Scoring speed, memory and cold-load time of a story-metric checkpoint on this machine.
 
-    python benchmarks/scoring_speed.py                     # union, hub_cards/union-roc
-    python benchmarks/scoring_speed.py --metric plot_coherence --checkpoint hub_cards/plot-coherence-roc --skip-bert-base
+    python -m benchmarks.scoring_speed                     # union, hub_cards/union-roc
+    python -m benchmarks.scoring_speed --metric plot_coherence --checkpoint hub_cards/plot-coherence-roc --skip-bert-base
 
 Each measurement runs in a fresh process: cold load (imports included, and
 also reported on their own), stories/s over 1,000 ROC test stories with peak
@@ -18,12 +18,11 @@ import json
 import statistics
 import subprocess
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import CHECKOUT, data_dir, machine, write_results  # noqa: E402
+from storyeval.inputs import DTYPE_NAMES
+from storyeval_training.paths import data_dir
 
-from storyeval.inputs import DTYPE_NAMES  # noqa: E402
+from .common import RESULTS, command_line, machine, write_results
 
 CHILD = r"""
 import json, resource, sys, time
@@ -116,13 +115,13 @@ def main(argv=None):
     if args.repeats < 1:
         parser.error("--repeats must be at least 1")
     args.checkpoint = workload_checkpoint(args)
-    stories_path = CHECKOUT / "benchmarks" / "results" / ".roc_test_stories.txt"
+    stories_path = RESULTS / ".roc_test_stories.txt"
     stories_path.parent.mkdir(parents=True, exist_ok=True)
     stories_path.write_text("\n".join(roc_test_stories(args.stories)) + "\n", encoding="utf-8")
     try:
         ours, scores = run(args.checkpoint, args.metric, str(stories_path), args.batch_size, args.repeats, args.dtype)
         print("ours:", json.dumps({k: v for k, v in ours.items() if k != "runs"}))
-        payload = {"machine": machine(), "command": "python benchmarks/scoring_speed.py " + " ".join(argv or sys.argv[1:]), "metric": args.metric, "checkpoint": args.checkpoint, "batch_size": args.batch_size, "dtype": args.dtype, "ours": ours}
+        payload = {"machine": machine(), "command": command_line(__name__, argv), "metric": args.metric, "checkpoint": args.checkpoint, "batch_size": args.batch_size, "dtype": args.dtype, "ours": ours}
         if args.dtype != "float32":
             _, reference = run(args.checkpoint, args.metric, str(stories_path), args.batch_size, 1, "float32")
             payload["agreement_with_float32"] = score_agreement(scores, reference)

@@ -1,6 +1,6 @@
 """The fastest a checkpoint's encoder could score on this machine: its dense matrix products alone.
 
-    python benchmarks/speed_ceiling.py                      # hub_cards/union-roc, float32 and bfloat16
+    python -m benchmarks.speed_ceiling                      # hub_cards/union-roc, float32 and bfloat16
 
 The 1,000 ROC test stories of ``scoring_speed.py`` are cut into the scorer's own
 windows and batched as it batches them (longest first, 32 a batch, padded to the
@@ -18,17 +18,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
-from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 from transformers import BertConfig
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import RESULTS, machine, write_results  # noqa: E402
-from scoring_speed import add_workload_arguments, roc_test_stories, workload_checkpoint  # noqa: E402
+from .common import RESULTS, command_line, machine, write_results
+from .scoring_speed import add_workload_arguments, roc_test_stories, workload_checkpoint
 
 # the sizes of the BERT-base-sized scorer scoring_speed.py measures: transformers' BertConfig defaults
 BERT_BASE = {name: getattr(BertConfig(), name) for name in ("hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads")}
@@ -103,7 +100,7 @@ def main(argv=None):
     shapes = batch_shapes([len(w) for story in stories for w in scorer.windows(story)], args.batch_size)
     flops = {"ours": encoder_flops(shapes, ours), "bert_base": encoder_flops(shapes, BERT_BASE)}
     payload = {
-        "machine": machine(), "command": "python benchmarks/speed_ceiling.py " + " ".join(argv or sys.argv[1:]),
+        "machine": machine(), "command": command_line(__name__, argv),
         "checkpoint": checkpoint, "stories": len(stories), "batches": len(shapes), "batch_size": args.batch_size,
         "padded_tokens": sum(rows * width for rows, width in shapes), "torch_threads": torch.get_num_threads(),
         "encoder": ours, "gflop": {name: {part: value / 1e9 for part, value in parts.items()} for name, parts in flops.items()},

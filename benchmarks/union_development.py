@@ -1,6 +1,6 @@
 """Agreement of UNION checkpoints with a small human-judged development set, to choose between them.
 
-    python benchmarks/union_development.py --checkpoint a=runs/a/best --checkpoint b=hub_cards/union-roc
+    python -m benchmarks.union_development --checkpoint a=runs/a/best --checkpoint b=hub_cards/union-roc
 
 The development set is the part of the DeltaScore crowd ratings
 (``../shared/data/continuation/``) that the continuation metric does not hold
@@ -19,13 +19,12 @@ is about 0.11-0.12, so close candidates are not told apart.
 from __future__ import annotations
 
 import argparse
-import sys
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import checkpoint_spec, correlations, data_dir, machine, write_results  # noqa: E402
+from storyeval_training.paths import data_dir
+
+from .common import checkpoint_spec, command_line, correlations, machine, require_checkpoint_folders, write_results
 
 SETS = ("roc", "wp")
 DEVELOPMENT_SIDES = ("train", "validation")
@@ -68,14 +67,12 @@ def main(argv=None):
     checkpoints = dict(args.checkpoint)
     if len(checkpoints) != len(args.checkpoint):
         parser.error("each --checkpoint label must be unique")
-    for label, path in checkpoints.items():  # a mistyped path fails here, before any scoring or results file
-        if not (Path(path) / "config.json").is_file():
-            parser.error(f"--checkpoint {label}={path}: no checkpoint there (config.json)")
+    require_checkpoint_folders(parser, checkpoints)
 
     from storyeval.scoring import load_union_scorer
 
     development = {set_name: development_stories(set_name) for set_name in args.sets}
-    payload = {"machine": machine(), "command": "python benchmarks/union_development.py " + " ".join(argv or sys.argv[1:]),
+    payload = {"machine": machine(), "command": command_line(__name__, argv),
                "stories": {name: len(stories) for name, (stories, _, _) in development.items()}, "checkpoints": {}, "selected": {}}
     for label, path in checkpoints.items():
         scorer = load_union_scorer(path)

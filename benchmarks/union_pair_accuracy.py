@@ -1,7 +1,7 @@
 """How often a checkpoint scores a human story above its perturbed copy, per perturbation.
 
-    python benchmarks/union_pair_accuracy.py --checkpoint union-roc=hub_cards/union-roc
-    python benchmarks/union_pair_accuracy.py --pairs-dir runs/pairs-roc-42 --checkpoint a=... --checkpoint b=...
+    python -m benchmarks.union_pair_accuracy --checkpoint union-roc=hub_cards/union-roc
+    python -m benchmarks.union_pair_accuracy --pairs-dir runs/pairs-roc-42 --checkpoint a=... --checkpoint b=...
 
 The pairs are UNION negatives built by ``storyeval-build-negatives`` from the
 builder's test split: auto-constructed, held out from training and checkpoint
@@ -18,12 +18,9 @@ for instance the released AF_ManPlts pairs that ``storyeval-train-plot-coherence
 from __future__ import annotations
 
 import argparse
-import sys
 from collections import defaultdict
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import CHECKOUT, checkpoint_spec, machine, write_results  # noqa: E402
+from .common import BUNDLED, checkpoint_spec, command_line, machine, write_results
 
 def pair_accuracy(human_scores, negative_scores, techniques) -> dict:
     """Accuracy overall, per technique (any / alone) and per number of techniques, with counts."""
@@ -64,8 +61,8 @@ def main(argv=None):
         from storyeval_training import build_negatives
 
         pairs = build_negatives.build("roc", (args.split,), seed=42)[args.split]
-    checkpoints = dict(args.checkpoint) or {"union-roc": str(CHECKOUT / "hub_cards" / "union-roc")}
-    payload = {"machine": machine(), "command": "python benchmarks/union_pair_accuracy.py " + " ".join(argv or sys.argv[1:]),
+    checkpoints = dict(args.checkpoint) or {"union-roc": str(BUNDLED / "union-roc")}
+    payload = {"machine": machine(), "command": command_line(__name__, argv),
                "split": args.split, "pairs": len(pairs), "checkpoints": {}}
     for label, path in checkpoints.items():
         scorer = load_union_scorer(path)

@@ -1,3 +1,6 @@
 """storyeval: learned, reference-free metrics for generated stories."""
 
-__version__ = "0.1.0.dev0"
+from storyeval.api import download_model, load_from_checkpoint
+from storyeval.version import __version__
+
+__all__ = ["__version__", "download_model", "load_from_checkpoint"]

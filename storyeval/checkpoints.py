@@ -3,9 +3,11 @@
 A ``config_name`` is one of the registered names (``roc``, ``wp``), a local
 checkpoint folder, or a Hub repo id. Resolution order:
 
-1. a registered name: the bundled copy in this checkout's ``hub_cards/<checkpoint>/``,
-   else the Hub (so a folder called ``roc`` in the working directory, as in the
-   shared data, does not shadow it; ``./roc`` names the folder);
+1. a registered name: the copy bundled with the package (``hub_cards/<checkpoint>/`` in
+   a checkout), entered into the Hugging Face cache and returned by ``snapshot_download``
+   like any download (see :mod:`storyeval.bundled`); else the Hub (so a folder called
+   ``roc`` in the working directory, as in the shared data, does not shadow it; ``./roc``
+   names the folder);
 2. any other name: a local folder (a path that exists);
 3. else ``huggingface_hub.snapshot_download`` -- which honours ``HF_HUB_OFFLINE``,
    ``local_files_only`` and the local cache.
@@ -23,28 +25,22 @@ their own messages.
 from __future__ import annotations
 
 import json
+import logging
 import os
 from pathlib import Path
 
-HUB_CARDS = Path(__file__).resolve().parent.parent / "hub_cards"
-HUB_ORGANISATION = "storyeval"
+from storyeval import bundled
+from storyeval.registry import METRICS, UNPUBLISHED
 
-# metric -> config name -> checkpoint folder name (= Hub repo name)
-REGISTRY: dict[str, dict[str, str]] = {
-    "union": {"roc": "union-roc", "wp": "union-wp"},
-    "plot_coherence": {"roc": "plot-coherence-roc", "wp": "plot-coherence-wp"},
-    "continuation_quality": {"deltascore": "continuation-quality"},
-}
-# registered checkpoints that are neither bundled nor on the Hub, and how to make one
-UNPUBLISHED = {
-    "plot-coherence-wp": (
-        "no WP negatives are released and generating them needs a GPU (see metrics/plot_coherence/README.md). "
-        "Train one with the README's plot-coherence stages run with --dataset wp (build-plots, train-plot-generator, "
-        "generate-negatives, adversarial-filter), then `storyeval-train-plot-coherence --dataset wp --negatives generated "
-        "--generated-dir <adversarial-filter output> --output-dir <run> --export-dir <folder>`"
-    ),
-}
-DEFAULT_CONFIG = {"union": "roc", "plot_coherence": "roc", "continuation_quality": "deltascore"}
+# where the bundled checkpoints are: the package's data, else the checkout's hub_cards/ (see storyeval.bundled)
+HUB_CARDS = bundled.CHECKPOINTS_ROOT
+HUB_ORGANISATION = bundled.HUB_ORGANISATION
+
+# views of storyeval.registry, where configs are added: metric -> config name -> checkpoint name, metric -> default
+REGISTRY: dict[str, dict[str, str]] = {name: spec.configs for name, spec in METRICS.items()}
+DEFAULT_CONFIG = {name: spec.default for name, spec in METRICS.items()}
+
+logger = logging.getLogger(__name__)
 
 OFFLINE_BACKBONE = "all-MiniLM-L6-v2"
 
@@ -60,7 +56,7 @@ def backbone_path(name_or_path: str = OFFLINE_BACKBONE) -> str:
 def resolve_checkpoint(metric: str, config_name: str, local_files_only: bool | None = None, cache_dir: str | None = None) -> Path:
     """A local folder holding the checkpoint named by ``config_name``."""
     names = REGISTRY[metric]
-    missing = bundled = None  # the folder a namespace/name config could also mean; a registered one's place
+    missing = place = None  # the folder a namespace/name config could also mean; a registered one's place
     if config_name == "default":
         config_name = DEFAULT_CONFIG[metric]
     if not config_name.strip():  # Path("") is the current folder
@@ -69,13 +65,13 @@ def resolve_checkpoint(metric: str, config_name: str, local_files_only: bool | N
     if config_name not in names and Path(config_name).expanduser().is_dir():
         return Path(config_name).expanduser()
     if config_name in names:
-        bundled = HUB_CARDS / names[config_name]
-        if (bundled / "model.safetensors").is_file():
-            return bundled
-        if bundled.name in UNPUBLISHED:
+        place = HUB_CARDS / names[config_name]
+        if bundled.checkpoint_folder(names[config_name], HUB_CARDS):
+            return _from_bundle(metric, names[config_name], cache_dir)
+        if place.name in UNPUBLISHED:
             raise FileNotFoundError(
-                f"no {bundled.name} checkpoint is bundled or published: {UNPUBLISHED[bundled.name]}; "
-                f"pass that folder as the config name or put it in {bundled}."
+                f"no {place.name} checkpoint is bundled or published: {UNPUBLISHED[place.name]}; "
+                f"pass that folder as the config name or put it in {place}."
             )
         repo_id = f"{HUB_ORGANISATION}/{names[config_name]}"
     elif config_name.startswith((".", "/", "~")) or ("/" in config_name and not _is_repo_id(config_name)):
@@ -88,7 +84,26 @@ def resolve_checkpoint(metric: str, config_name: str, local_files_only: bool | N
             f"unknown {metric} config {config_name!r}: choose one of {sorted(names) + ['default']}, "
             "a local checkpoint folder, or a Hub repo id (owner/name)"
         )
-    return _download(metric, repo_id, local_files_only, cache_dir, missing, bundled)
+    return _download(metric, repo_id, local_files_only, cache_dir, missing, place)
+
+
+def resolve_named(name: str, local_files_only: bool | None = None, cache_dir: str | None = None) -> Path:
+    """A local folder for ``name``: ``metric/config`` (``union/roc``), a registered checkpoint's name
+    (``union-roc``, or its Hub id ``storyeval/union-roc``), a local folder, or any other Hub repo id."""
+    head, _, tail = name.partition("/")
+    if head in REGISTRY and tail:
+        return resolve_checkpoint(head, tail, local_files_only, cache_dir)
+    checkpoint = tail if head == HUB_ORGANISATION and tail else name
+    for metric, configs in REGISTRY.items():
+        for config, registered in configs.items():
+            if registered == checkpoint:
+                return resolve_checkpoint(metric, config, local_files_only, cache_dir)
+    if Path(name).expanduser().is_dir():
+        return Path(name).expanduser()
+    if not _is_repo_id(name) or "/" not in name:
+        known = sorted(c for configs in REGISTRY.values() for c in configs.values())
+        raise KeyError(f"unknown checkpoint {name!r}: give one of {known}, metric/config (union/roc), a folder or a Hub repo id")
+    return _download(None, name, local_files_only, cache_dir)
 
 
 def recorded_metric(folder: str | Path) -> str | None:
@@ -104,6 +119,15 @@ def recorded_metric(folder: str | Path) -> str | None:
             # plot-coherence exports always write `metric`; checkpoints from before the field are UNION's
             return config.get("metric", "union")
     return None
+
+
+def checkpoint_name(folder: str | Path) -> str:
+    """A checkpoint's short name: its Hub repo's name for a Hugging Face cache snapshot
+    (``.../models--storyeval--union-roc/snapshots/<commit>``), else its folder's name."""
+    folder = Path(folder).resolve() if Path(folder).exists() else Path(folder)
+    if folder.parent.name == "snapshots" and folder.parent.parent.name.startswith("models--"):
+        return folder.parent.parent.name.split("--")[-1]
+    return folder.name
 
 
 def check_metric(metric: str, folder: str | Path) -> None:
@@ -140,11 +164,28 @@ def _local_path(name: str) -> Path:
 
 def bundled_configs(metric: str) -> list[str]:
     """The registered configs of ``metric`` whose checkpoint is bundled in this checkout."""
-    return sorted(name for name, folder in REGISTRY[metric].items() if (HUB_CARDS / folder / "model.safetensors").is_file())
+    return sorted(name for name, folder in REGISTRY[metric].items() if bundled.checkpoint_folder(folder, HUB_CARDS))
 
 
-def _download(metric: str, repo_id: str, local_files_only: bool | None, cache_dir: str | None,
-              missing: Path | None = None, bundled: Path | None = None) -> Path:
+def _from_bundle(metric: str, name: str, cache_dir: str | None) -> Path:
+    """A bundled checkpoint, through the Hugging Face cache like any download (see :mod:`storyeval.bundled`)."""
+    try:
+        revision = bundled.enter_into_cache(name, cache_dir, HUB_CARDS)
+    except OSError as error:
+        # a read-only cache must not make the copy that came with the package unusable
+        logger.warning("could not enter %s into the Hugging Face cache (%s); using the bundled folder directly", name, error)
+        return bundled.checkpoint_folder(name, HUB_CARDS)
+    return _download(metric, bundled.repo_id(name), True, cache_dir, revision=revision)
+
+
+def _bundled_note(metric: str | None) -> str:
+    if metric is None:
+        return ""
+    return f"; bundled {metric} configs: {', '.join(bundled_configs(metric)) or 'none'}"
+
+
+def _download(metric: str | None, repo_id: str, local_files_only: bool | None, cache_dir: str | None,
+              missing: Path | None = None, place: Path | None = None, revision: str | None = None) -> Path:
     from huggingface_hub import snapshot_download
     from huggingface_hub.errors import GatedRepoError, LocalEntryNotFoundError, RepositoryNotFoundError
 
@@ -152,10 +193,10 @@ def _download(metric: str, repo_id: str, local_files_only: bool | None, cache_di
         local_files_only = os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("1", "true", "yes", "on")
     context = f"no checkpoint folder at {missing}, and " if missing else ""
     try:
-        return Path(snapshot_download(repo_id, cache_dir=cache_dir, local_files_only=local_files_only))
+        return Path(snapshot_download(repo_id, revision=revision, cache_dir=cache_dir, local_files_only=local_files_only))
     except LocalEntryNotFoundError as error:
         # offline, no network or the Hub down, and not in the local cache
-        copy = f", or copy it to {bundled}" if bundled else ""
+        copy = f", or copy it to {place}" if place else ""
         raise FileNotFoundError(
             f"{context}checkpoint {repo_id!r} is not available offline. On a machine with internet, run "
             f"`hf download {repo_id} --local-dir <folder>` and pass that folder as the config name{copy}."
@@ -164,7 +205,7 @@ def _download(metric: str, repo_id: str, local_files_only: bool | None, cache_di
         if not isinstance(error, GatedRepoError):  # a gated repo exists: the Hub's own message says how to get access
             raise FileNotFoundError(
                 f"{context}{repo_id!r} does not exist on the Hub or is private (if it is yours, log in with "
-                f"`hf auth login`); bundled {metric} configs: {', '.join(bundled_configs(metric)) or 'none'}"
+                f"`hf auth login`){_bundled_note(metric)}"
             ) from error
         failure = error
     except OSError as error:

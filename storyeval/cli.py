@@ -1,154 +1,46 @@
-"""``storyeval score``: score a file of stories with a metric checkpoint.
+"""``storyeval``: score files, register the metrics with ``evaluate``, run the demo, push to the Hub.
 
     storyeval score stories.txt                       # one story per line -> one score per line
     storyeval score stories.jsonl --field story -o scored.jsonl
     storyeval score stories.csv --column text --metric union --config wp
-    storyeval score stories.txt --metric plot_coherence --config roc
+    storyeval score pairs.jsonl --metric continuation_quality --context-field context
+    storyeval register                                # evaluate.load("union") from anywhere, offline
 
 Input is read and scored in chunks, so files larger than memory stream
 through. The output has the input's format: a score per line for ``.txt``;
-each record with a ``score`` field added for ``.jsonl``; a ``score`` column
-added for ``.csv`` (``--score-field`` names it). A one-line summary goes to stderr.
+each record with a ``score`` field added for ``.jsonl`` (and ``score_settings``,
+what the scores were computed with); a ``score`` column added for ``.csv``
+(``--score-field`` names it; continuation quality adds one per criterion,
+``score_overall`` ...). Every format writes a score as the shortest text that
+reads back as the same float. A progress bar and a one-line summary go to stderr.
+
+An existing output file is replaced only with ``--overwrite``, and its extension
+must be the input's (the output is written in the input's format). A story that
+cannot be scored (an empty line) stops the run with its line number; with
+``--skip-invalid`` the rest are scored, it gets NaN, and a warning names its lines.
 """
 from __future__ import annotations
 
 import argparse
-import csv
 import io
 import itertools
-import json
 import math
 import os
 import sys
 import time
 from pathlib import Path
-from typing import Iterator
 
 from tqdm.auto import tqdm
 
-from storyeval import checkpoints
-from storyeval.inputs import DTYPE_NAMES, has_words, not_unicode_text
+from storyeval import checkpoints, compare, explain
+from storyeval.files import InputError, Writer, count_records, csv_header, file_format, read_rows
+from storyeval.inputs import DTYPE_NAMES
+from storyeval.registry import METRICS, metric_spec
+from storyeval.version import __version__
 
-FORMATS = (".txt", ".jsonl", ".csv")
-STORY_METRICS = ["union", "plot_coherence"]  # metrics that score a story on its own
 CHUNK = 1024  # stories read, scored and written at a time
-
-
-class InputError(ValueError):
-    pass
-
-
-ALREADY_SCORED = "already has a {kind} {name!r}; choose another name for the scores with --score-field"
-
-
-def text_lines(path: Path) -> Iterator[tuple[int, str]]:
-    """(line number, line) of a UTF-8 file, split at "\n" only.
-
-    Read as bytes and decoded line by line, so an error names its line, and a lone
-    carriage return stays inside its story instead of starting a new one (a text file
-    handle would split there, while the progress bar counts only "\n").
-    """
-    with path.open("rb") as handle:
-        for lineno, raw in enumerate(handle, 1):
-            try:
-                # utf-8-sig drops the byte order mark Excel and Notepad put before the first header or story
-                yield lineno, raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
-            except UnicodeDecodeError as error:
-                raise InputError(f"{path}:{lineno}: not UTF-8 text (byte {raw[error.start]:#04x} at position {error.start} of the line)") from None
-
-
-def csv_rows(path: Path) -> Iterator[tuple[int, list[str]]]:
-    """(line number, row) of a CSV file; a field may hold a story of any length."""
-    # the csv module refuses fields over 128 KiB by default; the platform's C long bounds the limit
-    csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
-    reader = csv.reader(line for _, line in text_lines(path))
-    while True:
-        try:
-            row = next(reader)
-        except StopIteration:
-            return
-        except csv.Error as error:
-            raise InputError(f"{path}:{reader.line_num}: not valid CSV ({error})") from None
-        yield reader.line_num, row
-
-
-def read_stories(path: Path, fmt: str, field: str, score_field: str | None = None) -> Iterator[tuple[object, str]]:
-    """(record, story) pairs; the record is what the writer extends with the score.
-
-    With ``score_field``, an input that already has that field or column is refused.
-    """
-    if fmt == ".txt":
-        for lineno, line in text_lines(path):
-            story = line.removesuffix("\n").removesuffix("\r")
-            if not has_words(story):
-                raise InputError(f"{path}:{lineno}: empty line or no letters or digits (one story per line): {story!r}")
-            yield None, story
-    elif fmt == ".jsonl":
-        for lineno, line in text_lines(path):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise InputError(f"{path}:{lineno}: not JSON ({error.msg})") from None
-            if not isinstance(record, dict) or not isinstance(record.get(field), str):
-                raise InputError(f"{path}:{lineno}: expected an object with a string field {field!r}")
-            if not has_words(record[field]):
-                raise InputError(f"{path}:{lineno}: {field!r} is empty or has no letters or digits: {record[field]!r}")
-            if problem := not_unicode_text(record[field]):
-                raise InputError(f"{path}:{lineno}: {field!r} {problem}")
-            if score_field is not None and score_field in record:
-                raise InputError(f"{path}:{lineno}: {ALREADY_SCORED.format(kind='field', name=score_field)}")
-            yield record, record[field]
-    else:
-        # rows as lists, not dicts: a header may repeat a name (spreadsheets leave blank ones), and every
-        # column must come back out as it went in
-        rows = csv_rows(path)
-        _, header = next(rows, (0, None))
-        if header is None:
-            return  # an empty file: no header, no stories
-        if header.count(field) != 1:
-            problem = "no column" if field not in header else "more than one column named"
-            raise InputError(f"{path}: {problem} {field!r}; columns are {header}")
-        if score_field is not None and score_field in header:
-            raise InputError(f"{path}: {ALREADY_SCORED.format(kind='column', name=score_field)}")
-        column = header.index(field)
-        for lineno, row in rows:
-            if not row:
-                continue  # a blank line holds no record
-            if len(row) > len(header):
-                raise InputError(f"{path}:{lineno}: {len(row)} fields, but the header has {len(header)}")
-            row += [""] * (len(header) - len(row))
-            if not has_words(row[column]):
-                raise InputError(f"{path}:{lineno}: {field!r} is empty or has no letters or digits: {row[column]!r}")
-            yield row, row[column]
-
-
-class Writer:
-    def __init__(self, handle, fmt: str, fieldnames=None, score_field: str = "score"):
-        self.handle, self.fmt, self.csv, self.score_field = handle, fmt, None, score_field
-        if fmt == ".csv" and fieldnames:  # an empty input (no header) gives an empty output
-            self.csv = csv.writer(handle)
-            self.csv.writerow(list(fieldnames) + [score_field])
-
-    def write(self, record, score: float) -> None:
-        if self.fmt == ".txt":
-            self.handle.write(f"{score:.6f}\n")
-        elif self.fmt == ".jsonl":
-            line = json.dumps({**record, self.score_field: score}, ensure_ascii=False)
-            if not_unicode_text(line):
-                # a lone surrogate in another field (a valid JSON escape) goes back out escaped, as it came in
-                line = json.dumps({**record, self.score_field: score})
-            self.handle.write(line + "\n")
-        else:
-            self.csv.writerow(record + [f"{score:.6f}"])
-
-
-def count_records(path: Path, fmt: str) -> int | None:
-    """Cheap total for the progress bar (a line count)."""
-    with path.open("rb") as handle:
-        lines = sum(1 for _ in handle)
-    return max(lines - 1, 0) if fmt == ".csv" else lines
+# storyeval is on no index, so the extra's own requirement is what to install (setup.py's DEMO has the same pin)
+DEMO_INSTALL = 'python -m pip install "gradio>=5.0" (in a checkout: python -m pip install -e ".[demo]")'
 
 
 def load_scorer(metric: str, config: str, device):
@@ -157,49 +49,133 @@ def load_scorer(metric: str, config: str, device):
     return scoring.load_scorer(metric, checkpoints.resolve_checkpoint(metric, config), device=device)
 
 
+def score_columns(metric: str, score_field: str) -> list[str]:
+    """The fields or columns a metric's scores go in."""
+    if metric_spec(metric).takes_contexts:
+        from storyeval.continuation.model import CRITERIA
+
+        return [f"{score_field}_{criterion}" for criterion in CRITERIA]
+    return [score_field]
+
+
+def load_percentile_reference(metric: str, config: str, corpus: str):
+    """The checkpoint's human-written reference scores of ``corpus``, or an :class:`InputError` saying why there are none."""
+    from storyeval.percentiles import load_reference
+
+    try:
+        return load_reference(checkpoints.resolve_checkpoint(metric, config), corpus)
+    except (FileNotFoundError, KeyError, ValueError) as error:
+        raise InputError(f"--percentile: {error.args[0] if isinstance(error, KeyError) else error}") from None
+
+
+def with_percentiles(scores: list[list[float]], reference, metric: str) -> list[list[float]]:
+    """Each row's scores followed by their percentiles among the reference's human-written stories."""
+    criteria = [None]
+    if metric_spec(metric).takes_contexts:
+        from storyeval.continuation.model import CRITERIA
+
+        criteria = list(CRITERIA)
+    columns = [reference.percentile([row[i] for row in scores], criterion) for i, criterion in enumerate(criteria)]
+    return [row + [column[j] for column in columns] for j, row in enumerate(scores)]
+
+
+def check_paths(args, path: Path, fmt: str) -> None:
+    """Everything about the input and output paths, before a model loads: nothing is written on a refusal."""
+    if not args.output:
+        return
+    # writing onto the input would replace the stories with their scores
+    if os.path.isdir(args.output):
+        raise InputError(f"output {args.output} is a directory; give a file path")
+    if os.path.exists(args.output) and os.path.samefile(args.output, path):
+        raise InputError(f"output {args.output} is the input file; give another path")
+    if not Path(args.output).resolve().parent.is_dir():
+        raise InputError(f"output {args.output}: its folder does not exist")
+    if Path(args.output).suffix.lower() != fmt:
+        raise InputError(
+            f"output {args.output}: the scores are written in the input's format ({fmt}); name the output *{fmt}"
+        )
+    if os.path.lexists(args.output) and not args.overwrite:
+        raise InputError(f"output {args.output} exists; pass --overwrite to replace it")
+
+
+def score_chunk(scorer, metric: str, rows, args) -> list[list[float]]:
+    """Scores per row, in the order of the score columns."""
+    if metric_spec(metric).takes_contexts:
+        scores = scorer.score([row.texts[args.context_column] for row in rows], [row.texts[args.column] for row in rows],
+                              batch_size=args.batch_size, dtype=args.dtype)
+        return [list(values) for values in zip(*scores.values())]
+    return [[value] for value in scorer.score([row.texts[args.column] for row in rows], batch_size=args.batch_size, dtype=args.dtype)]
+
+
 def score_file(args) -> dict:
     path = Path(args.input)
     if not path.is_file():
         raise InputError(f"input file not found: {path}")
-    fmt = path.suffix.lower()
-    if fmt not in FORMATS:
-        raise InputError(f"unsupported input format {fmt!r}; use one of {FORMATS}")
-    # checked before scoring: writing onto the input would replace the stories with their scores
-    if args.output and os.path.isdir(args.output):
-        raise InputError(f"output {args.output} is a directory; give a file path")
-    if args.output and os.path.exists(args.output) and os.path.samefile(args.output, path):
-        raise InputError(f"output {args.output} is the input file; give another path")
-    if args.output and not Path(args.output).resolve().parent.is_dir():
-        raise InputError(f"output {args.output}: its folder does not exist")
+    fmt = file_format(path)
+    spec = metric_spec(args.metric)
+    fields = [args.column, args.context_column] if spec.takes_contexts else [args.column]
+    if spec.takes_contexts and fmt == ".txt":
+        raise InputError(f"{path}: {args.metric} scores a text given its context; give a .jsonl or .csv file with "
+                         f"{args.column!r} and {args.context_column!r} fields")
+    check_paths(args, path, fmt)
+    columns = score_columns(args.metric, args.score_field)
+    settings_field = f"{args.score_field}_settings"
+    if args.explain and (fmt != ".jsonl" or spec.takes_contexts):
+        raise InputError("--explain writes each story's sentence blame as a field per record: use a .jsonl input and a story metric (union, plot_coherence)")
+    reference = None
+    if args.percentile:
+        if fmt == ".txt":
+            raise InputError("--percentile adds a column per score: use a .jsonl or .csv input")
+        reference = load_percentile_reference(args.metric, args.config, args.percentile)
+        columns += [f"{column}_percentile" for column in columns]
     if args.quiet:  # transformers draws its own bar while it reads the weights
         from transformers.utils import logging as transformers_logging
 
         transformers_logging.disable_progress_bar()
     scorer = load_scorer(args.metric, args.config, args.device)
-    fieldnames = None
-    if fmt == ".csv":
-        fieldnames = next(csv_rows(path), (0, []))[1]
+    settings = scorer.settings(args.dtype)
     # an output file appears only when scoring succeeds: a bad line never truncates an old result
     partial = Path(str(args.output) + ".partial") if args.output else None
     out_handle = partial.open("w", encoding="utf-8", newline="") if partial else sys.stdout
-    # write to a buffer per chunk, so a bad line later on leaves no half-written chunk behind
-    total, summed, low, high = 0, 0.0, math.inf, -math.inf
+    total, summed, low, high, skipped = 0, 0.0, math.inf, -math.inf, []
     started = time.perf_counter()
     try:
+        # written to a buffer per chunk, so a bad line later on leaves no half-written chunk behind
         writer_buffer = io.StringIO()
-        writer = Writer(writer_buffer, fmt, fieldnames, args.score_field)
-        records = read_stories(path, fmt, args.column, args.score_field)
+        writer = Writer(writer_buffer, fmt, columns, csv_header(path) if fmt == ".csv" else None,
+                        constants={settings_field: settings})
+        # fields the output adds: an input that has one already is refused, not overwritten
+        added = columns + ([settings_field] if fmt == ".jsonl" else []) + ([explain.FIELD] if args.explain else [])
+        rows = read_rows(path, fmt, fields, added)
         with tqdm(total=count_records(path, fmt), disable=args.quiet, unit="story", desc=f"{args.metric}/{args.config}") as bar:
-            while chunk := list(itertools.islice(records, CHUNK)):
-                scores = scorer.score([story for _, story in chunk], batch_size=args.batch_size, dtype=args.dtype)
-                for (record, _), score in zip(chunk, scores):
-                    writer.write(record, score)
+            while chunk := list(itertools.islice(rows, CHUNK)):
+                valid, invalid = [], set()
+                for row in chunk:
+                    if problem := row.problem():
+                        if not args.skip_invalid:
+                            raise InputError(f"{path}:{row.line}: {problem} (--skip-invalid scores the rest and writes NaN here)")
+                        invalid.add(row.line)
+                    else:
+                        valid.append(row)
+                skipped += sorted(invalid)
+                if args.explain and valid:  # each record gets its sentences' leave-one-out score changes
+                    valid = explain.with_explanations(valid, scorer, args.column, batch_size=args.batch_size, dtype=args.dtype)
+                    explained = {row.line: row for row in valid}
+                    chunk = [explained.get(row.line, row) for row in chunk]
+                scores = score_chunk(scorer, args.metric, valid, args) if valid else []
+                if reference is not None:
+                    scores = with_percentiles(scores, reference, args.metric)
+                scores = iter(scores)
+                for row in chunk:
+                    values = [math.nan] * len(columns) if row.line in invalid else next(scores)
+                    writer.write(row.record, values)
+                    if not math.isnan(values[0]):
+                        total += 1
+                        summed += values[0]
+                        low, high = min(low, values[0]), max(high, values[0])
                 out_handle.write(writer_buffer.getvalue())
                 writer_buffer.seek(0)
                 writer_buffer.truncate()
-                total += len(scores)
-                summed += sum(scores)
-                low, high = min(low, *scores), max(high, *scores)
                 bar.update(len(chunk))
         out_handle.write(writer_buffer.getvalue())  # a CSV header that no row followed
         if partial:  # inside the try, so a failed rename still removes the .partial file
@@ -213,13 +189,45 @@ def score_file(args) -> dict:
     seconds = time.perf_counter() - started
     if not total:
         low = high = math.nan
-    summary = {"stories": total, "mean": summed / total if total else math.nan, "min": low, "max": high, "seconds": seconds}
+    summary = {"stories": total, "mean": summed / total if total else math.nan, "min": low, "max": high,
+               "seconds": seconds, "skipped_lines": skipped, "settings": settings}
+    mean_label = "mean" if len(columns) == 1 else f"mean {columns[0]}"
+    if skipped:
+        shown = ", ".join(map(str, skipped[:20])) + (f" and {len(skipped) - 20} more" if len(skipped) > 20 else "")
+        print(f"storyeval: warning: {len(skipped)} unscorable row(s) written as NaN, at line(s) {shown}", file=sys.stderr)
     print(
-        f"{args.metric}/{args.config}: {total} {'story' if total == 1 else 'stories'}, mean {summary['mean']:.4f} "
-        f"(min {low:.4f}, max {high:.4f}), {total / max(seconds, 1e-9):.1f} stories/s",
+        f"{args.metric}/{args.config}: {total} {'story' if total == 1 else 'stories'}, {mean_label} {summary['mean']:.4f} "
+        f"(min {low:.4f}, max {high:.4f}), {total / max(seconds, 1e-9):.1f} stories/s; {settings}",
         file=sys.stderr,
     )
     return summary
+
+
+def register(args) -> int:
+    from storyeval.registration import register as register_everything
+
+    try:
+        report = register_everything()
+    except OSError as error:
+        print(f"storyeval: error: {error}", file=sys.stderr)
+        return 1
+    for stale in report.replaced:
+        print(f"replaced the stale copy {stale}", file=sys.stderr)
+    print("evaluate.load() now takes " + ", ".join(f"evaluate.load({name!r})" for name in report.modules), file=sys.stderr)
+    print("snapshot_download(..., local_files_only=True) finds " + ", ".join(report.checkpoints), file=sys.stderr)
+    return 0
+
+
+def demo(args) -> int:
+    try:
+        import gradio  # noqa: F401 (only to know whether the [demo] extra is installed)
+    except ImportError:
+        print(f"storyeval: error: the demo needs the [demo] extra: {DEMO_INSTALL}", file=sys.stderr)
+        return 1
+    from storyeval.demo import launch
+
+    launch(args.metric, args.host, args.port)
+    return 0
 
 
 def push(args) -> int:
@@ -238,48 +246,81 @@ def push(args) -> int:
     return 0
 
 
+class HelpWithDefaults(argparse.HelpFormatter):
+    """Adds each option's default to its help, unless the help says it already (a default that
+    depends on --metric) or there is nothing to say (a flag, an option that is off by default)."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if "default" in text or action.default in (None, False, argparse.SUPPRESS) or not action.option_strings:
+            return text
+        return text + " (default: %(default)s)"
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="storyeval", description="Reference-free story metrics.")
+    defaults = HelpWithDefaults
+    parser = argparse.ArgumentParser(prog="storyeval", description="Reference-free story metrics.", formatter_class=defaults)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
-    score = commands.add_parser("score", help="score a .txt / .jsonl / .csv file of stories")
+    configs = "; ".join(f"{name}: {', '.join(spec.configs)} (default {spec.default})" for name, spec in METRICS.items())
+    batch_sizes = ", ".join(f"{spec.batch_size} for {name}" for name, spec in METRICS.items())
+    score = commands.add_parser("score", help="score a .txt / .jsonl / .csv file of stories", formatter_class=defaults,
+                                description=__doc__.split("\n\n", 2)[2], epilog=f"configs: {configs}")
     score.add_argument("input", help="stories: .txt (one per line), .jsonl or .csv")
-    score.add_argument("-o", "--output", help="output file (default: stdout), same format as the input")
-    score.add_argument("--metric", default="union", choices=STORY_METRICS)
-    score.add_argument("--config", default="roc", help="checkpoint: a config name, a folder or a Hub repo id")
-    score.add_argument("--column", "--field", default="story", help="the story column (.csv) or field (.jsonl)")
+    score.add_argument("-o", "--output", help="output file, same format and extension as the input (default: stdout)")
+    score.add_argument("--overwrite", action="store_true", help="replace an existing output file")
+    score.add_argument("--metric", default="union", choices=list(METRICS), help="which metric scores the file")
+    score.add_argument("--config", default=None,
+                       help="checkpoint: a config name, a folder or a Hub repo id (default: the metric's default config, see below)")
+    score.add_argument("--column", "--field", default="story", help="the story (or continuation) column (.csv) or field (.jsonl)")
+    score.add_argument("--context-column", "--context-field", default="context",
+                       help="continuation_quality only: the column or field with the text before each continuation")
     score.add_argument(
         "--score-field", default="score",
-        help="the column (.csv) or field (.jsonl) the scores go in; must not already be in the input (default: score)",
+        help="the column (.csv) or field (.jsonl) the scores go in (continuation_quality: <name>_overall ...); must not already be in the input",
     )
-    score.add_argument("--batch-size", type=int, default=16)
+    score.add_argument("--batch-size", type=int, default=None, help=f"windows or pairs per forward pass (default: {batch_sizes})")
     score.add_argument("--device", default=None, help="e.g. cpu, cuda, cuda:1 (default: CUDA if available)")
     score.add_argument(
         "--dtype", default=None, choices=DTYPE_NAMES,
-        help="weights' precision (default float32); bfloat16 is faster on CPUs with bf16 instructions; int8 runs an int8 copy "
-        "in CTranslate2 (CPU only); scores move slightly, int8's more",
+        help="weights' precision (default: float32); bfloat16 is faster on CPUs with bf16 instructions, scores move slightly; "
+        "int8 (union and plot_coherence, CPU only) runs an int8 copy in CTranslate2 and moves scores more",
     )
+    score.add_argument("--skip-invalid", action="store_true",
+                       help="score the other rows when one cannot be scored (empty, no letters): NaN there, and a warning naming its lines")
     score.add_argument("--quiet", action="store_true", help="no progress bar")
-    demo = commands.add_parser("demo", help="start the Gradio demo (needs the [demo] extra)")
-    demo.add_argument("--metric", choices=["all", *STORY_METRICS, "continuation_quality"], default="all")
-    demo.add_argument("--host", default="127.0.0.1")
-    demo.add_argument("--port", type=int, default=7860)
-    push = commands.add_parser("push", help="push a checkpoint, metric or dataset folder to the Hugging Face Hub")
+    score.add_argument("--percentile", choices=["roc", "wp"], default=None,
+                       help="also write each score's percentile among human-written test stories of this corpus "
+                            "(the checkpoint's reference_scores.json): 30 means it scores higher than 30%% of them")
+    score.add_argument("--explain", action="store_true",
+                       help="add an 'explanation' field per record (.jsonl, story metrics): each sentence's score change when left out")
+    commands.add_parser("register", formatter_class=defaults,
+                        help="let evaluate.load('union') etc. find the metrics, and snapshot_download the bundled checkpoints, offline")
+    demo_parser = commands.add_parser("demo", help="start the Gradio demo (needs the [demo] extra)", formatter_class=defaults)
+    demo_parser.add_argument("--metric", choices=["all", *METRICS], default="all", help="which metrics the page scores with")
+    demo_parser.add_argument("--host", default="127.0.0.1", help="address to serve on (0.0.0.0: every interface)")
+    demo_parser.add_argument("--port", type=int, default=7860, help="port to serve on")
+    push = commands.add_parser("push", help="push a checkpoint, metric or dataset folder to the Hugging Face Hub", formatter_class=defaults)
     push.add_argument("folder", help="e.g. hub_cards/union-roc, metrics/union, spaces/storyeval")
     push.add_argument("--repo-id", required=True, help="owner/name on the Hub")
-    push.add_argument("--dry-run", action="store_true", help="validate offline (card, files, checkpoint load); upload nothing")
-    push.add_argument("--private", action="store_true")
+    push.add_argument("--dry-run", action="store_true", help="validate offline (card, files, requirements, checkpoint load); upload nothing")
+    push.add_argument("--private", action="store_true", help="create the repo private")
+    compare.add_parser(commands)
     return parser
 
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "demo":
-        from storyeval.demo import launch
-
-        launch(args.metric, args.host, args.port)
-        return 0
+        return demo(args)
+    if args.command == "register":
+        return register(args)
     if args.command == "push":
         return push(args)
+    if args.command == "compare":
+        return compare.run(args)
+    args.config = metric_spec(args.metric).default if args.config is None else args.config
+    args.batch_size = metric_spec(args.metric).batch_size if args.batch_size is None else args.batch_size
     if args.batch_size < 1:
         print("storyeval: error: --batch-size must be positive", file=sys.stderr)
         return 2
@@ -290,14 +331,14 @@ def main(argv=None) -> int:
         print("storyeval: error: --config must be a config name, a folder or a Hub repo id", file=sys.stderr)
         return 2
     try:
-        from storyeval.scoring import resolve_device
+        from storyeval.devices import resolve_device
 
         resolve_device(args.device)  # a bad --device fails before the model loads or the input is read
         score_file(args)
     except IndexError:
         raise  # a LookupError too, but a bug here, not bad input: keep its traceback
-    # ImportError: an optional runtime (dtype int8) is missing; its message says what to install
-    except (InputError, LookupError, OSError, ValueError, TypeError, ImportError) as error:  # LookupError: unknown config, missing NLTK data
+    # LookupError: unknown config, missing NLTK data; ImportError: an optional runtime (dtype int8) is missing, its message says what to install
+    except (InputError, LookupError, OSError, ValueError, TypeError, ImportError) as error:
         message = error.args[0] if isinstance(error, KeyError) and error.args else error
         print(f"storyeval: error: {message}", file=sys.stderr)
         return 1

@@ -21,6 +21,8 @@ import logging
 from pathlib import Path
 
 from storyeval import checkpoints, text as textlib
+from storyeval.explain import explain_sentences
+from storyeval.files import FORMATS, InputError, read_stories
 from storyeval.inputs import has_words
 
 logger = logging.getLogger(__name__)
@@ -96,17 +98,22 @@ def score_story(story: str, context: str = "", metrics=("union", "plot_coherence
             scores = scorer.score([opening], [" ".join(rest)])
             note = "the story given the context" if context else "the story after its first sentence, given that sentence"
             for criterion, values in scores.items():
-                rows.append([f"{METRIC_TITLES[metric]}: {criterion}", round(values[0], 4), note])
+                rows.append([f"{METRIC_TITLES[metric]}: {criterion}", round(values[0], 4), _with_percentile(note, metric, values[0], criterion)])
             continue
-        full_text = " ".join(([context] if context else []) + sentences)  # as the leave-one-out variants are built
-        variants = [full_text]
-        if metric == "union" and len(sentences) > 1:
-            variants += [" ".join(([context] if context else []) + sentences[:i] + sentences[i + 1 :]) for i in range(len(sentences))]
-        scores = scorer.score(variants, batch_size=16)
-        rows.append([METRIC_TITLES[metric], round(scores[0], 4), STORY_SCORE_MEANINGS[metric]])
-        if len(variants) > 1:
-            attribution = [[i + 1, sentence, round(without, 4), round(without - scores[0], 4)] for i, (sentence, without) in enumerate(zip(sentences, scores[1:]))]
+        # the whole story and, for UNION, each leave-one-out variant in one batched call (plot coherence: one piece, no blame)
+        (explanation,) = explain_sentences([sentences if metric == "union" else [" ".join(sentences)]], scorer, [context])
+        rows.append([METRIC_TITLES[metric], round(explanation.score, 4), _with_percentile(STORY_SCORE_MEANINGS[metric], metric, explanation.score)])
+        if metric == "union":
+            attribution = [[b.index + 1, b.sentence, round(b.score_without, 4), round(b.change, 4)] for b in explanation.sentences]
     return rows, attribution
+
+
+def _with_percentile(note: str, metric: str, score: float, criterion: str | None = None) -> str:
+    """The note with the score's percentile among human-written test stories, where the checkpoint has a reference."""
+    from storyeval.percentiles import percentile_note
+
+    extra = percentile_note(checkpoints.resolve_checkpoint(metric, "default"), score, criterion)
+    return f"{note}; {extra}" if extra else note
 
 
 def highlight(attribution: list[list]) -> list[tuple[str, float | None]]:
@@ -119,8 +126,6 @@ def highlight(attribution: list[list]) -> list[tuple[str, float | None]]:
 
 def score_upload(path: str | None, field: str = "story") -> tuple[list[list], list[list], str]:
     """Score an uploaded .txt/.jsonl/.csv file with UNION: table rows, histogram rows, summary."""
-    from storyeval.cli import FORMATS, InputError, read_stories
-
     if not path:
         raise DemoInputError("No file uploaded: choose a .txt (one story per line), .jsonl or .csv file.")
     path = Path(path)

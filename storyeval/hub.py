@@ -119,6 +119,7 @@ def validate_folder(folder: str | Path) -> FolderReport:
             evaluate.load(str(folder))
             report.checks.append(f"evaluate module {modules[0].name} loads")
         report.checks.append("Space card parses, with title, sdk and app_file; requirements.txt present")
+        report.checks.append(check_requirements(folder / "requirements.txt"))
     else:
         metadata = _card_metadata(folder, DatasetCard)
         _require_keys(metadata, DATASET_CARD_KEYS, folder)
@@ -129,6 +130,58 @@ def validate_folder(folder: str | Path) -> FolderReport:
             loaded = datasets.load_from_disk(str(folder))
             report.checks.append(f"dataset loads ({loaded})".replace("\n", " "))
     return report
+
+
+def space_wheel() -> str:
+    """The file name of the wheel a Space push uploads beside requirements.txt: storyeval is on no index."""
+    from storyeval.version import __version__
+
+    return f"storyeval-{__version__}-py3-none-any.whl"
+
+
+def check_requirements(path: Path) -> str:
+    """Refuse a requirement a Space could not install: a line pip cannot parse, or storyeval from an index
+    (it is on none). storyeval must come from the wheel the push uploads (``./storyeval-<version>-...whl[demo]``)
+    or a URL. Other names are taken to be on PyPI: that needs the network to check."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    wheel = space_wheel()
+    source = None
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        line = line.split(" #", 1)[0].strip()
+        if not line or line.startswith(("#", "-")):  # comments, and options such as --extra-index-url
+            continue
+        where = f"{path}:{number}"
+        if line.startswith(("./", "/")) or ".whl" in line:
+            file_name = line.split("[", 1)[0].removeprefix("./")
+            if file_name != wheel:
+                raise PushError(f"{where}: {line!r} is not the wheel the push uploads; name ./{wheel}[demo]")
+            source = f"the wheel the push builds and uploads ({wheel})"
+            continue
+        try:
+            requirement = Requirement(line)
+        except InvalidRequirement as error:
+            raise PushError(f"{where}: pip cannot parse {line!r} ({error})") from None
+        if requirement.name.lower() == "storyeval":
+            if not requirement.url:
+                raise PushError(f"{where}: storyeval is on no package index, so a Space cannot install {line!r}; "
+                                f"name the wheel the push uploads, ./{wheel}[demo], or a URL (storyeval[demo] @ git+https://...)")
+            source = requirement.url
+    if source is None:
+        raise PushError(f"{path}: storyeval is not required, but the Space's app imports it; add ./{wheel}[demo]")
+    return f"requirements.txt installable: storyeval from {source}"
+
+
+def build_space_wheel(destination: Path) -> Path:
+    """Build storyeval's wheel (with its bundled checkpoints, so the Space scores offline) into ``destination``."""
+    import subprocess
+    import sys
+
+    checkout = Path(__file__).resolve().parent.parent
+    if not (checkout / "setup.py").is_file():
+        raise PushError("pushing a Space builds storyeval's wheel, which needs a source checkout (setup.py)")
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(destination), str(checkout)], check=True)
+    return destination / space_wheel()
 
 
 def checkpoint_metric(folder: Path) -> str:
@@ -160,6 +213,12 @@ def push_folder(folder: str | Path, repo_id: str, dry_run: bool = False, private
     api = HfApi(token=token)
     extra = {"space_sdk": "gradio"} if report.kind == "space" else {}
     api.create_repo(repo_id, repo_type=report.kind, private=private, exist_ok=True, **extra)
+    if report.kind == "space" and space_wheel() in (Path(folder) / "requirements.txt").read_text(encoding="utf-8"):
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as staging:
+            wheel = build_space_wheel(Path(staging))
+            api.upload_file(path_or_fileobj=str(wheel), path_in_repo=wheel.name, repo_id=repo_id, repo_type="space")
     api.upload_folder(
         repo_id=repo_id,
         repo_type=report.kind,

@@ -5,7 +5,9 @@ import operator
 from collections.abc import Sequence
 
 # precisions the scorers accept; names only, so the CLI's --help needs no torch import
-DTYPE_NAMES = ("float32", "bfloat16", "float16", "int8")  # int8: an int8 runtime on the CPU (storyeval.int8_runtime)
+FLOAT_DTYPE_NAMES = ("float32", "bfloat16", "float16")
+# int8: the story classifiers only, through an int8 runtime on the CPU (storyeval.int8_runtime)
+DTYPE_NAMES = (*FLOAT_DTYPE_NAMES, "int8")
 
 
 # marks sentence ends in the plot-guided releases; the scorers split on it and drop it
@@ -20,6 +22,15 @@ def has_words(text: str) -> bool:
 
 def check_texts(texts, name: str = "predictions") -> list[str]:
     """A list of strings with words in them, or a TypeError / ValueError naming the bad item."""
+    texts = check_strings(texts, name)
+    for index, text in enumerate(texts):
+        if problem := text_problem(text):
+            raise ValueError(f"{name}[{index}] {problem}")
+    return texts
+
+
+def check_strings(texts, name: str = "predictions") -> list[str]:
+    """A list of strings, which may be unscorable (see :func:`text_problem`), or a TypeError naming the bad item."""
     if texts is None:
         raise TypeError(f"{name} must be a list of strings, got None")
     if hasattr(texts, "tolist") and getattr(texts, "ndim", None) == 1:
@@ -29,11 +40,23 @@ def check_texts(texts, name: str = "predictions") -> list[str]:
     for index, text in enumerate(texts):
         if not isinstance(text, str):
             raise TypeError(f"{name}[{index}] must be a string, got {type(text).__name__}")
-        if not has_words(text):
-            raise ValueError(f"{name}[{index}] is empty or has no letters or digits: {text!r}")
-        if problem := not_unicode_text(text):
-            raise ValueError(f"{name}[{index}] {problem}")
     return list(texts)
+
+
+def text_problem(text: str) -> str | None:
+    """Why a string cannot be scored (no letters or digits, a lone surrogate), or None."""
+    if not has_words(text):
+        return f"is empty or has no letters or digits: {text!r}"
+    return not_unicode_text(text)
+
+
+ON_INVALID = ("raise", "nan")
+
+
+def check_on_invalid(on_invalid) -> str:
+    if on_invalid not in ON_INVALID:
+        raise ValueError(f"on_invalid must be one of {ON_INVALID}, got {on_invalid!r}")
+    return on_invalid
 
 
 def not_unicode_text(text: str) -> str | None:

@@ -17,9 +17,41 @@ import datasets
 import evaluate
 
 from storyeval import checkpoints
-from storyeval.inputs import check_batch_size, check_progress_bar, check_same_length, check_texts
+from storyeval.inputs import (
+    DTYPE_NAMES,
+    FLOAT_DTYPE_NAMES,
+    check_batch_size,
+    check_on_invalid,
+    check_progress_bar,
+    check_same_length,
+    check_strings,
+    check_texts,
+    text_problem,
+)
 
 logger = logging.getLogger(__name__)
+
+
+INT8_DOC = """    "int8" (CPU only) runs an int8 copy of the encoder in CTranslate2
+        (`pip install ctranslate2`; exported once and cached); it moves scores more
+        than bfloat16 (see the card's precision table).
+"""
+
+
+def runtime_options_doc(batch_size: int, unit: str, int8: bool = True) -> str:
+    """The ``compute()`` options every metric takes, for the modules' argument descriptions;
+    ``int8``: whether the metric's scorer runs in int8 too (the story classifiers)."""
+    names, int8_doc = ('"bfloat16", "float16" or "int8"', INT8_DOC) if int8 else ('"bfloat16" or "float16"', "")
+    return f"""    batch_size (`int`, defaults to {batch_size}): {unit} scored per forward pass.
+    device (`str`, optional): e.g. "cpu", "cuda:1"; defaults to CUDA when available.
+    progress_bar (`bool`, defaults to False): show a progress bar.
+    dtype (`str`, optional): "float32" (default), {names}. bfloat16 is
+        about 2x faster on CPUs with bfloat16 instructions; scores move slightly, so
+        compare scores computed in one dtype only (the settings string records it).
+{int8_doc}    on_invalid (`str`, defaults to "raise"): what a text with no letters or digits does:
+        "raise" stops with an error naming it; "nan" scores the others, gives it NaN and
+        logs a warning with its row.
+"""
 
 
 class CheckpointMetric(evaluate.Metric):
@@ -34,6 +66,7 @@ class CheckpointMetric(evaluate.Metric):
     CITATION = DESCRIPTION = KWARGS_DESCRIPTION = ""
     REFERENCE_URLS: list[str] = []
     INPUTS: tuple[str, ...] = ("predictions",)
+    DTYPES: tuple[str, ...] = DTYPE_NAMES  # the precisions its scorer runs in
 
     def _info(self) -> evaluate.MetricInfo:
         if self.config_name == "default":
@@ -77,7 +110,7 @@ class CheckpointMetric(evaluate.Metric):
 
     def check_runtime_options(self, options: dict) -> None:
         """Reject an option ``_compute`` does not take, or a bad value, before evaluate consumes the queued inputs."""
-        from storyeval.scoring import resolve_device, resolve_dtype
+        from storyeval.devices import resolve_device, resolve_dtype
 
         accepted = [name for name in inspect.signature(self._compute).parameters if name not in self.INPUTS]
         unknown = sorted(set(options) - set(accepted))
@@ -90,64 +123,115 @@ class CheckpointMetric(evaluate.Metric):
         if options.get("device") is not None:
             resolve_device(options["device"])
         if options.get("dtype") is not None:
-            resolve_dtype(options["dtype"])
+            resolve_dtype(options["dtype"], self.DTYPES)
+        if "on_invalid" in options:
+            check_on_invalid(options["on_invalid"])
+
+
+def unscorable_rows(on_invalid: str, **columns: list[str]) -> list[int]:
+    """Rows where a text of any column cannot be scored: an error naming the first (on_invalid="raise"),
+    or their indices ("nan"), with a warning naming them."""
+    check_on_invalid(on_invalid)
+    if on_invalid == "raise":
+        for name, texts in columns.items():
+            check_texts(texts, name)
+        return []
+    rows = sorted({i for texts in columns.values() for i, text in enumerate(texts) if text_problem(text)})
+    if rows:
+        logger.warning("%d input(s) cannot be scored (empty, or no letters or digits) and score NaN: rows %s", len(rows), rows)
+    return rows
+
+
+def with_nan_at(rows: list[int], total: int, scores: list[float]) -> list[float]:
+    """``scores`` of the scorable rows spread over ``total`` rows, NaN at ``rows``."""
+    scored = iter(scores)
+    skipped = set(rows)
+    return [math.nan if i in skipped else next(scored) for i in range(total)]
+
+
+def mean(values: list[float]) -> float:
+    """The mean over the scored rows (NaN when none was)."""
+    kept = [v for v in values if not math.isnan(v)]
+    return sum(kept) / len(kept) if kept else math.nan
 
 
 class StoryScoreMetric(CheckpointMetric):
-    """Scores each story in ``predictions``: ``{"scores": [...], "mean_score": x}``.
+    """Scores each story in ``predictions``: ``{"scores": [...], "mean_score": x, "settings": "..."}``.
 
     Stories can also be queued with ``add``/``add_batch`` and scored by a
     ``compute()`` without ``predictions``, as with any ``evaluate`` metric.
+    ``contexts`` are accepted and ignored, so that ``evaluate.combine`` can pass
+    the same inputs to this metric and to continuation quality.
     """
 
-    def add_batch(self, *, predictions=None, references=None, **kwargs):
+    def add_batch(self, *, predictions=None, references=None, contexts=None, on_invalid: str = "raise", **kwargs):
         """Queue a list of stories for the next ``compute()``; see the module description below."""
         self.check_reference_free(references)
-        super().add_batch(predictions=check_texts(predictions, "predictions"), **kwargs)
+        predictions = check_strings(predictions, "predictions")
+        self.check_ignored_contexts(contexts, predictions)
+        unscorable_rows(on_invalid, predictions=predictions)  # raises now, not at compute, unless NaN was asked for
+        super().add_batch(predictions=predictions, **kwargs)
 
-    def add(self, *, prediction=None, reference=None, **kwargs):
+    def add(self, *, prediction=None, reference=None, context=None, on_invalid: str = "raise", **kwargs):
         """Queue one story for the next ``compute()``; see the module description below."""
         self.check_reference_free(reference)
-        super().add(prediction=check_texts([prediction], "prediction")[0], **kwargs)
+        (prediction,) = check_strings([prediction], "prediction")
+        unscorable_rows(on_invalid, prediction=[prediction])
+        super().add(prediction=prediction, **kwargs)
 
-    def compute(self, *, predictions=None, references=None, **kwargs):
+    @staticmethod
+    def check_ignored_contexts(contexts, predictions) -> None:
+        # ignored, but a list of another length means the caller's columns do not line up
+        if contexts is not None and predictions is not None:
+            check_same_length(predictions=predictions, contexts=check_strings(contexts, "contexts"))
+
+    def compute(self, *, predictions=None, references=None, contexts=None, **kwargs):
         """Score ``predictions`` (a list of stories) and any stories queued by ``add``/``add_batch``."""
         # our checks first: evaluate's own are about Arrow types, not about what went wrong
         self.check_reference_free(references)
         self.check_runtime_options(kwargs)
         if predictions is None and self.has_queued_inputs():
             return super().compute(**kwargs)
-        predictions = check_texts(predictions, "predictions")
+        predictions = check_strings(predictions, "predictions")
+        self.check_ignored_contexts(contexts, predictions)
+        unscorable_rows(kwargs.get("on_invalid", "raise"), predictions=predictions)
         if not predictions and not self.has_queued_inputs():
-            return self.empty_result()
-        return super().compute(predictions=predictions, **kwargs)
+            return self.empty_result(kwargs.get("dtype"))
+        # queued past our add_batch, which would check them again without on_invalid (evaluate's compute does the same)
+        super().add_batch(predictions=predictions)
+        return super().compute(**kwargs)
 
-    def empty_result(self) -> dict:
-        return {"scores": [], "mean_score": math.nan}
+    def empty_result(self, dtype=None) -> dict:
+        return {"scores": [], "mean_score": math.nan, "settings": self.scorer.settings(dtype)}
 
-    def _compute(self, predictions, batch_size: int = 16, device=None, progress_bar: bool = False, dtype=None):
-        if not predictions:  # only empty batches were queued
-            return self.empty_result()
-        scores = self.scorer.score(predictions, batch_size=batch_size, device=device, progress_bar=progress_bar, dtype=dtype)
-        return {"scores": scores, "mean_score": sum(scores) / len(scores)}
+    def _compute(self, predictions, batch_size: int = 16, device=None, progress_bar: bool = False, dtype=None,
+                 on_invalid: str = "raise"):
+        skipped = unscorable_rows(on_invalid, predictions=predictions)
+        kept = [p for i, p in enumerate(predictions) if i not in set(skipped)]
+        if not kept:  # only empty batches were queued, or nothing could be scored
+            return {**self.empty_result(dtype), "scores": [math.nan] * len(predictions)}
+        scores = self.scorer.score(kept, batch_size=batch_size, device=device, progress_bar=progress_bar, dtype=dtype)
+        scores = with_nan_at(skipped, len(predictions), scores)
+        return {"scores": scores, "mean_score": mean(scores), "settings": self.scorer.settings(dtype)}
 
 
 class ContinuationMetric(CheckpointMetric):
     """Scores each continuation in ``predictions`` given its ``contexts`` on several criteria."""
 
     INPUTS = ("predictions", "contexts")
+    DTYPES = FLOAT_DTYPE_NAMES
     CRITERIA: tuple[str, ...] = ()
 
-    def add_batch(self, *, predictions=None, contexts=None, references=None, **kwargs):
+    def add_batch(self, *, predictions=None, contexts=None, references=None, on_invalid: str = "raise", **kwargs):
         """Queue continuations and their contexts for the next ``compute()``; see the module description below."""
         self.check_reference_free(references)
-        predictions, contexts = self.check_pairs(predictions, contexts)
+        predictions, contexts = self.check_pairs(predictions, contexts, on_invalid)
         super().add_batch(predictions=predictions, contexts=contexts, **kwargs)
 
-    def add(self, *, prediction=None, context=None, reference=None, **kwargs):
+    def add(self, *, prediction=None, context=None, reference=None, on_invalid: str = "raise", **kwargs):
         """Queue one continuation and its context for the next ``compute()``; see the module description below."""
         self.check_reference_free(reference)
-        (prediction,), (context,) = self.check_pairs([prediction], [context])
+        (prediction,), (context,) = self.check_pairs([prediction], [context], on_invalid)
         super().add(prediction=prediction, contexts=context, **kwargs)  # evaluate keys extra inputs by feature name
 
     def compute(self, *, predictions=None, contexts=None, references=None, **kwargs):
@@ -156,24 +240,31 @@ class ContinuationMetric(CheckpointMetric):
         self.check_runtime_options(kwargs)
         if predictions is None and contexts is None and self.has_queued_inputs():
             return super().compute(**kwargs)
-        predictions, contexts = self.check_pairs(predictions, contexts)
+        predictions, contexts = self.check_pairs(predictions, contexts, kwargs.get("on_invalid", "raise"))
         if not predictions and not self.has_queued_inputs():
-            return self.empty_result()
-        return super().compute(predictions=predictions, contexts=contexts, **kwargs)
+            return self.empty_result(kwargs.get("dtype"))
+        super().add_batch(predictions=predictions, contexts=contexts)  # as above, checked already
+        return super().compute(**kwargs)
 
-    def empty_result(self) -> dict:
-        return {**{c: [] for c in self.CRITERIA}, **{f"mean_{c}": math.nan for c in self.CRITERIA}}
+    def empty_result(self, dtype=None) -> dict:
+        return {**{c: [] for c in self.CRITERIA}, **{f"mean_{c}": math.nan for c in self.CRITERIA},
+                "settings": self.scorer.settings(dtype)}
 
     @staticmethod
-    def check_pairs(predictions, contexts) -> tuple[list[str], list[str]]:
-        predictions = check_texts(predictions, "predictions")
-        contexts = check_texts(contexts, "contexts")
+    def check_pairs(predictions, contexts, on_invalid: str = "raise") -> tuple[list[str], list[str]]:
+        predictions = check_strings(predictions, "predictions")
+        contexts = check_strings(contexts, "contexts")
         check_same_length(predictions=predictions, contexts=contexts)
+        unscorable_rows(on_invalid, predictions=predictions, contexts=contexts)
         return predictions, contexts
 
-    def _compute(self, predictions, contexts, batch_size: int = 256, device=None, progress_bar: bool = False):
-        if not predictions:  # only empty batches were queued
-            return self.empty_result()
-        scores = self.scorer.score(contexts, predictions, batch_size=batch_size, device=device, progress_bar=progress_bar)
-        return {**scores, **{f"mean_{c}": sum(v) / len(v) for c, v in scores.items()}}
-
+    def _compute(self, predictions, contexts, batch_size: int = 256, device=None, progress_bar: bool = False, dtype=None,
+                 on_invalid: str = "raise"):
+        skipped = set(unscorable_rows(on_invalid, predictions=predictions, contexts=contexts))
+        kept = [i for i in range(len(predictions)) if i not in skipped]
+        if not kept:  # only empty batches were queued, or nothing could be scored
+            return {**self.empty_result(dtype), **{c: [math.nan] * len(predictions) for c in self.CRITERIA}}
+        scores = self.scorer.score([contexts[i] for i in kept], [predictions[i] for i in kept], batch_size=batch_size,
+                                   device=device, progress_bar=progress_bar, dtype=dtype)
+        scores = {c: with_nan_at(sorted(skipped), len(predictions), v) for c, v in scores.items()}
+        return {**scores, **{f"mean_{c}": mean(v) for c, v in scores.items()}, "settings": self.scorer.settings(dtype)}

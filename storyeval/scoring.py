@@ -22,62 +22,19 @@ import torch
 from tqdm.auto import tqdm
 from transformers import AutoTokenizer
 
-from storyeval import text as textlib
-from storyeval.inputs import DTYPE_NAMES, check_batch_size, check_progress_bar, check_texts
-
-
-def resolve_device(device: str | torch.device | None) -> torch.device:
-    """``None`` picks CUDA when present, else CPU; a named device must exist on this machine."""
-    if device is None:
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    # device types a scorer can run on, each with its own availability check
-    backends = {"cpu": None, "cuda": torch.cuda, "xpu": getattr(torch, "xpu", None), "mps": torch.backends.mps}
-    try:
-        resolved = torch.device(device)
-    except (RuntimeError, TypeError):
-        resolved = None
-    if resolved is None or resolved.type not in backends:
-        raise ValueError(f"unsupported device {device!r}; use one of {sorted(backends)}, optionally with an index (cuda:1)")
-    backend = backends[resolved.type]
-    if backend is not None:
-        if not backend.is_available():
-            raise ValueError(f"device {device!r} is not available: this torch build or machine has no {resolved.type.upper()}")
-        count = backend.device_count() if hasattr(backend, "device_count") else 1
-        if resolved.index is not None and resolved.index >= count:
-            raise ValueError(f"device {device!r} is not available: this machine has {count} {resolved.type.upper()} device(s)")
-    return resolved
-
-
-DTYPES = {name: getattr(torch, name) for name in DTYPE_NAMES}
-
-
-def resolve_dtype(dtype: str | torch.dtype | None) -> torch.dtype:
-    """``None`` means float32; otherwise a name or a torch dtype from :data:`DTYPES`."""
-    if dtype is None:
-        return torch.float32
-    if isinstance(dtype, torch.dtype) and dtype in DTYPES.values():
-        return dtype
-    if isinstance(dtype, str) and dtype in DTYPES:
-        return DTYPES[dtype]
-    raise ValueError(f"unsupported dtype {dtype!r}; choose from {sorted(DTYPES)}")
-
-
-def normalize_story(story: str, delexicalize: bool = True) -> str:
-    """The form the checkpoints were trained on: lower-cased Treebank tokens, names delexicalised (if asked)."""
-    sentences = textlib.split_sentences(story) or [story]
-    out = []
-    for sentence in sentences:
-        tokens = textlib.tokenize(sentence, lowercase=False)
-        if delexicalize:
-            tokens = textlib.delexicalize(tokens, cased=textlib.is_cased(sentence))
-        out.append(" ".join(t if t in textlib.NAME_PLACEHOLDERS else t.lower() for t in tokens))
-    return " ".join(out)
+from storyeval import checkpoints
+from storyeval.devices import DTYPES, resolve_device, resolve_dtype  # noqa: F401 (DTYPES: part of this module's API)
+from storyeval.inputs import check_batch_size, check_progress_bar, check_texts
+from storyeval.registry import metric_spec
+from storyeval.signature import settings_string
+from storyeval.text import normalize_story
 
 
 class SequenceScorer:
     """Scores stories with a model whose forward returns one logit per sequence."""
 
-    def __init__(self, model, tokenizer, max_length: int, window_stride: int, device=None, preprocess: bool = True, delexicalize: bool = True):
+    def __init__(self, model, tokenizer, max_length: int, window_stride: int, device=None, preprocess: bool = True,
+                 delexicalize: bool = True, name: str = "unnamed"):
         if not 0 < window_stride <= max_length - 2:
             raise ValueError(f"window_stride must be in 1..{max_length - 2}, got {window_stride}")
         self.device = resolve_device(device)  # where the model loaded; a score(device=...) call never moves it
@@ -92,6 +49,11 @@ class SequenceScorer:
         self.preprocess = preprocess
         self.delexicalize = delexicalize
         self._prefix, self._suffix = _special_token_frame(tokenizer)
+        self.name = name  # the checkpoint's short name, for the settings string
+
+    def settings(self, dtype=None) -> str:
+        """What a score from :meth:`score` with this ``dtype`` was computed with (see :mod:`storyeval.signature`)."""
+        return settings_string(self.name, dtype)
 
     def windows(self, story: str) -> list[list[int]]:
         """Token-id windows of at most ``max_length`` tokens covering the whole story."""
@@ -162,55 +124,57 @@ def _special_token_frame(tokenizer) -> tuple[list[int], list[int]]:
     raise ValueError(f"cannot find how {type(tokenizer).__name__} frames a text with special tokens")
 
 
-def load_union_scorer(checkpoint: str | Path, device=None, preprocess: bool = True) -> SequenceScorer:
-    """A scorer for a UNION checkpoint folder (see :mod:`storyeval.checkpoints`)."""
+def load_story_classifier(checkpoint: str | Path, device=None, preprocess: bool = True) -> SequenceScorer:
+    """A scorer for a UNION-architecture checkpoint folder (UNION and plot coherence; see :mod:`storyeval.checkpoints`).
+
+    It does not check which metric the folder belongs to, so benchmarks can score one metric's
+    checkpoint with the other on purpose; :func:`load_scorer` checks.
+    """
     return _load_story_classifier(str(checkpoint), str(resolve_device(device)), preprocess)
 
 
-def load_plot_coherence_scorer(checkpoint: str | Path, device=None, preprocess: bool = True) -> SequenceScorer:
-    """A scorer for a plot-coherence checkpoint folder: UNION's architecture, its own training data."""
-    return _load_story_classifier(str(checkpoint), str(resolve_device(device)), preprocess)
+# the names the training code and benchmarks know the loader by
+load_union_scorer = load_plot_coherence_scorer = load_story_classifier
 
 
 @functools.lru_cache(maxsize=8)
 def _load_story_classifier(checkpoint: str, device: str, preprocess: bool) -> SequenceScorer:
+    from transformers.utils import logging as transformers_logging
+
     from storyeval.models import UnionModel
 
-    model = UnionModel.from_pretrained(checkpoint, dtype=torch.float32)
+    # transformers draws a "Loading weights" bar on stderr for every load; a scorer's output is its scores
+    bar_was_enabled = transformers_logging.is_progress_bar_enabled()
+    transformers_logging.disable_progress_bar()
+    try:
+        model = UnionModel.from_pretrained(checkpoint, dtype=torch.float32)
+        tokenizer = AutoTokenizer.from_pretrained(checkpoint)
+    finally:
+        if bar_was_enabled:
+            transformers_logging.enable_progress_bar()
     if model.config.has_reconstruction_head:
         model.drop_reconstruction_head()  # scoring never needs it
-    tokenizer = AutoTokenizer.from_pretrained(checkpoint)
     config = model.config
-    return SequenceScorer(model, tokenizer, config.max_length, config.window_stride, device, preprocess, config.delexicalize)
+    return SequenceScorer(model, tokenizer, config.max_length, config.window_stride, device, preprocess, config.delexicalize,
+                          name=checkpoints.checkpoint_name(checkpoint))
 
 
 def load_scorer(metric: str, checkpoint: str | Path, device=None):
     """The scorer for ``metric`` from a checkpoint folder, loaded once per folder and device.
 
-    The folder must not belong to another metric; ``load_union_scorer`` and
-    ``load_plot_coherence_scorer`` do not check, so benchmarks can score one
-    with the other on purpose.
+    The folder must belong to ``metric`` (its own files say which). The scorer runs
+    through its text side once, so that missing NLTK data is an error here and not at
+    the first ``score``, by which time evaluate has taken the queued inputs.
     """
-    from storyeval.checkpoints import check_metric
-
-    check_metric(metric, checkpoint)
-    if metric == "union":
-        scorer = load_union_scorer(checkpoint, device)
-        scorer.windows(PROBE_STORY)
-    elif metric == "plot_coherence":
-        scorer = load_plot_coherence_scorer(checkpoint, device)
-        scorer.windows(PROBE_STORY)
-    elif metric == "continuation_quality":
-        from storyeval.continuation.scorer import load_continuation_scorer
-
-        scorer = load_continuation_scorer(str(checkpoint), None if device is None else str(device))
+    spec = metric_spec(metric)
+    checkpoints.check_metric(metric, checkpoint)
+    scorer = spec.load(str(checkpoint), None if device is None else str(device))
+    if spec.takes_contexts:
         context, continuation = PROBE_STORY.split(". ", 1)
         scorer.score([context + "."], [continuation])
     else:
-        raise KeyError(f"no scorer for metric {metric!r}")
+        scorer.windows(PROBE_STORY)
     return scorer
 
 
-# Run through a scorer's text side at load, so that missing NLTK data is an error there and not
-# at the first compute(), by which time evaluate has taken the queued inputs.
 PROBE_STORY = "Ken went home. He slept."

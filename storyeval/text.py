@@ -111,6 +111,9 @@ def delexicalize(tokens: list[str], cased: bool = False) -> list[str]:
     return [name_gender(t, cased) or t for t in tokens]
 
 
+_replace_names = delexicalize  # for normalize_story, whose flag of that name shadows the function
+
+
 def truncate_sentences(sentences: list[str], max_words: int) -> list[str]:
     """Keep whole sentences while the story has at most ``max_words`` words.
 
@@ -126,6 +129,18 @@ def truncate_sentences(sentences: list[str], max_words: int) -> list[str]:
         kept.append(sentence)
         count += n
     return kept
+
+
+def normalize_story(story: str, delexicalize: bool = True) -> str:
+    """The form the checkpoints were trained on: lower-cased Treebank tokens, names delexicalised (if asked)."""
+    sentences = split_sentences(story) or [story]
+    out = []
+    for sentence in sentences:
+        tokens = tokenize(sentence, lowercase=False)
+        if delexicalize:
+            tokens = _replace_names(tokens, cased=is_cased(sentence))
+        out.append(" ".join(t if t in NAME_PLACEHOLDERS else t.lower() for t in tokens))
+    return " ".join(out)
 
 
 def leakage_key(text: str) -> str:

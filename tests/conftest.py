@@ -1,4 +1,5 @@
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,8 @@ SHARED = CHECKOUT.parent / "shared"
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("NLTK_DATA", str(SHARED / "nltk_data"))
 os.environ.setdefault("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")
+# bundled checkpoints are entered into the Hugging Face cache when used: a fresh one per run, not the user's
+os.environ.setdefault("HF_HUB_CACHE", tempfile.mkdtemp(prefix="storyeval-test-hf-cache-"))
 
 
 def save_tiny_checkpoint(folder: Path, **config) -> Path:
@@ -38,9 +41,14 @@ def tiny_checkpoint(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
     """The real data folder; tests that need it skip when it is absent."""
-    root = Path(os.environ.get("STORYEVAL_DATA", SHARED / "data"))
+    from storyeval_training.paths import data_dir
+
+    try:
+        root = data_dir()
+    except FileNotFoundError as error:
+        pytest.skip(str(error))
     if not (root / "roc").is_dir():
-        pytest.skip(f"shared data not found at {root} (set STORYEVAL_DATA)")
+        pytest.skip(f"shared data at {root} has no roc/ (set STORYEVAL_DATA)")
     return root
 
 
@@ -54,3 +62,11 @@ def pinned_stories() -> list[str]:
         f"{opening} He gave it to the bartender. Nobody claimed it. He noticed a phone on the floor. He picked it up and looked around.",
         f"{opening}" + " He noticed a phone on the floor." * 4,
     ]
+
+
+def subprocess_env(env: dict) -> dict:
+    """``env`` for a subprocess run from another folder: NLTK_DATA made absolute (the README's test
+    command gives it relative to the checkout)."""
+    if env.get("NLTK_DATA"):
+        env = {**env, "NLTK_DATA": os.pathsep.join(str(Path(folder).resolve()) for folder in env["NLTK_DATA"].split(os.pathsep))}
+    return env

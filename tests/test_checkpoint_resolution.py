@@ -18,6 +18,12 @@ from huggingface_hub.errors import (
 from storyeval import checkpoints, scoring
 
 METRICS = Path(__file__).resolve().parent.parent / "metrics"
+REAL_SNAPSHOT_DOWNLOAD = huggingface_hub.snapshot_download
+
+
+def same_files(resolved: Path, folder: Path) -> bool:
+    """Whether a resolved checkpoint (a Hugging Face cache snapshot of a bundled one) holds ``folder``'s weights."""
+    return (resolved / "model.safetensors").resolve() == (folder / "model.safetensors").resolve()
 STORY = "bob sat down . he ate lunch . he went home ."
 
 
@@ -95,7 +101,7 @@ def test_offline_says_what_to_download(monkeypatch):
 
 def test_a_missing_repo_says_so_and_lists_the_bundled_configs(monkeypatch):
     failing_hub(monkeypatch, http_error(RepositoryNotFoundError, 404))
-    with pytest.raises(OSError, match=r"does not exist on the Hub or is private.*bundled union configs: roc, wp") as raised:
+    with pytest.raises(OSError, match=r"does not exist on the Hub or is private.*bundled union configs: roc, roc-base, wp") as raised:
         checkpoints.resolve_checkpoint("union", "org/nothing")
     assert "offline" not in str(raised.value) and isinstance(raised.value.__cause__, RepositoryNotFoundError)
 
@@ -114,9 +120,10 @@ def test_plot_coherence_wp_says_none_is_bundled_and_how_to_train_one(hub_calls, 
         checkpoints.resolve_checkpoint("plot_coherence", "wp")
     assert "storyeval-train-plot-coherence --dataset wp --negatives generated" in str(raised.value)
     assert "hf download" not in str(raised.value) and hub_calls == []
-    # a trained one, put where the message says, is used
+    # a trained one, put where the message says, is used (through the cache, as a bundled one)
     (tmp_path / "plot-coherence-wp").symlink_to(plot_checkpoint)
-    assert checkpoints.resolve_checkpoint("plot_coherence", "wp") == tmp_path / "plot-coherence-wp"
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", REAL_SNAPSHOT_DOWNLOAD)
+    assert same_files(checkpoints.resolve_checkpoint("plot_coherence", "wp"), plot_checkpoint)
 
 
 def test_plot_coherence_wp_is_still_a_valid_config_name():
@@ -131,7 +138,11 @@ def test_a_checkpoint_of_another_metric_is_refused(union_checkpoint, plot_checkp
         evaluate.load(str(METRICS / "union"), str(plot_checkpoint))
     with pytest.raises(ValueError, match=r"is a union checkpoint, not a plot_coherence one"):
         scoring.load_scorer("plot_coherence", union_checkpoint, device="cpu")
-    assert evaluate.load(str(METRICS / "plot_coherence"), str(plot_checkpoint)).compute(predictions=[STORY])["scores"]
+    # while each metric's own checkpoint loads, and scores as that metric's scorer does
+    for metric, checkpoint in (("plot_coherence", plot_checkpoint), ("union", union_checkpoint)):
+        scores = evaluate.load(str(METRICS / metric), str(checkpoint)).compute(predictions=[STORY])["scores"]
+        direct = scoring.load_scorer(metric, checkpoint, device="cpu").score([STORY])
+        assert len(scores) == 1 and 0.0 <= scores[0] <= 1.0 and scores == pytest.approx(direct, abs=1e-4)
 
 
 def test_the_bundled_union_checkpoint_is_refused_as_plot_coherence():
@@ -172,13 +183,13 @@ def test_a_bare_encoder_folder_is_refused_not_scored_with_a_random_head():
 def test_registered_names_win_over_a_folder_of_that_name(monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "roc").mkdir()  # as in the shared data folder, which has roc/ and wp/
-    assert checkpoints.resolve_checkpoint("union", "roc") == checkpoints.HUB_CARDS / "union-roc"
+    assert same_files(checkpoints.resolve_checkpoint("union", "roc"), checkpoints.HUB_CARDS / "union-roc")
     assert checkpoints.resolve_checkpoint("union", "./roc") == Path("roc")  # the folder, when asked for by path
 
 
 @pytest.mark.parametrize("name", ["", "  "])
 def test_a_blank_config_name_lists_the_choices(name):
-    with pytest.raises(KeyError, match=r"empty union config name: choose one of \['roc', 'wp', 'default'\]"):
+    with pytest.raises(KeyError, match=r"empty union config name: choose one of \['roc', 'roc-base', 'wp', 'default'\]"):
         checkpoints.resolve_checkpoint("union", name)
 
 

@@ -244,3 +244,95 @@ def test_a_lone_surrogate_outside_the_story_goes_back_out_as_it_came_in(tiny_che
     record = json.loads(out)
     assert record["note"] == "half an emoji \ud83d" and 0 <= record["score"] <= 1
     assert "\\ud83d" in out  # escaped, so the output file is UTF-8
+
+
+def test_an_existing_output_is_kept_unless_overwrite_is_given(tiny_checkpoint, tmp_path, capsys):
+    stories = one_story(tmp_path)
+    output = tmp_path / "scores.txt"
+    output.write_text("earlier results\n")
+    code, _, err = score(stories, tiny_checkpoint, capsys, "-o", str(output))
+    assert_clean_error(code, err, "scores.txt exists; pass --overwrite to replace it")
+    assert output.read_text() == "earlier results\n"
+    code, _, _ = score(stories, tiny_checkpoint, capsys, "-o", str(output), "--overwrite")
+    assert code == 0 and output.read_text() != "earlier results\n" and len(output.read_text().splitlines()) == 1
+
+
+@pytest.mark.parametrize("output", ["scores.jsonl", "scores.csv", "scores", "scores.TXT.bak"])
+def test_an_output_extension_unlike_the_inputs_format_is_refused(tiny_checkpoint, tmp_path, capsys, monkeypatch, output):
+    monkeypatch.setattr(cli, "load_scorer", lambda *args: pytest.fail("loaded before checking the output"))
+    code, _, err = score(one_story(tmp_path), tiny_checkpoint, capsys, "-o", str(tmp_path / output))
+    assert_clean_error(code, err, "written in the input's format (.txt); name the output *.txt")
+    assert not (tmp_path / output).exists()
+
+
+def test_every_format_writes_the_same_exact_score(tiny_checkpoint, tmp_path, capsys):
+    (tmp_path / "s.jsonl").write_text(json.dumps({"story": STORY}) + "\n")
+    (tmp_path / "s.csv").write_text(f"story\n{STORY}\n")
+    _, txt, _ = score(one_story(tmp_path), tiny_checkpoint, capsys)
+    _, jsonl, _ = score(tmp_path / "s.jsonl", tiny_checkpoint, capsys)
+    _, table, _ = score(tmp_path / "s.csv", tiny_checkpoint, capsys)
+    record = json.loads(jsonl)
+    assert txt.strip() == list(csv.reader(table.splitlines()))[1][1] == repr(record["score"])
+    assert record["score_settings"].startswith(f"{tiny_checkpoint.name}_fp32_storyeval-")
+
+
+def test_an_unscorable_line_stops_the_run_or_scores_nan_with_skip_invalid(tiny_checkpoint, tmp_path, capsys):
+    stories = tmp_path / "s.txt"
+    stories.write_text(f"{STORY}\n\n{STORY}\n...\n")
+    code, out, err = score(stories, tiny_checkpoint, capsys)
+    assert_clean_error(code, err, "s.txt:2: empty line or no letters or digits", "--skip-invalid")
+    code, out, err = score(stories, tiny_checkpoint, capsys, "--skip-invalid")
+    lines = out.splitlines()
+    assert code == 0 and lines[1] == lines[3] == "nan" and lines[0] == lines[2] != "nan"
+    assert "2 unscorable row(s) written as NaN, at line(s) 2, 4" in err and ": 2 stories" in err
+
+
+def test_continuation_quality_scores_a_file_with_a_context_field(tmp_path, capsys):
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text("".join(json.dumps({"id": i, "prompt": "Ken found a phone at the bar.", "story": s}) + "\n"
+                             for i, s in enumerate(["He gave it back.", "A tiger ate it."])))
+    code, out, err = run_cli(["score", str(pairs), "--metric", "continuation_quality", "--context-field", "prompt", "--quiet"], capsys)
+    records = [json.loads(line) for line in out.splitlines()]
+    assert code == 0 and [r["id"] for r in records] == [0, 1]
+    assert {"score_overall", "score_relevance", "score_interestingness"} <= set(records[0])
+    assert "continuation_quality/deltascore: 2 stories, mean score_overall" in err
+    # a context field the file lacks, and a .txt file, which has no fields
+    code, _, err = run_cli(["score", str(pairs), "--metric", "continuation_quality", "--quiet"], capsys)
+    assert_clean_error(code, err, "expected an object with a string field 'context'")
+    code, _, err = run_cli(["score", str(one_story(tmp_path)), "--metric", "continuation_quality", "--quiet"], capsys)
+    assert_clean_error(code, err, "give a .jsonl or .csv file with 'story' and 'context' fields")
+
+
+def test_version_and_help_show_what_the_defaults_are(capsys):
+    import storyeval
+
+    with pytest.raises(SystemExit):
+        cli.main(["--version"])
+    assert capsys.readouterr().out.strip() == f"storyeval {storyeval.__version__}"
+    with pytest.raises(SystemExit):
+        cli.main(["score", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "union: roc, wp, roc-base (default roc)" in text and "16 for union" in text and "256 for continuation_quality" in text
+    assert "(default: union)" in text and "(default: None)" not in text and "(default: False)" not in text
+    with pytest.raises(SystemExit):
+        cli.main(["demo", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "(default: 7860)" in text and "(default: 127.0.0.1)" in text and "(default: all)" in text
+
+
+def test_demo_without_the_extra_is_one_line_with_the_install_command(capsys, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "gradio", None)  # what an install without [demo] looks like to import
+    code, _, err = run_cli(["demo"], capsys)
+    assert code == 1 and err == ('storyeval: error: the demo needs the [demo] extra: python -m pip install "gradio>=5.0" '
+                                 '(in a checkout: python -m pip install -e ".[demo]")\n')
+
+
+def test_no_loading_bar_from_transformers_even_without_quiet(tmp_path, capsys):
+    from conftest import save_tiny_checkpoint
+
+    checkpoint = save_tiny_checkpoint(tmp_path / "fresh")  # not cached: the weights are read in this call
+    capsys.readouterr()
+    code, _, err = run_cli(["score", str(one_story(tmp_path)), "--config", str(checkpoint)], capsys)
+    assert code == 0 and "Loading weights" not in err and "1 story" in err

@@ -157,7 +157,8 @@ def test_a_checkpoint_names_its_feature_version_and_one_without_it_has_version_1
 def test_metric_through_evaluate_load(tiny_checkpoint):
     metric = evaluate.load(METRIC_DIR, str(tiny_checkpoint))
     results = metric.compute(predictions=["He gave the milk to the dog.", "A tiger appeared."], contexts=["Ken went to the store.", "Ken went to the store."])
-    assert set(results) == set(CRITERIA) | {f"mean_{c}" for c in CRITERIA}
+    assert set(results) == set(CRITERIA) | {f"mean_{c}" for c in CRITERIA} | {"settings"}
+    assert results["settings"].startswith(f"{tiny_checkpoint.name}_fp32_storyeval-")
     assert len(results["relevance"]) == 2 and results["mean_overall"] == pytest.approx(sum(results["overall"]) / 2)
     empty = metric.compute(predictions=[], contexts=[])
     assert empty["overall"] == [] and math.isnan(empty["mean_relevance"])
@@ -169,9 +170,14 @@ def test_metric_through_evaluate_load(tiny_checkpoint):
         metric.add_batch(predictions=["a ."], contexts=["b .", "c ."])
     # an option the metric does not take is refused before the queued pairs are consumed
     metric.add_batch(predictions=["He gave the milk to the dog."], contexts=["Ken went to the store."])
-    with pytest.raises(TypeError, match=r"unknown option\(s\) \['dtype'\]"):
-        metric.compute(dtype="bfloat16")
+    with pytest.raises(TypeError, match=r"unknown option\(s\) \['beam_size'\]"):
+        metric.compute(beam_size=4)
+    with pytest.raises(ValueError, match="unsupported dtype 'int8'"):  # int8 runs the story classifiers only
+        metric.compute(dtype="int8")
     assert metric.compute()["overall"] == pytest.approx(results["overall"][:1], abs=1e-5)
+    # the same runtime options as the story metrics: dtype runs a lower-precision copy
+    half = metric.compute(predictions=["He gave the milk to the dog."], contexts=["Ken went to the store."], dtype="bfloat16")
+    assert half["overall"] == pytest.approx(results["overall"][:1], abs=0.1) and "_bf16_" in half["settings"]
     metric.add_batch(predictions=[], contexts=[])
     assert metric.compute()["overall"] == []
 
@@ -306,6 +312,7 @@ def test_missing_rated_pairs_leave_no_output_folder(tmp_path):
     assert not (tmp_path / "run").exists()
 
 
+@pytest.mark.slow
 def test_training_smoke_run_keeps_its_best_epoch_and_writes_a_loadable_checkpoint(tmp_path):
     from storyeval.continuation.scorer import ContinuationScorer
     from storyeval_training import train_continuation
@@ -364,6 +371,7 @@ def test_feature_scaling_ignores_missing_values_and_survives_one_row():
     assert mean.tolist() == [5.0, 0.0] and not torch.isnan(std).any()
 
 
+@pytest.mark.slow
 def test_cloze_features_come_from_statistics_that_never_saw_their_story(monkeypatch, tmp_path):
     import datasets
 

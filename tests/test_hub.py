@@ -176,3 +176,26 @@ def test_model_cards_do_not_offer_a_transformers_pipeline_that_cannot_load_them(
 
     data = ModelCard.load(card).data
     assert data.library_name == "storyeval" and data.pipeline_tag is None
+
+
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ("storyeval[demo]", "storyeval is on no package index"),
+        ("./storyeval-0.0.1-py3-none-any.whl[demo]", "is not the wheel the push uploads"),
+        ("storyeval[demo @ nowhere", "pip cannot parse"),
+        ("gradio>=5.0", "storyeval is not required"),
+    ],
+)
+def test_dry_run_catches_a_requirement_a_space_cannot_install(tmp_path, line, message):
+    space = tmp_path / "space"
+    shutil.copytree(Path(__file__).resolve().parent.parent / "spaces" / "storyeval", space)
+    (space / "requirements.txt").write_text(f"--extra-index-url https://download.pytorch.org/whl/cpu\nevaluate>=0.4.6\n{line}\n")
+    with pytest.raises(hub.PushError, match=message):
+        hub.validate_folder(space)
+
+
+@pytest.mark.parametrize("folder", ["metrics/union", "metrics/plot_coherence", "metrics/continuation_quality", "spaces/storyeval"])
+def test_every_space_installs_storyeval_from_the_wheel_the_push_uploads(folder):
+    requirements = Path(__file__).resolve().parent.parent / folder / "requirements.txt"
+    assert hub.check_requirements(requirements) == f"requirements.txt installable: storyeval from the wheel the push builds and uploads ({hub.space_wheel()})"

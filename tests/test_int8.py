@@ -183,9 +183,7 @@ def test_compute_and_cli_reach_int8(tiny_checkpoint, tmp_path, capsys):
 
 
 def benchmark():
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
-    import common
-    import int8_speed
+    from benchmarks import common, int8_speed
 
     return common, int8_speed
 

@@ -32,6 +32,10 @@ def write_af_tsv(path, groups):
 
 @pytest.fixture
 def data_root(tmp_path):
+    return tiny_af_data_root(tmp_path)
+
+
+def tiny_af_data_root(tmp_path):
     """A data folder with a tiny AF file and one human-judged story."""
     root = tmp_path / "data"
     (root / "roc").mkdir(parents=True)
@@ -92,6 +96,7 @@ def test_paper_negatives_are_roc_only():
         train_plot_coherence.parse_args(["--dataset", "wp", "--output-dir", "x"])
 
 
+@pytest.mark.slow
 def test_training_smoke_run_exports_a_plot_coherence_checkpoint(data_root, tmp_path):
     tokenizer = AutoTokenizer.from_pretrained(checkpoints.backbone_path())
     encoder_dir = tmp_path / "encoder"
@@ -159,6 +164,7 @@ def test_names_delexicalized_follows_the_training_text():
     assert train_plot_coherence.names_delexicalized(pairs("[MALE] sat down .", "[MALE] sat sat ."))  # the builders' stories
 
 
+@pytest.mark.slow
 def test_own_negatives_with_placeholders_train_a_checkpoint_that_delexicalizes(data_root, tmp_path):
     """The builders replace names, so our own negatives carry [MALE]: scoring must replace names too."""
     write_generated(tmp_path / "af", [f"[MALE] sat down {i} . he ate lunch ." for i in range(12)])
@@ -193,6 +199,7 @@ def test_wp_card_names_its_corpus(tmp_path):
     assert "# plot-coherence-wp" in card and "Positives: human-written WritingPrompts stories" in card and "ROC stories" not in card
 
 
+@pytest.mark.slow
 def test_training_from_a_union_checkpoint_exports_plot_coherence_settings(data_root, tmp_path):
     """UNION weights as the starting point: the export must not keep UNION's
     name placeholders, window or reconstruction head, or scoring would differ from training."""

@@ -99,6 +99,7 @@ def test_validation_loss_is_the_token_mean_over_all_stories(tiny_encoder):
     assert measured["loss"] == pytest.approx(expected, rel=1e-5) and model.training
 
 
+@pytest.mark.slow
 def test_training_writes_a_loadable_generator(trained_generator):
     run, results = trained_generator
     assert results["completed_steps"] == 2 and len(results["history"]) == 2
@@ -110,6 +111,7 @@ def test_training_writes_a_loadable_generator(trained_generator):
     assert info["max_source_length"] == 32 and len(info["train_ids"]) == 7  # one of 8 held out
 
 
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore:Version v4.12.0:FutureWarning")
 def test_training_counts_and_warns_about_cut_plots_and_stories(tiny_encoder, tmp_path, caplog):
     """Long WP stories exceed the decoder's window: cutting them must not pass silently."""
@@ -126,6 +128,7 @@ def test_training_counts_and_warns_about_cut_plots_and_stories(tiny_encoder, tmp
     assert "plots cut at --max-source-length 16" in caplog.text and "stories cut at --max-target-length 40" in caplog.text
 
 
+@pytest.mark.slow
 def test_generate_command_writes_candidates(trained_generator, tmp_path):
     run, _ = trained_generator
     plots = datasets.concatenate_datasets([plots_dataset(3, "new"), plots_dataset(2, "train")])
@@ -149,6 +152,7 @@ def test_generate_command_writes_candidates(trained_generator, tmp_path):
     assert stats["skipped_plots_longer_than_source_window"] == 1 and stats["stories_per_second"] > 0
 
 
+@pytest.mark.slow
 def test_generation_rejects_empty_and_overlong_plots(trained_generator):
     run, _ = trained_generator
     model, tokenizer = generator.build_generator(str(run / "out" / "best"))
@@ -238,15 +242,16 @@ def test_zero_rounds_keeps_a_random_selection_as_the_unfiltered_baseline(tmp_pat
         af.parse_args(["--candidates-dir", "x", "--output-dir", "y", "--rounds", "-1"])
 
 
+@pytest.mark.slow
 def test_a_resumed_generator_keeps_the_lowest_loss_it_had_seen(trained_generator, tmp_path):
-    from storyeval_training.train_union import load_trainer_state
+    from storyeval_training.loop import load_trainer_state
 
     state = tmp_path / "step_3"
     (state / "best").mkdir(parents=True)
     (state / "best" / "weights").write_text("step 2")
     history = [{"step": 1, "loss": 3.0}, {"step": 2, "loss": 1.0}, {"step": 3, "loss": 2.0}]
     (state / "trainer_state.json").write_text(json.dumps({"best": history[1], "history": history, "minutes": 1.0}))
-    best, kept, minutes = load_trainer_state(state, tmp_path / "resumed", 3, "loss", lowest=True)
+    best, kept, minutes = load_trainer_state(state, tmp_path / "resumed", "loss", lowest=True)
     assert best == history[1] and kept == history and minutes == 1.0
     assert (tmp_path / "resumed" / "best" / "weights").read_text() == "step 2"
 
@@ -304,7 +309,7 @@ def test_generator_data_dir_is_the_data_root_as_in_the_other_commands(dataset, t
         seen.append(config)
         return datasets.Dataset.from_list([{"id": "1", "plot": [["went"]], "story": "he went ."}])
 
-    monkeypatch.setattr(generator, "load_split", fake_load_split)
+    monkeypatch.setattr(generator.training, "load_split", fake_load_split)
     args = generator.parse_args(["--dataset", dataset, "--output-dir", str(tmp_path / "run"), "--data-dir", str(tmp_path)])
     generator.load_story_plots(args)
     assert [config["data_dir"] for config in seen] == [str(tmp_path / dataset)] * 2

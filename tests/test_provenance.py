@@ -1,13 +1,32 @@
+import os
+import platform
 import subprocess
+
+import torch
 
 from storyeval_training import model_card, provenance
 
 
+def git(*args: str) -> str:
+    return subprocess.run(["git", *args], cwd=provenance.CHECKOUT, capture_output=True, text=True).stdout
+
+
 def test_environment_names_the_machine_and_the_commit_it_ran_at():
     env = provenance.environment()
-    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=provenance.CHECKOUT, capture_output=True, text=True).stdout.strip()
-    assert env["commit"] == head and env["cores"] >= 1 and env["torch"] and env["gpus"] == []
-    assert isinstance(env["uncommitted_changes"], list)
+    assert env["commit"] == git("rev-parse", "--short", "HEAD").strip()
+    assert (env["cores"], env["python"], env["torch"]) == (os.cpu_count(), platform.python_version(), torch.__version__)
+    # the GPUs this process sees, on a CPU machine or a CUDA one
+    assert env["gpus"] == [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+    # the checkout's changes as git status lists them: modified, staged, deleted and untracked files
+    entries = git("status", "--porcelain", "-z", "--untracked-files=all").split("\0")
+    changed, skip = set(), False
+    for entry in entries:
+        if skip or not entry:  # a rename's second field is its old path
+            skip = False
+            continue
+        changed.add(entry[3:])
+        skip = entry[0] in "RC"
+    assert env["uncommitted_changes"] == sorted(changed)
 
 
 def test_environment_lists_new_files_except_excluded_outputs(tmp_path, monkeypatch):

@@ -6,14 +6,20 @@ from pathlib import Path
 
 import datasets
 import evaluate
+import huggingface_hub
 import pytest
 import torch
 from huggingface_hub.errors import StrictDataclassClassValidationError
 from transformers import AutoModel, AutoTokenizer, BertConfig, BertModel
 
+import storyeval
+import transformers
 from storyeval import checkpoints, cli
 from storyeval.models import UnionConfig, UnionModel
 from storyeval.scoring import load_union_scorer
+from storyeval.signature import major_minor
+
+TRANSFORMERS, TORCH = major_minor(transformers.__version__), major_minor(torch.__version__)
 
 METRIC_DIR = str(Path(__file__).resolve().parent.parent / "metrics" / "union")
 STORY = "[MALE] was at the bar . he noticed a phone on the floor . he gave it to the bartender ."
@@ -108,7 +114,8 @@ def test_long_stories_are_windowed_not_truncated(tiny_checkpoint):
 def test_metric_through_evaluate_load(tiny_checkpoint):
     union = evaluate.load(METRIC_DIR, str(tiny_checkpoint))
     results = union.compute(predictions=[STORY, "he left ."], batch_size=1)
-    assert set(results) == {"scores", "mean_score"} and len(results["scores"]) == 2
+    assert set(results) == {"scores", "mean_score", "settings"} and len(results["scores"]) == 2
+    assert results["settings"] == f"{tiny_checkpoint.name}_fp32_storyeval-{storyeval.__version__}_transformers-{TRANSFORMERS}_torch-{TORCH}"
     assert results["mean_score"] == pytest.approx(sum(results["scores"]) / 2)
     again = union.compute(predictions=[STORY, "he left ."], batch_size=8, device="cpu", progress_bar=True)
     assert again["scores"] == pytest.approx(results["scores"], abs=1e-5)
@@ -191,7 +198,7 @@ def test_stories_queued_with_add_batch_are_scored_by_compute(tiny_checkpoint):
         ({"batch_size": True}, TypeError, "batch_size must be a positive integer"),
         ({"progress_bar": "no"}, TypeError, "progress_bar must be True or False, got 'no'"),  # a truthy string
         ({"dtype": "int4"}, ValueError, "unsupported dtype"),
-        ({"batchsize": 8}, TypeError, r"unknown option\(s\) \['batchsize'\]; it takes \['batch_size', 'device', 'progress_bar', 'dtype'\]"),
+        ({"batchsize": 8}, TypeError, r"unknown option\(s\) \['batchsize'\]; it takes \['batch_size', 'device', 'progress_bar', 'dtype', 'on_invalid'\]"),
     ],
 )
 def test_bad_runtime_options_change_nothing(tiny_checkpoint, options, error, message):
@@ -214,9 +221,10 @@ def test_numpy_integers_are_batch_sizes(tiny_checkpoint):
 
 
 def test_unknown_config_lists_choices_and_missing_checkpoint_says_what_to_do(monkeypatch, tmp_path):
-    with pytest.raises(KeyError, match=r"\['roc', 'wp', 'default'\]"):
+    with pytest.raises(KeyError, match=r"\['roc', 'roc-base', 'wp', 'default'\]"):
         evaluate.load(METRIC_DIR, "imaginary")
     monkeypatch.setattr(checkpoints, "HUB_CARDS", tmp_path)  # no bundled copies
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "empty-cache"))  # none cached either
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(OSError, match=r"hf download storyeval/union-roc"):
         checkpoints.resolve_checkpoint("union", "default")
@@ -225,9 +233,11 @@ def test_unknown_config_lists_choices_and_missing_checkpoint_says_what_to_do(mon
 def test_default_config_is_roc(tiny_checkpoint, monkeypatch, tmp_path):
     (tmp_path / "union-roc").symlink_to(tiny_checkpoint)
     monkeypatch.setattr(checkpoints, "HUB_CARDS", tmp_path)
-    assert checkpoints.resolve_checkpoint("union", "default") == tmp_path / "union-roc"
+    resolved = checkpoints.resolve_checkpoint("union", "default")  # a snapshot of it in the Hugging Face cache
+    assert (resolved / "model.safetensors").resolve() == (tiny_checkpoint / "model.safetensors").resolve()
 
 
+@pytest.mark.slow
 def test_training_smoke_run_writes_a_loadable_checkpoint(tmp_path, tokenizer):
     from storyeval_training import build_negatives, train_union
 
@@ -279,6 +289,7 @@ def test_training_smoke_run_writes_a_loadable_checkpoint(tmp_path, tokenizer):
     assert continued["completed_steps"] == 1 and UnionModel.from_pretrained(tmp_path / "run3" / "best").dtype == torch.float32
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "pairs, accumulation, steps, resume_at, batches_after",
     # 6 batches an epoch, resumed in epoch 1; 5 batches in 3 steps (the last accumulates one), resumed at an epoch's end;
@@ -289,6 +300,7 @@ def test_a_resumed_run_trains_on_the_batches_the_uninterrupted_one_did(
     tmp_path, tokenizer, monkeypatch, pairs, accumulation, steps, resume_at, batches_after
 ):
     from storyeval_training import build_negatives, train_union
+    from storyeval_training.loop import load_trainer_state
 
     encoder_dir = tmp_path / "encoder"
     BertModel(tiny_encoder_config()).save_pretrained(encoder_dir)
@@ -334,7 +346,7 @@ def test_a_resumed_run_trains_on_the_batches_the_uninterrupted_one_did(
     # the best weights so far come back with the state, so a resume into a new folder can export them
     # even if no later evaluation beats them
     state = tmp_path / "full" / f"step_{resume_at}"
-    best, _, _ = train_union.load_trainer_state(state, tmp_path / "fresh", resume_at)
+    best, _, _ = load_trainer_state(state, tmp_path / "fresh")
     assert best["step"] <= resume_at
     assert (tmp_path / "fresh" / "best" / "model.safetensors").read_bytes() == (state / "best" / "model.safetensors").read_bytes()
 
@@ -414,6 +426,7 @@ def test_the_best_evaluation_is_the_earliest_of_equals_and_never_nan():
     assert improves({"rho": 0.1}, None, "rho") and not improves({"rho": nan}, {"rho": 0.0}, "rho")
 
 
+@pytest.mark.slow
 def test_training_selects_on_other_pairs_when_given(tmp_path, tokenizer):
     from storyeval_training import build_negatives, train_union
 
@@ -560,9 +573,10 @@ def test_cli_bad_input_is_a_clear_error(tiny_checkpoint, tmp_path, capsys, name,
     path = tmp_path / name
     if content is not None:
         path.write_text(content)
-    out_path = tmp_path / "out.txt"
+    out_path = tmp_path / f"out{Path(name).suffix}"  # the output takes the input's format
     out_path.write_text("earlier results\n")
-    code, _, err = run_cli(["score", str(path), "--config", str(tiny_checkpoint), "-o", str(out_path), "--quiet", *extra], capsys)
+    # even allowed to replace it, a run that fails leaves the earlier output as it was
+    code, _, err = run_cli(["score", str(path), "--config", str(tiny_checkpoint), "-o", str(out_path), "--overwrite", "--quiet", *extra], capsys)
     assert code == 1 and message in err and "Traceback" not in err
     assert out_path.read_text() == "earlier results\n" and not list(tmp_path.glob("*.partial"))
 
@@ -595,13 +609,14 @@ def test_bundled_checkpoint_scores_are_pinned(config, expected, pinned_stories):
 def test_the_learning_rate_schedule_ends_when_training_does(batches, processes, accumulation, epochs, max_steps, expected):
     from types import SimpleNamespace
 
-    from storyeval_training.train_union import schedule_lengths
+    from storyeval_training.loop import schedule_lengths
 
     args = SimpleNamespace(gradient_accumulation_steps=accumulation, num_train_epochs=epochs, max_train_steps=max_steps, num_warmup_steps=10)
     assert schedule_lengths(args, batches, processes) == {"num_warmup_steps": 10 * processes, "num_training_steps": expected}
 
 
-def test_top_layer_training_leaves_the_rest_of_the_backbone_as_it_was(tmp_path, tokenizer):
+@pytest.mark.slow
+def test_top_layer_training_leaves_the_rest_of_the_backbone_as_it_was(tmp_path, tokenizer, capsys):
     from storyeval_training import build_negatives, train_union
 
     encoder_dir = tmp_path / "encoder"
@@ -626,6 +641,30 @@ def test_top_layer_training_leaves_the_rest_of_the_backbone_as_it_was(tmp_path, 
     changed = {name for name in before if name.startswith("encoder.") and not torch.equal(before[name], after[name])}
     assert changed and all(name.startswith("encoder.encoder.layer.2.") for name in changed)
     assert UnionModel.from_pretrained(tmp_path / "run" / "best").config.trained_top_layers == 1
+    # the export ships only the trained layer and the classifier, on top of the backbone it names
+    train_union.export(tmp_path / "run" / "best", tmp_path / "export", {"args": {}}, write_card=lambda *a: None,
+                       base_model=str(encoder_dir))
+    from safetensors import safe_open
+
+    with safe_open(str(tmp_path / "export" / "model.safetensors"), "pt") as saved:
+        assert all(name.startswith(("encoder.encoder.layer.2.", "classifier.")) for name in saved.keys())
+    ids = torch.randint(5, 1000, (1, 9))
+    assert torch.allclose(UnionModel.from_pretrained(tmp_path / "export")(ids).logits,
+                          UnionModel.from_pretrained(tmp_path / "run" / "best").eval()(ids).logits, atol=2e-3)
+    # a state's best weights export with a card while the run goes on
+    from storyeval_training import export_state
+
+    export_state.main(["--state", str(tmp_path / "run" / "step_2"), "--export-dir", str(tmp_path / "from-state"), "--"] + common
+                      + ["--max-train-steps", "2"])
+    assert "Exported from the run's resumable state at step 2" in (tmp_path / "from-state" / "README.md").read_text()
+    assert UnionModel.from_pretrained(tmp_path / "from-state").config.base_model == str(encoder_dir)
+    for bad, message in ((["--state", str(tmp_path / "run"), "--export-dir", str(tmp_path / "x"), "--"] + common, "expected a step_N folder"),
+                         (["--state", str(tmp_path / "run" / "step_2"), "--export-dir", str(tmp_path / "from-state"), "--"] + common, "exists"),
+                         (["--state", str(tmp_path / "run" / "step_2"), "--export-dir", str(tmp_path / "x")], "the run's own arguments")):
+        with pytest.raises(SystemExit):
+            export_state.main(bad)
+        assert message in capsys.readouterr().err
+    assert not (tmp_path / "x").exists()
     # 'latest' picks the newest complete state; a half-written one (still under its temporary name) is ignored
     (tmp_path / "run" / "step_9.partial").mkdir()
     args = train_union.parse_args(common + ["--max-train-steps", "3", "--resume-from-checkpoint", "latest"])

@@ -14,6 +14,12 @@ are cross-fitted: the ROC stories are split into two folds, and a fold's pairs (
 and wrong endings both from that fold) are featurised with statistics fitted on the
 other fold and the WP stories. Featurised with the full statistics, a true ending
 would be one the LM had memorised after its own context, a signal no scored text has.
+
+``--encoder`` adds the learned group: the logit of a continuation encoder trained by
+``train_continuation_encoder`` (copied into the checkpoint's ``encoder/``). That encoder
+was trained on the ROC training stories' true next sentences, so its cloze pairs must
+come from stories it never saw: ``--cloze-split test`` (the ROC builder's test split,
+which neither the encoder nor the statistics saw; featurised with the full statistics).
 """
 from __future__ import annotations
 
@@ -23,6 +29,7 @@ import json
 import logging
 import os
 import random
+import shutil
 import time
 from pathlib import Path
 
@@ -36,11 +43,13 @@ from tqdm.auto import tqdm
 
 from storyeval import text as textlib
 from storyeval.continuation.cooccurrence import CooccurrenceStats
+from storyeval.continuation.encoder import ENCODER_FOLDER, ENCODER_KIND, ContinuationEncoder
 from storyeval.continuation.features import FEATURE_GROUPS, FeatureExtractor, cooccurrence_words
 from storyeval.continuation.model import CRITERIA, ContinuationModel
 from storyeval.continuation.ngram_lm import NgramLM
 from storyeval_training import continuation_data, paths
 from storyeval_training.builders import ROCStories, WritingPrompts, load_split
+from storyeval_training.loop import require_positive
 from storyeval_training.provenance import environment
 from storyeval_training.selection import improves
 
@@ -70,10 +79,15 @@ def parse_args(argv=None):
                    help="reuse lm.npz / cooccurrence.npz from here (and fold<k>/ for the cloze pairs), as --save-statistics writes them")
     p.add_argument("--save-statistics", default=None,
                    help="also write the fitted statistics here, the cross-fitted folds' in fold<k>/, for --resources-dir")
+    p.add_argument("--encoder", default=None, help="a continuation encoder export (train_continuation_encoder): adds the 'encoder' feature group")
+    p.add_argument("--cloze-split", choices=["train", "test"], default="train",
+                   help="ROC builder split of the cloze pairs: train (cross-fitted statistics) or test (unseen by the statistics and the encoder)")
     p.add_argument("--cache-dir", default=None)
     args = p.parse_args(argv)
-    from storyeval_training.train_union import require_positive
-
+    if args.encoder and args.cloze_pairs and args.cloze_split != "test":
+        p.error("--encoder was trained on the ROC training stories: its cloze pairs need --cloze-split test (or --cloze-pairs 0)")
+    if args.encoder and not (Path(args.encoder) / "encoder_config.json").is_file():
+        p.error(f"--encoder {args.encoder}: no encoder_config.json there (an export of train_continuation_encoder)")
     require_positive(p, args, ("epochs", "learning_rate", "batch_size"))
     if args.resources_dir and args.lm_order is not None:
         p.error("--lm-order sets the LM to fit; --resources-dir reuses an LM fitted already, whose order the run records")
@@ -184,7 +198,8 @@ def train(args) -> dict:
     corpus_size = None  # statistics loaded from --resources-dir carry no count
     if args.resources_dir:
         reused = Path(args.resources_dir)
-        missing = [str(reused / f"fold{fold}") for fold in range(CLOZE_FOLDS) if args.cloze_pairs and not (reused / f"fold{fold}").is_dir()]
+        missing = [str(reused / f"fold{fold}") for fold in range(CLOZE_FOLDS)
+                   if args.cloze_pairs and args.cloze_split == "train" and not (reused / f"fold{fold}").is_dir()]
         if missing:
             raise FileNotFoundError(f"{missing}: no statistics for the cross-fitted cloze pairs; write them with "
                                     "--save-statistics, or pass --cloze-pairs 0")
@@ -204,10 +219,13 @@ def train(args) -> dict:
     if args.save_statistics:
         save_statistics(Path(args.save_statistics), lm, cooccurrence)
 
+    encoder = ContinuationEncoder(args.encoder) if args.encoder else None
+    groups = tuple(args.features) + (("encoder",) if encoder else ())
+
     def extractor_for(lm, cooccurrence) -> FeatureExtractor:
         return FeatureExtractor(lm=lm if "lm" in args.features else None,
                                 cooccurrence=cooccurrence if "pmi" in args.features else None,
-                                groups=tuple(args.features))
+                                groups=groups, encoder=encoder)
 
     extractor = extractor_for(lm, cooccurrence)
 
@@ -215,7 +233,18 @@ def train(args) -> dict:
     targets = torch.tensor(np.stack([splits["train"][c] for c in CRITERIA], axis=1), dtype=torch.float32)
 
     cloze = None
-    if args.cloze_pairs:
+    if args.cloze_pairs and args.cloze_split == "test":
+        from storyeval_training.negatives.substitution import KeywordLexicon
+
+        # stories neither the statistics nor the encoder saw: the full statistics featurise them
+        unseen = load_split(ROCStories, "test", cache_dir=args.cache_dir)
+        cloze = continuation_data.cloze_pairs(unseen, seed=args.seed, exclude_keys=frozenset(exclude),
+                                              lexicon=KeywordLexicon.from_data_dir(paths.data_dir()),
+                                              contradiction_share=args.contradiction_share)
+        cloze = cloze.select(range(min(args.cloze_pairs, len(cloze))))
+        cloze_right = featurize(extractor, cloze["context"], cloze["right"])
+        cloze_wrong = featurize(extractor, cloze["context"], cloze["wrong"])
+    elif args.cloze_pairs:
         roc = load_split(ROCStories, "train", cache_dir=args.cache_dir)
         from storyeval_training.negatives.substitution import KeywordLexicon
 
@@ -288,7 +317,7 @@ def train(args) -> dict:
         "validation_pairs": len(splits["validation"]),
         "test_pairs": len(splits["test"]),
         "cloze_pairs": len(cloze_index),
-        "cloze_cross_fitted_folds": CLOZE_FOLDS if cloze is not None else None,
+        "cloze_cross_fitted_folds": CLOZE_FOLDS if cloze is not None and args.cloze_split == "train" else None,
         "corpus_stories": corpus_size,
         "training_minutes": round((time.perf_counter() - started) / 60, 1),
         "args": vars(args),
@@ -296,7 +325,11 @@ def train(args) -> dict:
     }
     lm.save(output / "lm.npz")
     cooccurrence.save(output / "cooccurrence.npz")
-    (output / "scorer_config.json").write_text(json.dumps({"feature_groups": list(args.features), "feature_version": extractor.version, "criteria": list(CRITERIA)}, indent=2) + "\n")
+    scorer_config = {"feature_groups": list(groups), "feature_version": extractor.version, "criteria": list(CRITERIA)}
+    if encoder is not None:
+        scorer_config["learned_encoder"] = ENCODER_KIND
+        shutil.copytree(args.encoder, output / ENCODER_FOLDER, dirs_exist_ok=True)
+    (output / "scorer_config.json").write_text(json.dumps(scorer_config, indent=2) + "\n")
     (output / "training_results.json").write_text(json.dumps(results, indent=2) + "\n")
     return results
 

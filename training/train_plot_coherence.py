@@ -23,8 +23,9 @@ them with ``[MALE]`` / ``[FEMALE]`` / ``[NEUTRAL]``. The checkpoint's
 ``delexicalize`` is read off the training pairs (:func:`names_delexicalized`).
 
 The model is UNION's architecture without the reconstruction head (an encoder
-and a sigmoid head on the first token), trained by UNION's accelerate loop with
-the paper's classifier settings: learning rate 2e-5, batch 8, 3 epochs. ROC
+and a sigmoid head on the first token), trained by ``train_union`` on the shared
+loop (:mod:`storyeval_training.loop`, whose options it takes) with the paper's
+classifier settings as defaults: learning rate 2e-5, batch 8, 3 epochs. ROC
 stories fit 128 tokens; for WP, training reads the first ``--max-length``
 tokens and scoring covers the whole story with overlapping windows whose scores
 are averaged (the paper used a 1,024-token Longformer instead).
@@ -45,6 +46,7 @@ from storyeval.checkpoints import OFFLINE_BACKBONE
 from storyeval_training import paths, train_union
 from storyeval_training.build_negatives import PAIR_FEATURES
 from storyeval_training.builders.common import InputFormatError, human_judged_keys, open_lines
+from storyeval_training.loop import LoopArguments, add_loop_arguments, check_loop_arguments
 from storyeval_training.model_card import write_plot_coherence_card
 
 logger = logging.getLogger("storyeval_training.train_plot_coherence")
@@ -150,17 +152,13 @@ def parse_args(argv=None):
     p.add_argument("--model-name-or-path", default=OFFLINE_BACKBONE)
     p.add_argument("--output-dir", required=True)
     p.add_argument("--export-dir", default=None, help="export the best model here (fp16) with a model card")
-    p.add_argument("--learning-rate", type=float, default=2e-5)
-    p.add_argument("--per-device-train-batch-size", type=int, default=8)
-    p.add_argument("--num-train-epochs", type=float, default=3)
-    p.add_argument("--max-train-steps", type=int, default=None)
-    p.add_argument("--time-budget-minutes", type=float, default=None)
+    # the paper's classifier settings
+    add_loop_arguments(p, learning_rate=2e-5, per_device_train_batch_size=8)
     p.add_argument("--max-length", type=int, default=None, help="training tokens (default: 128 for roc, 512 for wp)")
-    p.add_argument("--eval-steps", type=int, default=500)
-    p.add_argument("--checkpointing-steps", type=int, default=1000)
-    p.add_argument("--resume-from-checkpoint", default=None)
     p.add_argument("--max-train-pairs", type=int, default=None)
-    p.add_argument("--seed", type=int, default=42)
+    p.add_argument("--train-top-layers", type=int, default=None,
+                   help="train only the encoder's top N layers and the head, as storyeval-train-union does (a base-size "
+                        "backbone: faster steps, and an export of those layers only)")
     p.add_argument("--base-model-name", default=None)
     p.add_argument("--data-dir", default=None, help="data root (default: $STORYEVAL_DATA or ../shared/data)")
     p.add_argument("--pairs-only", action="store_true",
@@ -170,6 +168,7 @@ def parse_args(argv=None):
         p.error("--negatives generated needs --generated-dir")
     if args.negatives == "paper" and args.dataset != "roc":
         p.error("the paper released AF_ManPlts negatives for ROC only; use --negatives generated for wp")
+    check_loop_arguments(p, args, positive=("max_length", "max_train_pairs", "train_top_layers"))
     return args
 
 
@@ -198,23 +197,12 @@ def train(argv=None) -> dict:
         pairs.save_to_disk(str(pairs_dir))
         return {"pairs_dir": str(pairs_dir), "pairs": dict(pairs.num_rows), "leakage_dropped_groups": dropped}
 
-    union_argv = [
-        "--pairs-dir", str(pairs_dir), "--output-dir", args.output_dir,
-        "--model-name-or-path", args.model_name_or_path,
-        "--learning-rate", str(args.learning_rate),
-        "--per-device-train-batch-size", str(args.per_device_train_batch_size),
-        "--num-train-epochs", str(args.num_train_epochs),
-        "--max-length", str(args.max_length or DEFAULT_MAX_LENGTH[args.dataset]),
-        "--eval-steps", str(args.eval_steps), "--checkpointing-steps", str(args.checkpointing_steps),
-        "--max-eval-pairs", "0", "--recon-weight", "0", "--seed", str(args.seed),
-        "--base-model-name", args.base_model_name or args.model_name_or_path,
-    ]
-    for flag, value in (("--max-train-steps", args.max_train_steps), ("--time-budget-minutes", args.time_budget_minutes),
-                        ("--resume-from-checkpoint", args.resume_from_checkpoint), ("--max-train-pairs", args.max_train_pairs),
-                        ("--export-dir", args.export_dir)):
-        if value is not None:
-            union_argv += [flag, str(value)]
-    union_args = train_union.parse_args(union_argv)  # before anything is written
+    union_args = train_union.arguments(  # checked before anything is written
+        LoopArguments.from_namespace(args), pairs_dir=str(pairs_dir), model_name_or_path=args.model_name_or_path,
+        max_length=args.max_length or DEFAULT_MAX_LENGTH[args.dataset], max_eval_pairs=0, recon_weight=0.0,
+        max_train_pairs=args.max_train_pairs, base_model_name=args.base_model_name or args.model_name_or_path, export_dir=args.export_dir,
+        train_top_layers=args.train_top_layers,
+    )
     # recorded in all_results.json and the model card
     union_args.dataset, union_args.negatives, union_args.leakage_dropped_groups = args.dataset, args.negatives, dropped
     union_args.delexicalize = delexicalize

@@ -5,15 +5,7 @@ import evaluate
 from storyeval import metric_base
 from storyeval.continuation.model import CRITERIA
 
-_CITATION = """\
-@article{sagarkar2018quality,
-  title = {Quality Signals in Generated Stories},
-  author = {Sagarkar, Manasvi and Wieting, John and Tu, Lifu and Gimpel, Kevin},
-  journal = {Proceedings of the Seventh Joint Conference on Lexical and Computational Semantics (*SEM 2018)},
-  year = {2018},
-  pages = {192--202}
-}
-"""
+from storyeval.citations import CONTINUATION_QUALITY as _CITATION
 
 _DESCRIPTION = """\
 Scores a story continuation given its context on three criteria, overall quality,
@@ -24,18 +16,18 @@ encodings of both texts and hand-built features (length, n-gram LM score, IDF,
 
 _KWARGS_DESCRIPTION = """
 Args:
-    predictions (`list` of `str`): the continuations to score.
+    predictions (`list` of `str`): the continuations to score, as written.
     contexts (`list` of `str`): the preceding text of each continuation.
-    batch_size (`int`, defaults to 256), device (`str`, optional), progress_bar (`bool`).
-Returns:
+""" + metric_base.runtime_options_doc(256, "pairs", int8=False) + """Returns:
     overall, relevance, interestingness (`list` of `float`): one score per pair,
         on the 1-5 scale of the training ratings; higher is better.
     mean_overall, mean_relevance, mean_interestingness (`float`): their means.
+    settings (`str`): checkpoint, precision and versions the scores were computed with.
 Examples:
-    >>> metric = evaluate.load("metrics/continuation_quality")
-    >>> results = metric.compute(predictions=["he gave the phone back ."], contexts=["[MALE] found a phone ."])
-    >>> sorted(results)[:2]
-    ['interestingness', 'mean_interestingness']
+    >>> metric = evaluate.load("continuation_quality")
+    >>> results = metric.compute(predictions=["He gave the phone back."], contexts=["Ken found a phone at the bar."])
+    >>> sorted(results)[:3]
+    ['interestingness', 'mean_interestingness', 'mean_overall']
 """
 
 

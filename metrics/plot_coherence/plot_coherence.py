@@ -4,15 +4,7 @@ import evaluate
 # imported as a module: evaluate takes the first Metric class it finds in this namespace
 from storyeval import metric_base
 
-_CITATION = """\
-@inproceedings{ghazarian-etal-2021-plot,
-  title = {Plot-guided Adversarial Example Construction for Evaluating Open-domain Story Generation},
-  author = {Ghazarian, Sarik and Liu, Zixi and S M, Akash and Weischedel, Ralph and Galstyan, Aram and Peng, Nanyun},
-  booktitle = {Proceedings of the 2021 Conference of the North American Chapter of the Association for Computational Linguistics: Human Language Technologies (NAACL-HLT)},
-  year = {2021},
-  pages = {4334--4344}
-}
-"""
+from storyeval.citations import PLOT_COHERENCE as _CITATION
 
 _DESCRIPTION = """\
 Plot coherence scores how plausible a story is, without a reference: a
@@ -24,22 +16,19 @@ score is the probability that the story is plausible. Higher is better.
 
 _KWARGS_DESCRIPTION = """
 Args:
-    predictions (`list` of `str`): stories to score.
-    batch_size (`int`, defaults to 16): windows scored per forward pass.
-    device (`str`, optional): e.g. "cpu", "cuda:1"; defaults to CUDA when available.
-    progress_bar (`bool`, defaults to False): show a progress bar.
-    dtype (`str`, optional): "float32" (default), "bfloat16", "float16" or "int8". bfloat16 is
-        about 2x faster on CPUs with bfloat16 instructions; "int8" runs an int8 copy on the
-        CPU in CTranslate2 (`pip install ctranslate2`, exported once and cached). Scores move
-        slightly (int8's more), so compare scores computed in one dtype only.
-Returns:
+    predictions (`list` of `str`): stories to score, as written (the metric lower-cases
+        and tokenises them itself).
+    contexts (`list` of `str`, optional): accepted and ignored, so that
+        `evaluate.combine` can pass continuation_quality's inputs to this metric too.
+""" + metric_base.runtime_options_doc(16, "windows") + """Returns:
     scores (`list` of `float`): one score in [0, 1] per story, higher is more plausible.
     mean_score (`float`): their mean (NaN for no stories).
+    settings (`str`): checkpoint, precision and versions the scores were computed with.
 Examples:
-    >>> plot_coherence = evaluate.load("metrics/plot_coherence", "roc")
-    >>> results = plot_coherence.compute(predictions=["bob was trying to fall asleep when the phone rang ."])
-    >>> len(results["scores"])
-    1
+    >>> plot_coherence = evaluate.load("plot_coherence", "roc")
+    >>> results = plot_coherence.compute(predictions=["Bob was trying to fall asleep when the phone rang."])
+    >>> len(results["scores"]), 0 <= results["scores"][0] <= 1
+    (1, True)
 """
 
 

@@ -4,15 +4,7 @@ import evaluate
 # imported as a module: evaluate takes the first Metric class it finds in this namespace
 from storyeval import metric_base
 
-_CITATION = """\
-@inproceedings{guan-huang-2020-union,
-  title = {{UNION}: An Unreferenced Metric for Evaluating Open-ended Story Generation},
-  author = {Guan, Jian and Huang, Minlie},
-  booktitle = {Proceedings of the 2020 Conference on Empirical Methods in Natural Language Processing (EMNLP)},
-  year = {2020},
-  pages = {9157--9166}
-}
-"""
+from storyeval.citations import UNION as _CITATION
 
 _DESCRIPTION = """\
 UNION scores a story without any reference: a BERT-style encoder trained to tell
@@ -23,23 +15,22 @@ probability that the story reads like a human-written one. Higher is better.
 
 _KWARGS_DESCRIPTION = """
 Args:
-    predictions (`list` of `str`): stories to score; the first sentence (ROC) or
-        the prompt (WP) should open the story, as in the training data.
-    batch_size (`int`, defaults to 16): windows scored per forward pass.
-    device (`str`, optional): e.g. "cpu", "cuda:1"; defaults to CUDA when available.
-    progress_bar (`bool`, defaults to False): show a progress bar.
-    dtype (`str`, optional): "float32" (default), "bfloat16", "float16" or "int8". bfloat16 is
-        about 2x faster on CPUs with bfloat16 instructions; "int8" runs an int8 copy on the
-        CPU in CTranslate2 (`pip install ctranslate2`, exported once and cached). Scores move
-        slightly (int8's more), so compare scores computed in one dtype only.
-Returns:
+    predictions (`list` of `str`): stories to score, as written (the metric lower-cases,
+        tokenises and replaces names itself); the first sentence (ROC) or the prompt (WP)
+        should open the story, as in the training data.
+    contexts (`list` of `str`, optional): accepted and ignored, so that
+        `evaluate.combine` can pass continuation_quality's inputs to this metric too.
+""" + metric_base.runtime_options_doc(16, "windows") + """Returns:
     scores (`list` of `float`): one score in [0, 1] per story, higher is better.
     mean_score (`float`): their mean (NaN for no stories).
+    settings (`str`): checkpoint, precision and versions the scores were computed with.
 Examples:
-    >>> union = evaluate.load("metrics/union", "roc")
-    >>> results = union.compute(predictions=["[MALE] was at the bar . he noticed a phone on the floor ."])
-    >>> len(results["scores"])
-    1
+    >>> union = evaluate.load("union", "roc")
+    >>> results = union.compute(predictions=["Ken was at the bar. He noticed a phone on the floor."])
+    >>> len(results["scores"]), 0 <= results["scores"][0] <= 1
+    (1, True)
+    >>> results["settings"].startswith("union-roc_fp32_storyeval-")
+    True
 """
 
 

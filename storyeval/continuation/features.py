@@ -20,6 +20,10 @@ Feature versions (a checkpoint's ``scorer_config.json`` names its own; none mean
   numbers, which the co-occurrence statistics never hold.
 * 2 -- IDF rejoins clitics to their word ("did n't" -> "didn't", as wordfreq counts
   it) and PMI counts only the words its statistics are fitted on.
+
+The ``encoder`` group (:data:`LEARNED_GROUPS`) is the logit of a trained cross-encoder
+(:mod:`storyeval.continuation.encoder`), given to the extractor as ``encoder``; the
+count-based groups need no model.
 """
 from __future__ import annotations
 
@@ -150,6 +154,9 @@ FEATURE_GROUPS = {
     "pmi": [f"pmi_{w}" for w in WINDOWS] + [f"ppmi_{w}" for w in WINDOWS],
     "mentions": ["has_old_mention", "old_mentions", "has_new_mention", "new_mentions", "has_new_name", "new_names"],
 }
+# groups read off a trained model; optional, so FEATURE_GROUPS stays the count-based default
+LEARNED_GROUPS = {"encoder": ["encoder_logit"]}
+ALL_GROUPS = {**FEATURE_GROUPS, **LEARNED_GROUPS}
 
 
 @dataclasses.dataclass
@@ -160,24 +167,27 @@ class FeatureExtractor:
     cooccurrence: CooccurrenceStats | None = None
     groups: tuple[str, ...] = tuple(FEATURE_GROUPS)
     version: int = FEATURE_VERSION
+    encoder: object | None = None  # a ContinuationEncoder (anything with .logits(contexts, candidates)), for the 'encoder' group
 
     def __post_init__(self):
         if self.version not in FEATURE_VERSIONS:
             raise ValueError(f"unknown feature version {self.version!r}; this storyeval knows {list(FEATURE_VERSIONS)}: upgrade it")
-        unknown = set(self.groups) - set(FEATURE_GROUPS)
+        unknown = set(self.groups) - set(ALL_GROUPS)
         if unknown:
-            raise KeyError(f"unknown feature groups {sorted(unknown)}; choose from {list(FEATURE_GROUPS)}")
+            raise KeyError(f"unknown feature groups {sorted(unknown)}; choose from {list(ALL_GROUPS)}")
         if len(set(self.groups)) != len(self.groups):
             raise ValueError(f"feature groups repeat: {list(self.groups)}")
         if "lm" in self.groups and self.lm is None:
             raise ValueError("the 'lm' feature group needs a fitted NgramLM")
         if "pmi" in self.groups and self.cooccurrence is None:
             raise ValueError("the 'pmi' feature group needs fitted CooccurrenceStats")
+        if "encoder" in self.groups and self.encoder is None:
+            raise ValueError("the 'encoder' feature group needs a trained ContinuationEncoder")
 
     @property
     def names(self) -> list[str]:
         """Column names, in the fixed order __call__ builds the columns in, whatever the order of ``groups``."""
-        return [name for group in FEATURE_GROUPS if group in self.groups for name in FEATURE_GROUPS[group]]
+        return [name for group in ALL_GROUPS if group in self.groups for name in ALL_GROUPS[group]]
 
     def __call__(self, contexts: list[list[str]], continuations: list[list[str]]) -> np.ndarray:
         """(pairs, features) float32 matrix for tokenised, lower-cased pairs."""
@@ -200,6 +210,8 @@ class FeatureExtractor:
             columns.append(np.stack([pmi[w] for w in WINDOWS] + [ppmi[w] for w in WINDOWS], axis=1))
         if "mentions" in self.groups:
             columns.append(np.array([mention_features(c, n) for c, n in zip(contexts, continuations)]))
+        if "encoder" in self.groups:
+            columns.append(np.array(self.encoder.logits([" ".join(c) for c in contexts], [" ".join(n) for n in continuations]))[:, None])
         if not columns:
             return np.zeros((len(contexts), 0), dtype=np.float32)
         return np.concatenate(columns, axis=1).astype(np.float32)

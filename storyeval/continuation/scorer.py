@@ -11,11 +11,15 @@ import torch
 from tqdm.auto import tqdm
 
 from storyeval.continuation.cooccurrence import CooccurrenceStats
+from storyeval.continuation.encoder import load_learned_encoder
 from storyeval.continuation.features import FeatureExtractor
 from storyeval.continuation.model import CRITERIA, ContinuationModel
 from storyeval.continuation.ngram_lm import NgramLM
-from storyeval.inputs import check_batch_size, check_progress_bar, check_same_length, check_texts
-from storyeval.scoring import normalize_story, resolve_device
+from storyeval.checkpoints import checkpoint_name
+from storyeval.devices import resolve_device, resolve_dtype
+from storyeval.inputs import FLOAT_DTYPE_NAMES, check_batch_size, check_progress_bar, check_same_length, check_texts
+from storyeval.signature import settings_string
+from storyeval.text import normalize_story
 
 
 class ContinuationScorer:
@@ -23,41 +27,49 @@ class ContinuationScorer:
         folder = Path(folder)
         config = json.loads((folder / "scorer_config.json").read_text())
         groups = tuple(config["feature_groups"])
+        self.device = resolve_device(device)
         self.extractor = FeatureExtractor(
             lm=NgramLM.load(folder / "lm.npz") if "lm" in groups else None,
             cooccurrence=CooccurrenceStats.load(folder / "cooccurrence.npz") if "pmi" in groups else None,
             groups=groups,
             version=config.get("feature_version", 1),  # checkpoints from before versions had 1
+            encoder=load_learned_encoder(folder, config, self.device),
         )
-        self.device = resolve_device(device)
         self.model = ContinuationModel.load(folder).to(self.device)
-        self._models = {self.device: self.model}
+        self._models = {(self.device, torch.float32): self.model}
         self.preprocess = preprocess
+        self.name = checkpoint_name(folder)  # for the settings string
 
-    def model_on(self, device: torch.device):
-        """The model on ``device``: a copy, made on first use, where it is not the device the scorer loaded on
-        (loaded scorers are cached and shared, so one caller's device must not move another's model)."""
-        if device not in self._models:
+    def settings(self, dtype=None) -> str:
+        """What a score from :meth:`score` with this ``dtype`` was computed with (see :mod:`storyeval.signature`)."""
+        return settings_string(self.name, dtype)
+
+    def model_in(self, dtype: torch.dtype, device: torch.device):
+        """The model in ``dtype`` on ``device``: a copy, made on first use, where it is not how the scorer loaded
+        (loaded scorers are cached and shared, so one caller's device or dtype must not change another's model)."""
+        if (device, dtype) not in self._models:
             with torch.inference_mode(False):
-                self._models[device] = copy.deepcopy(self.model).to(device)
-        return self._models[device]
+                self._models[device, dtype] = copy.deepcopy(self.model).to(device=device, dtype=dtype)
+        return self._models[device, dtype]
 
     @torch.inference_mode()
-    def score(self, contexts, continuations, batch_size: int = 256, device=None, progress_bar: bool = False) -> dict[str, list[float]]:
+    def score(self, contexts, continuations, batch_size: int = 256, device=None, progress_bar: bool = False,
+              dtype=None) -> dict[str, list[float]]:
         continuations = check_texts(continuations, "predictions")
         contexts = check_texts(contexts, "contexts")
         check_same_length(predictions=continuations, contexts=contexts)
         batch_size = check_batch_size(batch_size)
         check_progress_bar(progress_bar)
+        dtype = resolve_dtype(dtype, FLOAT_DTYPE_NAMES)  # int8 runs the story classifiers only
         device = self.device if device is None else resolve_device(device)
-        model = self.model_on(device)
+        model = self.model_in(dtype, device)
         if self.preprocess:
             contexts = [normalize_story(c) for c in contexts]
             continuations = [normalize_story(c) for c in continuations]
         outputs = []
         for begin in tqdm(range(0, len(contexts), batch_size), disable=not progress_bar, desc="scoring", unit="batch"):
             ctx, cont = contexts[begin : begin + batch_size], continuations[begin : begin + batch_size]
-            features = torch.from_numpy(self.extractor([c.split() for c in ctx], [c.split() for c in cont])).to(device)
+            features = torch.from_numpy(self.extractor([c.split() for c in ctx], [c.split() for c in cont])).to(device=device, dtype=dtype)
             outputs.append(model(ctx, cont, features).float().cpu().numpy())
         scores = np.concatenate(outputs) if outputs else np.zeros((0, len(CRITERIA)))
         return {criterion: scores[:, i].tolist() for i, criterion in enumerate(CRITERIA)}

@@ -208,6 +208,8 @@ class UnionModel(PreTrainedModel):
         if set(trained) != expected:
             raise ValueError(f"{folder}/model.safetensors does not hold the parameters its config says were trained")
         model.load_state_dict({k: v.to(torch.float32) for k, v in trained.items()}, strict=False)
+        # complete in memory now: save_pretrained writes all its weights, so the hash no longer applies
+        model.config.base_model_sha256 = None
         model.eval()
         return model.to(dtype) if isinstance(dtype, torch.dtype) else model
 

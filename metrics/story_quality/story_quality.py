@@ -1,0 +1,120 @@
+"""story_quality: UNION, plot coherence and continuation quality in one call, on a percentile scale."""
+import datasets
+import evaluate
+
+# imported as a module: evaluate takes the first Metric class it finds in this namespace
+from storyeval import metric_base, suite
+from storyeval.inputs import check_same_length, check_texts
+
+_CITATION = """\
+@inproceedings{guan-huang-2020-union,
+  title = {{UNION}: An Unreferenced Metric for Evaluating Open-ended Story Generation},
+  author = {Guan, Jian and Huang, Minlie},
+  booktitle = {Proceedings of the 2020 Conference on Empirical Methods in Natural Language Processing (EMNLP)},
+  year = {2020},
+  pages = {9157--9166}
+}
+"""
+
+_DESCRIPTION = """\
+Runs the bundled story metrics together and reports each score also as a
+percentile of human-written stories: the share of the corpus's held-out
+human-written test stories that the same checkpoint scores lower. `combined`
+is the plain mean of the percentiles, one number per story (0-100, higher is
+better); no weight in it was fitted on anything.
+"""
+
+_KWARGS_DESCRIPTION = """
+Args:
+    predictions (`list` of `str`): the generated stories (or continuations, with `contexts`).
+    contexts (`list` of `str`, optional): the prompt or opening each prediction continues.
+        With them the story metrics score context + prediction and continuation quality
+        joins `combined`; without them continuation quality is left out.
+    batch_size (`int`, defaults to 16), device (`str`, optional), progress_bar (`bool`).
+Returns:
+    union, plot_coherence (roc only) (`list` of `float`): each metric's scores.
+    union_percentile, plot_coherence_percentile (`list` of `float`): the same as percentiles (0-100).
+    continuation_quality_overall, _relevance, _interestingness and their `_percentile`s:
+        with `contexts` only.
+    combined (`list` of `float`): the mean of the percentiles (continuation quality by its
+        overall criterion), per story.
+    mean_combined (`float`): their mean (NaN for no stories).
+Examples:
+    >>> story_quality = evaluate.load("story_quality", "roc")
+    >>> results = story_quality.compute(predictions=["[MALE] was at the bar . he noticed a phone on the floor ."])
+    >>> sorted(results)
+    ['combined', 'mean_combined', 'plot_coherence', 'plot_coherence_percentile', 'union', 'union_percentile']
+"""
+
+
+# what a story queued without a context stores in the contexts column (evaluate refuses None in a
+# string column, and an empty string is bad input that must stay an error)
+NO_CONTEXT = "\x00no context"
+
+
+@evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
+class StoryQuality(metric_base.CheckpointMetric):
+    METRIC = "story_quality"
+    INPUTS = ("predictions", "contexts")
+
+    def _info(self) -> evaluate.MetricInfo:
+        if self.config_name == "default":
+            metric_base.logger.warning("story_quality: config 'default' is '%s'", suite.DEFAULT_SUITE_CONFIG)
+        return evaluate.MetricInfo(
+            description=_DESCRIPTION,
+            citation=_CITATION,
+            inputs_description=_KWARGS_DESCRIPTION,
+            # contexts are optional: a call without them queues NO_CONTEXT
+            features=datasets.Features({"predictions": datasets.Value("string"), "contexts": datasets.Value("string")}),
+            reference_urls=["https://arxiv.org/abs/2009.07602"],
+        )
+
+    def _build_data_dir(self):
+        return evaluate.Metric._build_data_dir(self)  # config names are roc / wp / default only
+
+    def _download_and_prepare(self, dl_manager):
+        local_only = True if getattr(dl_manager.download_config, "local_files_only", False) else None
+        self.suite = suite.StoryQuality(self.config_name, local_files_only=local_only)  # an unknown config: KeyError
+
+    @staticmethod
+    def check_inputs(predictions, contexts):
+        predictions = check_texts(predictions, "predictions")
+        if contexts is None:
+            return predictions, [NO_CONTEXT] * len(predictions)
+        if isinstance(contexts, list) and contexts and all(c == NO_CONTEXT for c in contexts):
+            return predictions, contexts  # compute() queueing a call without contexts
+        contexts = check_texts(contexts, "contexts")
+        check_same_length(predictions=predictions, contexts=contexts)
+        return predictions, contexts
+
+    def add_batch(self, *, predictions=None, contexts=None, references=None, **kwargs):
+        """Queue stories (and optionally their contexts) for the next ``compute()``."""
+        self.check_reference_free(references)
+        predictions, contexts = self.check_inputs(predictions, contexts)
+        super().add_batch(predictions=predictions, contexts=contexts, **kwargs)
+
+    def add(self, *, prediction=None, context=None, reference=None, **kwargs):
+        """Queue one story (and optionally its context) for the next ``compute()``."""
+        self.check_reference_free(reference)
+        (prediction,), (context,) = self.check_inputs([prediction], None if context is None else [context])
+        super().add(prediction=prediction, contexts=context, **kwargs)
+
+    def compute(self, *, predictions=None, contexts=None, references=None, **kwargs):
+        """Score ``predictions`` (with optional ``contexts``) and anything queued by ``add``/``add_batch``."""
+        self.check_reference_free(references)
+        self.check_runtime_options(kwargs)
+        if predictions is None and contexts is None and self.has_queued_inputs():
+            return super().compute(**kwargs)
+        predictions, contexts = self.check_inputs(predictions, contexts)
+        if not predictions and not self.has_queued_inputs():
+            return self.suite.empty_result(with_contexts=False)
+        return super().compute(predictions=predictions, contexts=contexts, **kwargs)
+
+    def _compute(self, predictions, contexts, batch_size: int = 16, device=None, progress_bar: bool = False):
+        given = [c != NO_CONTEXT for c in contexts]
+        if any(given) and not all(given):
+            raise ValueError("give a context for every story or for none (some queued batches had contexts, some not)")
+        if not predictions:
+            return self.suite.empty_result(with_contexts=False)
+        return self.suite.score(predictions, contexts if all(given) else None, batch_size=batch_size, device=device,
+                                progress_bar=progress_bar)

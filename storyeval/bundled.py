@@ -1,0 +1,137 @@
+"""What comes with the package: the small checkpoints and the ``evaluate`` modules.
+
+The repository keeps them in ``hub_cards/<checkpoint>/`` and ``metrics/<name>/``;
+an installed package carries the same files as package data
+(``storyeval/bundled_checkpoints/``, ``storyeval/bundled_metrics/``, mapped there by
+setup.py, so git holds one copy of the weights).
+
+Bundled checkpoints reach the scorers the way Hub downloads do: each is entered
+into the Hugging Face cache as a snapshot of ``storyeval/<checkpoint>`` whose
+commit is a hash of its files, and ``snapshot_download(repo_id, revision=<that
+hash>, local_files_only=True)`` returns it. Pinning the revision keeps the
+bundled copy the one a registered config means, even where a Hub download of the
+same repo sits in the cache. The snapshot's files are symbolic links to the
+package's files (copies where links cannot be made), as the cache links its own
+snapshots to blobs; ``refs/main`` is written only where no Hub download set it.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import shutil
+import tempfile
+from pathlib import Path
+
+HUB_ORGANISATION = "storyeval"
+PACKAGE = Path(__file__).resolve().parent
+# a file in every snapshot this module wrote: `storyeval register` may replace such snapshots, never a download
+MARKER = ".storyeval-bundled"
+
+
+def _first_existing(*folders: Path) -> Path:
+    return next((folder for folder in folders if folder.is_dir()), folders[-1])
+
+
+# the installed package's data, else the source checkout's folders
+CHECKPOINTS_ROOT = _first_existing(PACKAGE / "bundled_checkpoints", PACKAGE.parent / "hub_cards")
+METRICS_ROOT = _first_existing(PACKAGE / "bundled_metrics", PACKAGE.parent / "metrics")
+
+
+def checkpoint_folder(name: str, root: Path | None = None) -> Path | None:
+    """The bundled folder of checkpoint ``name`` (``union-roc``), or None if none is bundled."""
+    folder = Path(root or CHECKPOINTS_ROOT) / name
+    return folder if (folder / "model.safetensors").is_file() else None
+
+
+def repo_id(name: str) -> str:
+    return f"{HUB_ORGANISATION}/{name}"
+
+
+@functools.lru_cache(maxsize=32)
+def _content_hash(folder: str, stamp: tuple) -> str:
+    digest = hashlib.sha1()
+    for path in sorted(Path(folder).iterdir()):
+        if path.is_file() and not path.name.startswith("."):
+            digest.update(path.name.encode() + b"\0")
+            with path.open("rb") as handle:
+                for block in iter(lambda: handle.read(1 << 20), b""):
+                    digest.update(block)
+    return digest.hexdigest()  # 40 hex digits: a revision snapshot_download takes as a commit
+
+
+def content_hash(folder: Path) -> str:
+    """A commit-like hash of a checkpoint folder's files (recomputed when a file's size or time changes)."""
+    stamp = tuple((p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in sorted(folder.iterdir()) if p.is_file())
+    return _content_hash(str(folder), stamp)
+
+
+def storage_folder(name: str, cache_dir: str | Path | None = None) -> Path:
+    from huggingface_hub import constants
+    from huggingface_hub.file_download import repo_folder_name
+
+    return Path(cache_dir or constants.HF_HUB_CACHE) / repo_folder_name(repo_id=repo_id(name), repo_type="model")
+
+
+def enter_into_cache(name: str, cache_dir: str | Path | None = None, root: Path | None = None) -> str:
+    """Make the bundled checkpoint ``name`` a snapshot in the Hugging Face cache; returns its revision.
+
+    Idempotent: a complete snapshot is left as it is. Raises OSError where the cache cannot be written.
+    """
+    source = checkpoint_folder(name, root)
+    if source is None:
+        raise FileNotFoundError(f"no bundled checkpoint {name!r} in {root or CHECKPOINTS_ROOT}")
+    revision = content_hash(source)
+    storage = storage_folder(name, cache_dir)
+    snapshot = storage / "snapshots" / revision
+    files = sorted(p for p in source.iterdir() if p.is_file() and not p.name.startswith("."))
+    if not all((snapshot / p.name).is_file() for p in files):
+        (storage / "snapshots").mkdir(parents=True, exist_ok=True)
+        # built beside and renamed, so another process never sees half a snapshot
+        staging = Path(tempfile.mkdtemp(prefix=f".{revision}-", dir=storage / "snapshots"))
+        try:
+            for path in files:
+                try:
+                    (staging / path.name).symlink_to(path.resolve())
+                except OSError:  # no symbolic links here (as huggingface_hub does on such systems): copy
+                    shutil.copy2(path, staging / path.name)
+            (staging / MARKER).write_text(f"{source.resolve()}\n")
+            shutil.rmtree(snapshot, ignore_errors=True)
+            try:
+                staging.rename(snapshot)
+            except OSError:
+                if not snapshot.is_dir():  # another process won the race with the same files
+                    raise
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+    refs = storage / "refs" / "main"
+    current = refs.read_text().strip() if refs.is_file() else None
+    if current != revision and (current is None or (storage / "snapshots" / current / MARKER).is_file()
+                                or not (storage / "snapshots" / current).is_dir()):
+        # main is ours to set unless a Hub download set it
+        refs.parent.mkdir(parents=True, exist_ok=True)
+        refs.write_text(revision)
+    return revision
+
+
+def remove_stale_snapshots(name: str, keep: str, cache_dir: str | Path | None = None) -> list[Path]:
+    """Remove the snapshots of ``name`` this module wrote for other bundled versions; returns them."""
+    removed = []
+    snapshots = storage_folder(name, cache_dir) / "snapshots"
+    for snapshot in snapshots.iterdir() if snapshots.is_dir() else ():
+        if snapshot.name != keep and (snapshot / MARKER).is_file():
+            shutil.rmtree(snapshot)
+            removed.append(snapshot)
+    return removed
+
+
+def bundled_checkpoints(root: Path | None = None) -> list[str]:
+    """The names of the checkpoints bundled here."""
+    root = Path(root or CHECKPOINTS_ROOT)
+    return sorted(p.name for p in root.iterdir() if checkpoint_folder(p.name, root)) if root.is_dir() else []
+
+
+def metric_modules(root: Path | None = None) -> dict[str, Path]:
+    """metric name -> its ``evaluate`` module script (``metrics/union/union.py``)."""
+    root = Path(root or METRICS_ROOT)
+    return {p.name: p / f"{p.name}.py" for p in sorted(root.iterdir()) if (p / f"{p.name}.py").is_file()} if root.is_dir() else {}
+

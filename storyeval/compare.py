@@ -1,0 +1,472 @@
+"""Compare generation systems on one metric, with confidence intervals and paired tests.
+
+    storyeval compare a.jsonl b.jsonl [c.jsonl ...] --metric union --config roc
+    storyeval compare a.jsonl b.jsonl --json comparison.json --plot comparison.png
+
+Each file holds one system's outputs for the same prompts. Items are matched by
+an ``id`` field when every file has one, else by position (line order); a
+mismatch is refused with the row numbers. A file whose records carry a ``score``
+field is compared on those scores; otherwise its stories are scored with
+``--metric``/``--config`` (every file must be one kind or the other, so scores
+from different metrics are never mixed).
+
+Per system: the mean with a bootstrap confidence interval (BCa, ``scipy.stats.bootstrap``).
+Per pair (A listed before B): the mean difference A - B with a paired bootstrap
+confidence interval, one-sided paired permutation tests (``scipy.stats.permutation_test``,
+each item's two scores swapped at random) for A > B and for B > A, and the share of
+items where A scores higher, lower or the same. All resampling is seeded, so a
+comparison repeats exactly. No correction for testing several pairs is applied.
+
+In Python, for an eval loop::
+
+    from storyeval.compare import compare_systems
+    result = compare_systems({"baseline": base_scores, "ours": our_scores})
+    print(result.table())
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import itertools
+import json
+import math
+import sys
+import warnings
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+
+DEFAULT_RESAMPLES = 9999  # scipy's default; the permutation p-value resolves to 1 / (n + 1)
+DEFAULT_SEED = 12345
+DEFAULT_CONFIDENCE = 0.95
+# resampled values held in memory at once: scipy's `batch` is set so that n_items * batch stays below this
+MAX_VALUES_IN_MEMORY = 20_000_000
+SYSTEM_FORMATS = (".jsonl", ".txt")
+
+
+class ComparisonInputError(ValueError):
+    """Systems that cannot be compared: the message names the files and rows."""
+
+
+@dataclasses.dataclass
+class SystemSummary:
+    name: str
+    items: int
+    mean: float
+    ci_low: float
+    ci_high: float
+
+
+@dataclasses.dataclass
+class PairComparison:
+    a: str
+    b: str
+    mean_difference: float  # mean of A - B
+    ci_low: float
+    ci_high: float
+    p_a_greater: float  # one-sided paired permutation test of A > B
+    p_b_greater: float
+    a_wins: float  # share of items where A scores higher than B
+    b_wins: float
+    ties: float
+
+
+@dataclasses.dataclass
+class Comparison:
+    systems: list[SystemSummary]
+    pairs: list[PairComparison]
+    confidence_level: float
+    resamples: int
+    seed: int
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    def table(self) -> str:
+        """The systems and the pairs as two plain-text tables."""
+        percent = f"{self.confidence_level:.0%}"
+        width = max(len(s.name) for s in self.systems)
+        lines = [f"{'system':<{width}}  {'items':>6}  {'mean':>8}  {percent + ' CI':>19}"]
+        for s in self.systems:
+            lines.append(f"{s.name:<{width}}  {s.items:>6}  {s.mean:>8.4f}  [{s.ci_low:.4f}, {s.ci_high:.4f}]")
+        lines.append("")
+        lines.append(f"{'A':<{width}}  {'B':<{width}}  {'A-B':>8}  {percent + ' CI':>19}  {'p(A>B)':>7}  {'p(B>A)':>7}  "
+                     f"{'A wins':>6}  {'B wins':>6}  {'ties':>6}")
+        for p in self.pairs:
+            lines.append(
+                f"{p.a:<{width}}  {p.b:<{width}}  {p.mean_difference:>+8.4f}  [{p.ci_low:+.4f}, {p.ci_high:+.4f}]  "
+                f"{p.p_a_greater:>7.4f}  {p.p_b_greater:>7.4f}  {p.a_wins:>6.1%}  {p.b_wins:>6.1%}  {p.ties:>6.1%}"
+            )
+        lines.append(
+            f"(BCa bootstrap CIs and paired permutation tests, {self.resamples} resamples, seed {self.seed}; "
+            "p-values are one-sided and not corrected for the number of pairs)"
+        )
+        return "\n".join(lines)
+
+
+def _check_scores(scores: Mapping[str, Sequence[float]]) -> dict[str, np.ndarray]:
+    if not isinstance(scores, Mapping):
+        raise TypeError(f"scores must map system names to lists of scores, got {type(scores).__name__}")
+    if len(scores) < 2:
+        raise ValueError(f"need at least two systems to compare, got {len(scores)}: {list(scores)}")
+    arrays = {}
+    for name, values in scores.items():
+        if not isinstance(name, str) or not name.strip():
+            raise TypeError(f"system names must be non-blank strings, got {name!r}")
+        if isinstance(values, (str, bytes)) or not isinstance(values, (Sequence, np.ndarray)):
+            raise TypeError(f"scores of {name!r} must be a list of numbers, got {type(values).__name__}")
+        for index, value in enumerate(values):
+            if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+                raise TypeError(f"scores of {name!r}[{index}] must be a number, got {value!r}")
+            if not math.isfinite(value):
+                raise ValueError(f"scores of {name!r}[{index}] is not finite: {value!r}")
+        arrays[name] = np.asarray(values, dtype=float)
+    lengths = {name: len(values) for name, values in arrays.items()}
+    if len(set(lengths.values())) > 1:
+        raise ValueError(f"paired comparison needs one score per item from every system, got lengths {lengths}")
+    if next(iter(lengths.values())) < 2:
+        raise ValueError("need at least two items per system for a confidence interval")
+    return arrays
+
+
+def _mean(values, axis=-1):
+    return np.mean(values, axis=axis)
+
+
+def _mean_difference(a, b, axis=-1):
+    return np.mean(a - b, axis=axis)
+
+
+def _bootstrap_interval(data: tuple, statistic, confidence_level: float, resamples: int, seed: int, paired: bool) -> tuple[float, float]:
+    if np.ptp(data[0] - data[1] if paired else data[0]) == 0:
+        value = float(statistic(*data))  # no spread: every resample gives the same value (BCa would return NaN)
+        return value, value
+    with warnings.catch_warnings():
+        # a near-degenerate sample warns and may still give NaN bounds; those are reported as they are
+        warnings.simplefilter("ignore", RuntimeWarning)
+        result = _scipy_stats().bootstrap(
+            data, statistic, n_resamples=resamples, paired=paired, vectorized=True, confidence_level=confidence_level,
+            method="BCa", batch=_batch(len(data[0])), rng=np.random.default_rng(seed),
+        )
+    return float(result.confidence_interval.low), float(result.confidence_interval.high)
+
+
+def _batch(items: int) -> int:
+    return max(1, MAX_VALUES_IN_MEMORY // max(items, 1))
+
+
+def _scipy_stats():
+    from scipy import stats
+
+    return stats
+
+
+def _permutation_p(a: np.ndarray, b: np.ndarray, resamples: int, seed: int) -> float:
+    """One-sided p-value that A's mean exceeds B's, swapping each item's two scores at random."""
+    result = _scipy_stats().permutation_test(
+        (a, b), _mean_difference, permutation_type="samples", vectorized=True, n_resamples=resamples,
+        alternative="greater", batch=_batch(len(a)), rng=np.random.default_rng(seed),
+    )
+    return float(result.pvalue)
+
+
+def compare_systems(
+    scores: Mapping[str, Sequence[float]],
+    *,
+    confidence_level: float = DEFAULT_CONFIDENCE,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = DEFAULT_SEED,
+) -> Comparison:
+    """Compare systems scored on the same items, in the same order.
+
+    ``scores`` maps each system's name to its per-item scores (higher is better).
+    Returns each system's mean with a bootstrap confidence interval and, for every
+    pair in the mapping's order, the paired statistics described in the module docstring.
+    """
+    arrays = _check_scores(scores)
+    if not 0 < confidence_level < 1:
+        raise ValueError(f"confidence_level must be between 0 and 1, got {confidence_level!r}")
+    if isinstance(resamples, bool) or not isinstance(resamples, int) or resamples < 1:
+        raise ValueError(f"resamples must be a positive integer, got {resamples!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise TypeError(f"seed must be an integer, got {seed!r}")
+    systems = []
+    for name, values in arrays.items():
+        low, high = _bootstrap_interval((values,), _mean, confidence_level, resamples, seed, paired=False)
+        systems.append(SystemSummary(name, len(values), float(values.mean()), low, high))
+    pairs = []
+    for (name_a, a), (name_b, b) in itertools.combinations(arrays.items(), 2):
+        low, high = _bootstrap_interval((a, b), _mean_difference, confidence_level, resamples, seed, paired=True)
+        pairs.append(PairComparison(
+            a=name_a, b=name_b, mean_difference=float(np.mean(a - b)), ci_low=low, ci_high=high,
+            p_a_greater=_permutation_p(a, b, resamples, seed), p_b_greater=_permutation_p(b, a, resamples, seed),
+            a_wins=float(np.mean(a > b)), b_wins=float(np.mean(a < b)), ties=float(np.mean(a == b)),
+        ))
+    return Comparison(systems, pairs, confidence_level, resamples, seed)
+
+
+# ---- reading systems' files ------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class SystemFile:
+    path: Path
+    rows: list[int]  # line number of each item
+    ids: list | None  # None: matched by position
+    stories: list[str] | None  # None where the file carries scores
+    scores: list[float] | None
+
+
+def read_system(path: str | Path, story_field: str = "story", score_field: str = "score", id_field: str = "id") -> SystemFile:
+    """One system's items: a ``.jsonl`` file (records with an id, a story and/or a score) or a ``.txt`` file
+    (one story per line)."""
+    from storyeval.files import InputError, read_stories, text_lines
+    from storyeval.inputs import has_words, not_unicode_text
+
+    path = Path(path)
+    if not path.is_file():
+        raise ComparisonInputError(f"input file not found: {path}")
+    fmt = path.suffix.lower()
+    if fmt not in SYSTEM_FORMATS:
+        raise ComparisonInputError(f"{path}: unsupported format {fmt!r}; use one of {SYSTEM_FORMATS}")
+    try:
+        if fmt == ".txt":
+            rows = [lineno for lineno, _ in text_lines(path)]
+            stories = [story for _, story in read_stories(path, fmt, story_field)]
+            return SystemFile(path, rows, None, stories, None)
+        rows, ids, stories, scores = [], [], [], []
+        for lineno, line in text_lines(path):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as error:
+                raise ComparisonInputError(f"{path}:{lineno}: not JSON ({error.msg})") from None
+            if not isinstance(record, dict):
+                raise ComparisonInputError(f"{path}:{lineno}: expected a JSON object")
+            rows.append(lineno)
+            ids.append(_record_id(record, id_field, path, lineno))
+            if score_field in record:
+                value = record[score_field]
+                if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                    raise ComparisonInputError(f"{path}:{lineno}: {score_field!r} must be a finite number, got {value!r}")
+                scores.append(float(value))
+            else:
+                story = record.get(story_field)
+                if not isinstance(story, str) or not has_words(story):
+                    raise ComparisonInputError(
+                        f"{path}:{lineno}: no {score_field!r} number and no {story_field!r} story with words in it"
+                    )
+                if problem := not_unicode_text(story):
+                    raise ComparisonInputError(f"{path}:{lineno}: {story_field!r} {problem}")
+                stories.append(story)
+    except InputError as error:
+        raise ComparisonInputError(str(error)) from None
+    if scores and stories:
+        raise ComparisonInputError(
+            f"{path}: some records have a {score_field!r} and some do not (e.g. line {rows[0]}); "
+            "give every record a score, or none so that all are scored"
+        )
+    with_ids = [i for i in ids if i is not None]
+    if with_ids and len(with_ids) != len(ids):
+        missing = rows[ids.index(None)]
+        raise ComparisonInputError(f"{path}:{missing}: no {id_field!r} field, but other records have one")
+    seen: dict = {}
+    for row, item_id in zip(rows, ids):
+        if item_id is not None and item_id in seen:
+            raise ComparisonInputError(f"{path}:{row}: {id_field} {item_id!r} repeats line {seen[item_id]}")
+        seen[item_id] = row
+    return SystemFile(path, rows, ids if with_ids else None, stories if not scores else None, scores if scores else None)
+
+
+def _record_id(record: dict, id_field: str, path: Path, lineno: int):
+    if id_field not in record:
+        return None
+    value = record[id_field]
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise ComparisonInputError(f"{path}:{lineno}: {id_field!r} must be a string or an integer, got {value!r}")
+    return value
+
+
+def align(systems: list[SystemFile], id_field: str = "id") -> list[SystemFile]:
+    """The systems with their items in the first file's order, matched by id or by position."""
+    if len(systems) < 2:
+        raise ComparisonInputError(f"need at least two systems' files to compare, got {len(systems)}")
+    first = systems[0]
+    with_ids = [s.ids is not None for s in systems]
+    if any(with_ids) and not all(with_ids):
+        named = ", ".join(str(s.path) for s, has in zip(systems, with_ids) if not has)
+        raise ComparisonInputError(f"{named}: no {id_field!r} field, while other files match items by it; give every file ids or none")
+    if not any(with_ids):
+        for other in systems[1:]:
+            if len(other.rows) != len(first.rows):
+                shorter, longer = sorted((first, other), key=lambda s: len(s.rows))
+                raise ComparisonInputError(
+                    f"matched by line: {first.path} has {len(first.rows)} items, {other.path} has {len(other.rows)}; "
+                    f"{longer.path}:{longer.rows[len(shorter.rows)]} has no counterpart in {shorter.path}"
+                )
+        return systems
+    aligned = [first]
+    for other in systems[1:]:
+        position = {item_id: k for k, item_id in enumerate(other.ids)}
+        missing = [(row, i) for row, i in zip(first.rows, first.ids) if i not in position]
+        wanted = set(first.ids)
+        extra = [(row, i) for row, i in zip(other.rows, other.ids) if i not in wanted]
+        if missing or extra:
+            problems = [f"{first.path}:{row}: {id_field} {i!r} is not in {other.path}" for row, i in missing[:5]]
+            problems += [f"{other.path}:{row}: {id_field} {i!r} is not in {first.path}" for row, i in extra[:5]]
+            more = len(missing) + len(extra) - len(problems)
+            raise ComparisonInputError("the files' ids do not match:\n  " + "\n  ".join(problems) + (f"\n  ... and {more} more" if more else ""))
+        order = [position[i] for i in first.ids]
+        aligned.append(SystemFile(
+            other.path, [other.rows[k] for k in order], [other.ids[k] for k in order],
+            None if other.stories is None else [other.stories[k] for k in order],
+            None if other.scores is None else [other.scores[k] for k in order],
+        ))
+    return aligned
+
+
+def system_names(paths: Sequence[str | Path]) -> list[str]:
+    """File stems, or the paths themselves where two stems coincide."""
+    stems = [Path(p).stem for p in paths]
+    if len(set(stems)) == len(stems):
+        return stems
+    return [str(p) for p in paths]
+
+
+def compare_files(paths: Sequence[str | Path], scorer=None, *, story_field: str = "story", score_field: str = "score",
+                  id_field: str = "id", batch_size: int = 16, dtype=None, **options) -> tuple[Comparison, dict[str, list[float]], bool]:
+    """Read, match and (if they carry no scores) score the systems' files, then :func:`compare_systems`.
+
+    ``scorer`` is a loaded story scorer (``storyeval.scoring.load_scorer``), or a callable that returns
+    one, called only when the files need scoring. Returns the comparison, each system's per-item scores
+    (in the first file's order) and whether the scores were read from the files.
+    """
+    if len(paths) < 2:
+        raise ComparisonInputError(f"need at least two systems' files to compare, got {len(paths)}")
+    if len({Path(p).resolve() for p in paths}) != len(paths):
+        raise ComparisonInputError("the same file is given twice")
+    systems = align([read_system(p, story_field, score_field, id_field) for p in paths], id_field)
+    scored = [s.scores is not None for s in systems]
+    if any(scored) and not all(scored):
+        raise ComparisonInputError(
+            f"{', '.join(str(s.path) for s, has in zip(systems, scored) if has)} carry {score_field!r} fields and "
+            f"{', '.join(str(s.path) for s, has in zip(systems, scored) if not has)} do not: "
+            "score every file with the same metric, or leave the scores out of all of them"
+        )
+    if not all(scored):
+        if scorer is None:
+            raise ComparisonInputError("the files hold stories without scores, and no scorer was given")
+        if callable(scorer) and not hasattr(scorer, "score"):
+            scorer = scorer()
+        for system in systems:
+            system.scores = scorer.score(system.stories, batch_size=batch_size, dtype=dtype)
+    names = system_names([s.path for s in systems])
+    scores = {name: list(s.scores) for name, s in zip(names, systems)}
+    return compare_systems(scores, **options), scores, all(scored)
+
+
+# ---- plot -------------------------------------------------------------------------------------------------
+
+
+def plot_comparison(comparison: Comparison, scores: Mapping[str, Sequence[float]], path: str | Path, metric: str = "score") -> Path:
+    """A box plot of each system's scores, with its mean and confidence interval drawn beside the box."""
+    try:
+        import matplotlib
+    except ImportError:
+        raise ImportError("--plot needs matplotlib: pip install 'storyeval[plot]'") from None
+    matplotlib.use("Agg")  # files only, never a window
+    import matplotlib.pyplot as plt
+
+    names = [s.name for s in comparison.systems]
+    figure, axes = plt.subplots(figsize=(max(4.0, 1.6 * len(names) + 1.5), 4.5))
+    positions = np.arange(1, len(names) + 1)
+    axes.boxplot([scores[n] for n in names], positions=positions, widths=0.45, showfliers=True)
+    for x, system in zip(positions, comparison.systems):
+        axes.errorbar(x + 0.35, system.mean, yerr=[[system.mean - system.ci_low], [system.ci_high - system.mean]],
+                      fmt="o", color="tab:red", capsize=5)
+    axes.set_xticks(positions, names)
+    axes.set_ylabel(metric)
+    axes.set_title(f"{metric}: boxes = scores (orange: median); red = mean and {comparison.confidence_level:.0%} bootstrap CI", fontsize=9)
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+    return Path(path)
+
+
+# ---- command line -----------------------------------------------------------------------------------------
+
+
+def add_parser(commands) -> argparse.ArgumentParser:
+    """Add ``storyeval compare`` to the CLI's subcommands; its handler is ``run``."""
+    from storyeval.inputs import DTYPE_NAMES
+
+    parser = commands.add_parser("compare", help="compare systems' outputs on one metric, with confidence intervals and paired tests")
+    parser.add_argument("inputs", nargs="+", help="one .jsonl or .txt file per system, for the same prompts")
+    parser.add_argument("--metric", default="union", choices=["union", "plot_coherence"],
+                        help="scores the files' stories when they carry no scores (default: union)")
+    parser.add_argument("--config", default="roc", help="checkpoint: a config name, a folder or a Hub repo id")
+    parser.add_argument("--field", default="story", help="the story field (.jsonl)")
+    parser.add_argument("--score-field", default="score", help="a field holding scores already computed (.jsonl)")
+    parser.add_argument("--id-field", default="id", help="matches items across files (.jsonl); without it, by line")
+    parser.add_argument("--resamples", type=int, default=DEFAULT_RESAMPLES)
+    parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
+    parser.add_argument("--confidence", type=float, default=DEFAULT_CONFIDENCE, help="confidence level of the intervals")
+    parser.add_argument("--json", dest="json_path", help="also write the comparison as JSON to this file ('-': stdout, instead of the table)")
+    parser.add_argument("--plot", help="write a box plot of the score distributions (.png, .pdf, .svg; needs matplotlib)")
+    parser.add_argument("--batch-size", type=int, default=16)
+    parser.add_argument("--device", default=None)
+    parser.add_argument("--dtype", default=None, choices=DTYPE_NAMES)
+    return parser
+
+
+def _check_output(path: str | None, inputs: Sequence[str], flag: str) -> None:
+    if path in (None, "-"):
+        return
+    if Path(path).is_dir():
+        raise ComparisonInputError(f"{flag} {path} is a directory; give a file path")
+    if not Path(path).resolve().parent.is_dir():
+        raise ComparisonInputError(f"{flag} {path}: its folder does not exist")
+    if any(Path(path).resolve() == Path(p).resolve() for p in inputs):
+        raise ComparisonInputError(f"{flag} {path} is one of the inputs; give another path")
+
+
+def run(args) -> int:
+    """``storyeval compare``: returns the exit status."""
+    try:
+        _check_output(args.json_path, args.inputs, "--json")
+        _check_output(args.plot, args.inputs, "--plot")
+        if args.plot and Path(args.plot).suffix.lower() not in (".png", ".pdf", ".svg"):
+            raise ComparisonInputError(f"--plot {args.plot}: use a .png, .pdf or .svg file name")
+        if args.plot:
+            import importlib.util
+
+            if importlib.util.find_spec("matplotlib") is None:
+                raise ComparisonInputError("--plot needs matplotlib: pip install 'storyeval[plot]'")
+        if args.batch_size < 1:
+            raise ComparisonInputError("--batch-size must be positive")
+
+        def scorer():
+            from storyeval import checkpoints, scoring
+
+            return scoring.load_scorer(args.metric, checkpoints.resolve_checkpoint(args.metric, args.config), device=args.device)
+
+        comparison, scores, from_files = compare_files(
+            args.inputs, scorer, story_field=args.field, score_field=args.score_field, id_field=args.id_field,
+            batch_size=args.batch_size, dtype=args.dtype, confidence_level=args.confidence, resamples=args.resamples, seed=args.seed,
+        )
+    except (ComparisonInputError, LookupError, OSError, ValueError, TypeError) as error:
+        message = error.args[0] if isinstance(error, KeyError) and error.args else error
+        print(f"storyeval: error: {message}", file=sys.stderr)
+        return 1
+    if args.json_path == "-":
+        print(json.dumps(comparison.to_dict(), indent=2))
+    else:
+        print(comparison.table())
+        if args.json_path:
+            Path(args.json_path).write_text(json.dumps(comparison.to_dict(), indent=2) + "\n", encoding="utf-8")
+    if args.plot:
+        label = args.score_field if from_files else f"{args.metric} ({args.config})"
+        plot_comparison(comparison, scores, args.plot, metric=label)
+    return 0

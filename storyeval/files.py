@@ -1,0 +1,191 @@
+"""Story files: the formats ``storyeval score`` and the demo read and write.
+
+``.txt`` holds one story per line; ``.jsonl`` one object per line with the
+story in a field; ``.csv`` a header and the story in a column. Reading is
+lazy (files larger than memory stream through) and every error names its
+file and line. A text that cannot be scored (empty, no letters or digits, a
+lone surrogate) is not a format error: readers hand it over with its problem,
+and the caller decides whether it stops the run.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+from storyeval.inputs import has_words, not_unicode_text
+
+FORMATS = (".txt", ".jsonl", ".csv")
+
+
+class InputError(ValueError):
+    """A file that cannot be read as the stories it claims to hold; the message names the file and line."""
+
+
+ALREADY_SCORED = "already has a {kind} {name!r}; choose another name for the scores with --score-field"
+
+
+@dataclass
+class Row:
+    """One input record: where it is, what the writer extends, and its texts by field."""
+
+    line: int
+    record: object  # None (.txt), a dict (.jsonl) or a list of fields (.csv)
+    texts: dict[str, str]
+    whole_line: bool = False  # a .txt line, whose text has no field name
+
+    def problem(self) -> str | None:
+        """Why a text of this row cannot be scored, naming the field, or None."""
+        for field, text in self.texts.items():
+            if not has_words(text):
+                if self.whole_line:
+                    return f"empty line or no letters or digits (one story per line): {text!r}"
+                return f"{field!r} is empty or has no letters or digits: {text!r}"
+            if problem := not_unicode_text(text):
+                return f"{field!r} {problem}"
+        return None
+
+
+def file_format(path: str | Path) -> str:
+    """The format a path's extension names, or an :class:`InputError` listing the ones there are."""
+    fmt = Path(path).suffix.lower()
+    if fmt not in FORMATS:
+        raise InputError(f"{path}: unsupported input format {fmt or '(no extension)'!r}; use one of {', '.join(FORMATS)}")
+    return fmt
+
+
+def text_lines(path: Path) -> Iterator[tuple[int, str]]:
+    """(line number, line) of a UTF-8 file, split at "\n" only.
+
+    Read as bytes and decoded line by line, so an error names its line, and a lone
+    carriage return stays inside its story instead of starting a new one (a text file
+    handle would split there, while the progress bar counts only "\n").
+    """
+    with path.open("rb") as handle:
+        for lineno, raw in enumerate(handle, 1):
+            try:
+                # utf-8-sig drops the byte order mark Excel and Notepad put before the first header or story
+                yield lineno, raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
+            except UnicodeDecodeError as error:
+                raise InputError(f"{path}:{lineno}: not UTF-8 text (byte {raw[error.start]:#04x} at position {error.start} of the line)") from None
+
+
+def csv_rows(path: Path) -> Iterator[tuple[int, list[str]]]:
+    """(line number, row) of a CSV file; a field may hold a story of any length."""
+    # the csv module refuses fields over 128 KiB by default; the platform's C long bounds the limit
+    csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
+    reader = csv.reader(line for _, line in text_lines(path))
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as error:
+            raise InputError(f"{path}:{reader.line_num}: not valid CSV ({error})") from None
+        yield reader.line_num, row
+
+
+def csv_header(path: Path) -> list[str]:
+    """The header of a CSV file ([] for an empty file)."""
+    return next(csv_rows(path), (0, []))[1]
+
+
+def read_rows(path: Path, fmt: str, fields: list[str], reserved: list[str] = ()) -> Iterator[Row]:
+    """The rows of a story file, with the text of each of ``fields`` (.jsonl fields, .csv columns).
+
+    A ``.txt`` line is one text under the first field's name. An input that already has one
+    of the ``reserved`` names (where the scores will go) is refused.
+    """
+    if fmt == ".txt":
+        if len(fields) > 1:
+            raise InputError(f"{path}: a .txt file holds one text per line; {' and '.join(map(repr, fields))} need a .jsonl or .csv file")
+        for lineno, line in text_lines(path):
+            yield Row(lineno, None, {fields[0]: line.removesuffix("\n").removesuffix("\r")}, whole_line=True)
+    elif fmt == ".jsonl":
+        for lineno, line in text_lines(path):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as error:
+                raise InputError(f"{path}:{lineno}: not JSON ({error.msg})") from None
+            for field in fields:
+                if not isinstance(record, dict) or not isinstance(record.get(field), str):
+                    raise InputError(f"{path}:{lineno}: expected an object with a string field {field!r}")
+            for name in reserved:
+                if name in record:
+                    raise InputError(f"{path}:{lineno}: {ALREADY_SCORED.format(kind='field', name=name)}")
+            yield Row(lineno, record, {field: record[field] for field in fields})
+    else:
+        # rows as lists, not dicts: a header may repeat a name (spreadsheets leave blank ones), and every
+        # column must come back out as it went in
+        rows = csv_rows(path)
+        _, header = next(rows, (0, None))
+        if header is None:
+            return  # an empty file: no header, no stories
+        for field in fields:
+            if header.count(field) != 1:
+                problem = "no column" if field not in header else "more than one column named"
+                raise InputError(f"{path}: {problem} {field!r}; columns are {header}")
+        for name in reserved:
+            if name in header:
+                raise InputError(f"{path}: {ALREADY_SCORED.format(kind='column', name=name)}")
+        columns = {field: header.index(field) for field in fields}
+        for lineno, row in rows:
+            if not row:
+                continue  # a blank line holds no record
+            if len(row) > len(header):
+                raise InputError(f"{path}:{lineno}: {len(row)} fields, but the header has {len(header)}")
+            row += [""] * (len(header) - len(row))
+            yield Row(lineno, row, {field: row[column] for field, column in columns.items()})
+
+
+def read_stories(path: Path, fmt: str, field: str, reserved: list[str] = ()) -> Iterator[tuple[object, str]]:
+    """(record, story) pairs; a story that cannot be scored is an :class:`InputError`."""
+    for row in read_rows(path, fmt, [field], reserved):
+        if problem := row.problem():
+            raise InputError(f"{path}:{row.line}: {problem}")
+        yield row.record, row.texts[field]
+
+
+def format_score(value: float) -> str:
+    """A score as text, the one rule of every format: the shortest text that reads back as the same float
+    (what JSON writes), so no format rounds, two runs compare exactly, and NaN reads back as NaN."""
+    return repr(float(value))
+
+
+class Writer:
+    """Writes rows in the input's format, extended by the score ``columns``."""
+
+    def __init__(self, handle, fmt: str, columns: list[str], fieldnames=None, constants: dict[str, str] | None = None):
+        self.handle, self.fmt, self.columns, self.csv = handle, fmt, columns, None
+        self.constants = constants or {}  # fields every .jsonl record gets (the score settings)
+        if fmt == ".txt" and len(columns) != 1:
+            raise InputError(f"a .txt output holds one score per line; {columns} need a .jsonl or .csv output")
+        if fmt == ".csv" and fieldnames:  # an empty input (no header) gives an empty output
+            self.csv = csv.writer(handle)
+            self.csv.writerow(list(fieldnames) + columns)
+
+    def write(self, record, scores: list[float]) -> None:
+        if self.fmt == ".txt":
+            self.handle.write(format_score(scores[0]) + "\n")
+        elif self.fmt == ".jsonl":
+            # json writes NaN, which Python and pandas read back; strict parsers would refuse null-less NaN alike
+            fields = {**record, **dict(zip(self.columns, scores)), **self.constants}
+            line = json.dumps(fields, ensure_ascii=False)
+            if not_unicode_text(line):
+                # a lone surrogate in another field (a valid JSON escape) goes back out escaped, as it came in
+                line = json.dumps(fields)
+            self.handle.write(line + "\n")
+        else:
+            self.csv.writerow(record + [format_score(score) for score in scores])
+
+
+def count_records(path: Path, fmt: str) -> int:
+    """Cheap total for the progress bar (a line count)."""
+    with path.open("rb") as handle:
+        lines = sum(1 for _ in handle)
+    return max(lines - 1, 0) if fmt == ".csv" else lines

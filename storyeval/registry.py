@@ -1,0 +1,68 @@
+"""Every metric in one table: its configs, default config, scorer class and loader.
+
+A config is a name users pass (``evaluate.load("union", "roc")``, ``--config roc``)
+for a checkpoint, which is bundled with the package and published on the Hub as
+``storyeval/<checkpoint>``. Adding a config is one line in its metric's ``configs``.
+
+Scorer classes and loaders are named as ``"module:attribute"`` and imported on
+first use, so reading the table (the CLI's ``--help``, checkpoint resolution)
+imports no torch.
+"""
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    name: str
+    configs: dict[str, str]  # config name -> checkpoint name (the bundled folder and the Hub repo's name)
+    default: str
+    scorer_class: str  # "module:Class"; the class scores with .score(...)
+    loader: str  # "module:function", called as loader(checkpoint_folder, device) and returning a scorer_class
+    takes_contexts: bool = False  # whether .score needs the text before each prediction
+    batch_size: int = 16  # the default of compute() and `storyeval score`: windows, or pairs, per forward pass
+
+    def scorer_type(self) -> type:
+        return import_object(self.scorer_class)
+
+    def load(self, folder: str, device: str | None):
+        return import_object(self.loader)(folder, device)
+
+
+METRICS: dict[str, MetricSpec] = {
+    spec.name: spec
+    for spec in (
+        # "-base": the base-size tier (MPNet-base; the backbone is installed apart, see storyeval.backbones)
+        MetricSpec("union", {"roc": "union-roc", "wp": "union-wp", "roc-base": "union-roc-base"}, "roc",
+                   "storyeval.scoring:SequenceScorer", "storyeval.scoring:load_story_classifier"),
+        MetricSpec("plot_coherence", {"roc": "plot-coherence-roc", "wp": "plot-coherence-wp"}, "roc",
+                   "storyeval.scoring:SequenceScorer", "storyeval.scoring:load_story_classifier"),
+        MetricSpec("continuation_quality", {"deltascore": "continuation-quality"}, "deltascore",
+                   "storyeval.continuation.scorer:ContinuationScorer", "storyeval.continuation.scorer:load_continuation_scorer",
+                   takes_contexts=True, batch_size=256),
+    )
+}
+
+# registered checkpoints that are neither bundled nor on the Hub, and how to make one
+UNPUBLISHED = {
+    "plot-coherence-wp": (
+        "no WP negatives are released and generating them needs a GPU (see metrics/plot_coherence/README.md). "
+        "Train one with the README's plot-coherence stages run with --dataset wp (build-plots, train-plot-generator, "
+        "generate-negatives, adversarial-filter), then `storyeval-train-plot-coherence --dataset wp --negatives generated "
+        "--generated-dir <adversarial-filter output> --output-dir <run> --export-dir <folder>`"
+    ),
+}
+
+
+def metric_spec(metric: str) -> MetricSpec:
+    """The entry of ``metric``, or a KeyError listing the metrics there are."""
+    if metric not in METRICS:
+        raise KeyError(f"unknown metric {metric!r}; choose one of {sorted(METRICS)}")
+    return METRICS[metric]
+
+
+def import_object(path: str):
+    module, _, attribute = path.partition(":")
+    return getattr(importlib.import_module(module), attribute)

@@ -1,0 +1,119 @@
+"""``story_quality``: every bundled metric in one call, each score also as a percentile of human stories.
+
+    from storyeval.suite import StoryQuality
+    suite = StoryQuality("roc")                       # loads each checkpoint once
+    result = suite.score(stories)                     # or suite.score(continuations, contexts=prompts)
+    result["combined"]                                # one number per story, 0-100
+
+Components per config (the checkpoint's corpus is the config's):
+
+* ``roc``: UNION (union-roc), plot coherence (plot-coherence-roc) and, with
+  ``contexts``, continuation quality (its ``overall`` criterion);
+* ``wp``: UNION (union-wp) and, with ``contexts``, continuation quality. No
+  plot-coherence checkpoint for WP is published, so it is not part of ``wp``.
+
+Each score is turned into a percentile with the checkpoint's reference
+distribution for the config's corpus (``storyeval.percentiles``): the share, in
+percent, of human-written test stories of that corpus that score lower.
+``combined`` is the plain mean of the components' percentiles, one per story: a
+fixed rule, with no weight fitted on anything, so it is never tuned on the
+human-judged sets.
+
+``contexts`` are the prompts or openings the ``predictions`` continue. With
+them, the story metrics score ``context + " " + prediction`` (the story as a
+reader sees it, its opening first, as the checkpoints were trained) and
+continuation quality scores each prediction given its context. Without them,
+the story metrics score each prediction alone and continuation quality is left
+out (no keys, and not in ``combined``): it only judges a continuation against
+its context, and guessing a context from the story would score something it was
+not trained on. ``combined`` therefore means different things with and without
+contexts: compare it only between calls made the same way.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from storyeval.inputs import check_batch_size, check_progress_bar, check_same_length, check_texts
+
+# config -> ordered (metric, metric's config) components; continuation quality needs contexts
+SUITE_CONFIGS: dict[str, tuple[tuple[str, str], ...]] = {
+    "roc": (("union", "roc"), ("plot_coherence", "roc"), ("continuation_quality", "deltascore")),
+    "wp": (("union", "wp"), ("continuation_quality", "deltascore")),
+}
+DEFAULT_SUITE_CONFIG = "roc"
+# continuation quality's criterion that enters ``combined``: the overall rating, which the other two refine
+CONTINUATION_CRITERION = "overall"
+
+
+def output_keys(config: str, with_contexts: bool) -> list[str]:
+    """The per-story keys :meth:`StoryQuality.score` returns for ``config``, in order."""
+    from storyeval.continuation.model import CRITERIA
+
+    keys = []
+    for metric, _ in SUITE_CONFIGS[config]:
+        if metric == "continuation_quality":
+            if with_contexts:
+                keys += [f"{metric}_{criterion}{suffix}" for criterion in CRITERIA for suffix in ("", "_percentile")]
+        else:
+            keys += [metric, f"{metric}_percentile"]
+    return keys + ["combined"]
+
+
+def check_config(config: str) -> str:
+    if config == "default":
+        return DEFAULT_SUITE_CONFIG
+    if config not in SUITE_CONFIGS:
+        raise KeyError(f"unknown story_quality config {config!r}: choose one of {sorted(SUITE_CONFIGS) + ['default']}")
+    return config
+
+
+class StoryQuality:
+    """Loads the config's checkpoints and reference distributions once; :meth:`score` scores many times."""
+
+    def __init__(self, config: str = DEFAULT_SUITE_CONFIG, device=None, local_files_only: bool | None = None):
+        from storyeval import checkpoints
+        from storyeval.percentiles import load_reference
+        from storyeval.scoring import load_scorer
+
+        self.config = check_config(config)
+        self.components = []  # (metric, checkpoint folder, scorer, reference)
+        for metric, metric_config in SUITE_CONFIGS[self.config]:
+            folder = checkpoints.resolve_checkpoint(metric, metric_config, local_files_only=local_files_only)
+            # the reference first: a checkpoint without one fails before any model loads
+            reference = load_reference(folder, self.config)
+            self.components.append((metric, folder, load_scorer(metric, folder, device=device), reference))
+
+    def empty_result(self, with_contexts: bool) -> dict:
+        return {**{key: [] for key in output_keys(self.config, with_contexts)}, "mean_combined": math.nan}
+
+    def score(self, predictions: Sequence[str], contexts: Sequence[str] | None = None, batch_size: int = 16,
+              device=None, progress_bar: bool = False) -> dict:
+        """Each component's scores and percentiles, and ``combined`` (the mean percentile), per story."""
+        predictions = check_texts(predictions, "predictions")
+        if contexts is not None:
+            contexts = check_texts(contexts, "contexts")
+            check_same_length(predictions=predictions, contexts=contexts)
+        batch_size = check_batch_size(batch_size)
+        check_progress_bar(progress_bar)
+        if not predictions:
+            return self.empty_result(contexts is not None)
+        stories = predictions if contexts is None else [f"{c} {p}" for c, p in zip(contexts, predictions)]
+        result, percentiles = {}, []
+        for metric, _, scorer, reference in self.components:
+            if metric == "continuation_quality":
+                if contexts is None:
+                    continue
+                by_criterion = scorer.score(contexts, predictions, batch_size=max(batch_size, 256), device=device, progress_bar=progress_bar)
+                for criterion, values in by_criterion.items():
+                    result[f"{metric}_{criterion}"] = values
+                    result[f"{metric}_{criterion}_percentile"] = reference.percentile(values, criterion)
+                percentiles.append(result[f"{metric}_{CONTINUATION_CRITERION}_percentile"])
+            else:
+                values = scorer.score(stories, batch_size=batch_size, device=device, progress_bar=progress_bar)
+                result[metric] = values
+                result[f"{metric}_percentile"] = reference.percentile(values)
+                percentiles.append(result[f"{metric}_percentile"])
+        result["combined"] = [sum(story) / len(story) for story in zip(*percentiles)]
+        result["mean_combined"] = sum(result["combined"]) / len(result["combined"])
+        return result

@@ -1,0 +1,86 @@
+"""The COMET-style API (download_model, load_from_checkpoint), the metric registry and the settings string."""
+import pytest
+import torch
+import transformers
+
+import storyeval
+from storyeval import checkpoints, registry, signature
+from storyeval.scoring import SequenceScorer
+
+
+def test_settings_string_names_checkpoint_precision_and_versions(monkeypatch):
+    monkeypatch.setattr(transformers, "__version__", "5.24.0")
+    monkeypatch.setattr(torch, "__version__", "2.13.0+cpu")
+    monkeypatch.setattr(signature, "__version__", "0.1.0.dev0")  # the string pins it, not the release
+    assert signature.settings_string("union-roc") == "union-roc_fp32_storyeval-0.1.0.dev0_transformers-5.24_torch-2.13"
+    assert signature.settings_string("union-roc", "bfloat16") == "union-roc_bf16_storyeval-0.1.0.dev0_transformers-5.24_torch-2.13"
+    assert signature.settings_string("continuation-quality", torch.float16).startswith("continuation-quality_fp16_")
+    assert signature.settings_string("union-roc", "int8").startswith("union-roc_int8_storyeval-")
+    with pytest.raises(ValueError, match="unsupported dtype"):
+        signature.settings_string("union-roc", "int4")
+
+
+def test_registry_lists_every_metric_once_with_its_default():
+    assert set(registry.METRICS) == {"union", "plot_coherence", "continuation_quality"}
+    for name, spec in registry.METRICS.items():
+        assert spec.default in spec.configs and checkpoints.REGISTRY[name] == spec.configs
+        assert hasattr(spec.scorer_type(), "score")
+    with pytest.raises(KeyError, match="unknown metric 'bleu'"):
+        registry.metric_spec("bleu")
+
+
+def test_download_model_and_load_from_checkpoint_bundled():
+    for name in ["union-roc", "storyeval/union-roc", "union/roc"]:
+        path = storyeval.download_model(name, local_files_only=True)
+        assert (path / "model.safetensors").is_file() and checkpoints.checkpoint_name(path) == "union-roc"
+    scorer = storyeval.load_from_checkpoint(path, device="cpu")
+    assert isinstance(scorer, SequenceScorer)
+    assert scorer.settings().startswith("union-roc_fp32_storyeval-")
+    cq = storyeval.load_from_checkpoint(storyeval.download_model("continuation-quality", local_files_only=True), device="cpu")
+    assert set(cq.score(["Ken went home."], ["He slept."])) == {"overall", "relevance", "interestingness"}
+
+
+def test_download_model_and_load_from_checkpoint_bad_names(tmp_path):
+    with pytest.raises(KeyError, match="unknown checkpoint 'nonsense'"):
+        storyeval.download_model("nonsense")
+    with pytest.raises(FileNotFoundError, match="not available offline"):
+        storyeval.download_model("someone/not-cached", local_files_only=True)
+    with pytest.raises(FileNotFoundError, match="no checkpoint folder"):
+        storyeval.load_from_checkpoint(tmp_path / "missing")
+    with pytest.raises(ValueError, match="is not a storyeval checkpoint"):
+        storyeval.load_from_checkpoint(tmp_path)
+
+
+def test_runtime_modules_import_without_cycles():
+    """Every storyeval module's imports of other storyeval modules, function-level ones included, form no cycle."""
+    import ast
+    from pathlib import Path
+
+    root = Path(storyeval.__file__).resolve().parent
+    modules = {".".join(("storyeval", *p.relative_to(root).with_suffix("").parts)).removesuffix(".__init__"): p
+               for p in root.rglob("*.py")}
+    graph = {}
+    for name, path in modules.items():
+        targets = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("storyeval") and not node.level:
+                for alias in node.names:
+                    sub = f"{node.module}.{alias.name}"
+                    targets.add(sub if sub in modules else node.module)
+            elif isinstance(node, ast.Import):
+                targets |= {alias.name for alias in node.names if alias.name in modules}
+        # the package itself re-exports the API; its submodules do not import it back
+        graph[name] = {t for t in targets if t != name and t != "storyeval"}
+    state = {}
+
+    def visit(node, trail):
+        if state.get(node) == "done":
+            return
+        assert state.get(node) != "open", f"import cycle: {' -> '.join(trail + [node])}"
+        state[node] = "open"
+        for target in graph.get(node, ()):
+            visit(target, trail + [node])
+        state[node] = "done"
+
+    for module in graph:
+        visit(module, [])

@@ -1,0 +1,94 @@
+"""Model cards render from card_templates/ through huggingface_hub, and cite from one place."""
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from huggingface_hub import DatasetCard, ModelCard
+
+from storyeval import citations
+from storyeval_training import model_card
+
+CHECKOUT = Path(__file__).resolve().parent.parent
+BUNDLED = CHECKOUT / "hub_cards"
+
+
+def _rerender(name: str, tmp_path: Path) -> Path:
+    """A copy of a bundled card's folder (without weights), its card rendered again from its own records."""
+    folder = tmp_path / name
+    folder.mkdir()
+    for path in (BUNDLED / name).glob("*.json"):
+        shutil.copy(path, folder)
+    results = json.loads((folder / "training_results.json").read_text())
+    if name == "continuation-quality":
+        # the card's figures: the benchmark run its Evaluation section names
+        run = json.loads((CHECKOUT / "benchmarks" / "results" / "continuation_quality_remeasured.json").read_text())
+        model_card.write_continuation_card(folder, results, {**run["full"], "command": run["command"]})
+    elif name.startswith("union"):
+        model_card.write_union_card(folder, results)
+    else:
+        model_card.write_plot_coherence_card(folder, results)
+    return folder / "README.md"
+
+
+@pytest.mark.parametrize("name", ["union-roc", "union-wp", "plot-coherence-roc", "continuation-quality"])
+def test_bundled_cards_are_what_the_templates_render(name, tmp_path):
+    assert _rerender(name, tmp_path).read_text() == (BUNDLED / name / "README.md").read_text()
+
+
+def test_card_figures_are_the_evaluation_files_figures():
+    for name in ("union-roc", "union-wp"):
+        evaluation = json.loads((BUNDLED / name / "evaluation.json").read_text())["correlations"]
+        results = ModelCard.load(BUNDLED / name / "README.md").data.eval_results
+        assert {(r.dataset_type, r.metric_type): r.metric_value for r in results} == {
+            (f"union-human-{set_name}", coefficient): round(c[coefficient], 4)
+            for set_name, c in evaluation.items() for coefficient in ("pearson", "spearman", "kendall")}
+
+
+def test_cards_and_metric_modules_cite_from_one_place():
+    cards = {"union-roc": citations.UNION, "union-wp": citations.UNION, "plot-coherence-roc": citations.PLOT_COHERENCE,
+             "continuation-quality": citations.CONTINUATION_QUALITY}
+    for name, citation in cards.items():
+        assert f"```bibtex\n{citation}```\n" in (BUNDLED / name / "README.md").read_text()
+    for metric, constant in (("union", "UNION"), ("plot_coherence", "PLOT_COHERENCE"), ("continuation_quality", "CONTINUATION_QUALITY")):
+        source = (CHECKOUT / "metrics" / metric / f"{metric}.py").read_text()
+        assert f"from storyeval.citations import {constant} as _CITATION" in source
+    assert "9157--9166" in citations.UNION and "Guan, Jian and Huang, Minlie" in citations.UNION
+
+
+def test_a_card_without_figures_says_how_to_measure_them(tmp_path):
+    results = json.loads((BUNDLED / "union-roc" / "training_results.json").read_text())
+    model_card.write_union_card(tmp_path, results)
+    card = ModelCard.load(tmp_path / "README.md")
+    assert card.data.eval_results is None and "model-index" not in card.content
+    assert "Not yet measured: run `python -m benchmarks.union_correlation`" in card.text
+    assert "See `config.json` for the encoder's size" in card.text  # no weights in this folder
+
+
+def test_update_evaluation_writes_the_figures_and_rerenders(tmp_path):
+    folder = tmp_path / "union-roc"
+    folder.mkdir()
+    shutil.copy(BUNDLED / "union-roc" / "training_results.json", folder)
+    correlations = {"roc": {"pearson": 0.1, "spearman": 0.2, "kendall": 0.3}}
+    model_card.update_evaluation(folder, "union", "python -m benchmarks.union_correlation", correlations)
+    assert json.loads((folder / "evaluation.json").read_text())["correlations"] == correlations
+    card = (folder / "README.md").read_text()
+    assert "| roc | 0.1000 | 0.2000 | 0.3000 |" in card and "command: `python -m benchmarks.union_correlation`" in card
+
+
+def test_update_evaluation_refuses_bad_input_before_writing(tmp_path):
+    with pytest.raises(KeyError, match="choose from union, plot_coherence"):
+        model_card.update_evaluation(tmp_path, "continuation_quality", "cmd", {})
+    with pytest.raises(FileNotFoundError, match="no checkpoint folder"):
+        model_card.update_evaluation(tmp_path / "missing", "union", "cmd", {})
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_negatives_card_is_a_dataset_card_with_its_counts(tmp_path):
+    stats = {"train": {"pairs": 1200, "per_technique": {"negation": 700, "reordering": 600}, "per_number_of_techniques": {"1": 1000, "2": 200}},
+             "environment": {"cpu": "x"}}
+    model_card.write_negatives_card(tmp_path, "wp", 7, stats)
+    card = DatasetCard.load(tmp_path / "README.md")
+    assert card.data.pretty_name == "UNION negative samples (WritingPrompts)" and card.data.size_categories == ["1K<n<10K"]
+    assert "| train | 1,200 | negation 700, reordering 600 | 1: 1,000, 2: 200 |" in card.text
+    assert "--dataset wp --seed 7" in card.text and citations.UNION in card.text

@@ -1,0 +1,104 @@
+"""The BENCHMARKS.md summary is generated from benchmarks/results/*.json and must agree with it."""
+import json
+import shutil
+
+import pytest
+
+from benchmarks import report
+from benchmarks.common import RESULTS
+
+
+def test_the_summary_in_benchmarks_md_matches_the_results_files(capsys):
+    assert report.main(["--check"]) == 0, capsys.readouterr().err
+
+
+def test_every_current_row_reads_its_figures_from_its_results_file():
+    summary = report.render_summary()
+    for row in report.CURRENT:
+        data = json.loads((RESULTS / f"{row.results}.json").read_text())
+        assert data["machine"]["commit"] in summary
+        if isinstance(row, report.CorrelationRow):
+            result = report.ResultsReader(RESULTS).get(row.results, row.keys)
+            line = next(line for line in summary.splitlines() if f"`{row.checkpoint}`" in line and f"`{row.human_set}`" in line)
+            for name in ("pearson", "spearman", "kendall"):
+                assert f"{result[name]:.4f}" in line
+        else:
+            assert f"{data['full']['spearman']['relevance']['rho']:.3f}" in summary
+
+
+@pytest.fixture
+def copies(tmp_path):
+    """A copy of BENCHMARKS.md and of the results the summary reads, to break on purpose."""
+    results = tmp_path / "results"
+    results.mkdir()
+    for name in {row.results for row in report.CURRENT} | {"union_speed", "union_speed_bfloat16", "plot_coherence_speed", "plot_coherence_speed_bfloat16"}:
+        shutil.copy(RESULTS / f"{name}.json", results)
+    benchmarks_md = tmp_path / "BENCHMARKS.md"
+    shutil.copy(report.BENCHMARKS_MD, benchmarks_md)
+    return benchmarks_md, results
+
+
+def _args(benchmarks_md, results, *extra):
+    return ["--benchmarks-md", str(benchmarks_md), "--results-dir", str(results), *extra]
+
+
+def test_a_changed_figure_fails_the_check_and_the_report_writes_it(copies, capsys):
+    benchmarks_md, results = copies
+    path = results / "union_correlation.json"
+    data = json.loads(path.read_text())
+    data["checkpoints"]["union-roc"]["sets"]["roc"]["spearman"] = 0.5
+    path.write_text(json.dumps(data))
+    before = benchmarks_md.read_text()
+    assert report.main(_args(benchmarks_md, results, "--check")) == 1
+    assert "differs" in capsys.readouterr().err
+    assert benchmarks_md.read_text() == before  # --check changes nothing
+
+    assert report.main(_args(benchmarks_md, results)) == 0
+    after = benchmarks_md.read_text()
+    assert "| 0.5000 |" in after and report.main(_args(benchmarks_md, results, "--check")) == 0
+    # only the block between the markers changed
+    head, tail = before.split(report.BEGIN)[0], before.split(report.END)[1]
+    assert after.startswith(head) and after.endswith(tail)
+
+
+@pytest.mark.parametrize("damage", ["no markers", "twice", "reversed"])
+def test_bad_markers_are_a_clear_error_and_change_nothing(copies, damage):
+    benchmarks_md, results = copies
+    text = benchmarks_md.read_text()
+    broken = {"no markers": text.replace(report.BEGIN, ""),
+              "twice": text + report.BEGIN + "\n" + report.END,
+              "reversed": text.replace(report.BEGIN, "@@").replace(report.END, report.BEGIN).replace("@@", report.END)}[damage]
+    benchmarks_md.write_text(broken)
+    with pytest.raises(SystemExit, match="summary markers once each"):
+        report.main(_args(benchmarks_md, results))
+    assert benchmarks_md.read_text() == broken
+
+
+def test_a_missing_results_file_or_key_is_named(copies):
+    benchmarks_md, results = copies
+    before = benchmarks_md.read_text()
+    (results / "cross_metric.json").unlink()
+    with pytest.raises(SystemExit, match="cross_metric.json not found"):
+        report.main(_args(benchmarks_md, results))
+    row = report.CorrelationRow("union", "union-roc", "union_roc", "union_correlation", "checkpoints/nothing/sets/roc")
+    with pytest.raises(SystemExit, match="has no 'checkpoints/nothing/sets/roc'"):
+        report.render_summary(RESULTS, current=(row,))
+    assert benchmarks_md.read_text() == before
+
+
+def test_a_missing_benchmarks_md_is_a_usage_error(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        report.main(["--benchmarks-md", str(tmp_path / "nothing.md")])
+    assert "not found" in capsys.readouterr().err
+
+
+def test_a_new_checkpoint_needs_one_entry(copies):
+    """e.g. a future union-wp-base: its results file and one CURRENT entry give it a row."""
+    _, results = copies
+    data = json.loads((results / "union_correlation.json").read_text())
+    data["checkpoints"] = {"union-wp-base": data["checkpoints"]["union-wp"]}
+    (results / "union_wp_base_correlation.json").write_text(json.dumps(data))
+    row = report.CorrelationRow("union", "union-wp-base", "union_wp", "union_wp_base_correlation", "checkpoints/union-wp-base/sets/wp")
+    summary = report.render_summary(results, current=(*report.CURRENT, row))
+    assert sum("`union-wp-base`" in line for line in summary.splitlines()) == 1
+

@@ -1,0 +1,127 @@
+"""The percentile scale and the story_quality suite (Python and evaluate module)."""
+import json
+import math
+
+import pytest
+
+from storyeval import percentiles
+from storyeval.suite import StoryQuality, output_keys
+
+STORIES = [
+    "[MALE] was at the bar . he noticed a phone on the floor . he gave it to the bartender .",
+    "[MALE] was at the bar . he was at the bar . he was at the bar . he was at the bar .",
+]
+CONTEXTS = ["[MALE] was at the bar .", "[FEMALE] went to the park ."]
+CONTINUATIONS = ["he noticed a phone on the floor . he gave it to the bartender .", "she saw a dog . she played with it ."]
+
+
+def write_reference(folder, scores, metric="union", corpus="roc"):
+    entry = percentiles.build_reference(metric, corpus, scores, {"builder": "ROCStories", "split": "test", "items": 4})
+    return percentiles.write_reference(folder, metric, {corpus: entry}, {"commit": "abc1234"})
+
+
+def test_percentile_is_the_share_of_reference_items_scoring_lower(tmp_path):
+    write_reference(tmp_path, {"score": [0.4, 0.1, 0.3, 0.2]})
+    reference = percentiles.load_reference(tmp_path)
+    assert reference.percentile([0.05, 0.1, 0.25, 0.9]) == [0.0, 0.0, 50.0, 100.0]
+    assert percentiles.percentile([0.35], tmp_path, "roc") == [75.0]
+    assert reference.provenance["split"] == "test" and reference.provenance["provenance"]["commit"] == "abc1234"
+
+
+def test_reference_problems_are_clear(tmp_path):
+    with pytest.raises(FileNotFoundError, match="benchmarks.reference_scores"):
+        percentiles.load_reference(tmp_path)
+    write_reference(tmp_path, {"overall": [1.0, 2.0], "relevance": [1.0, 3.0]}, metric="continuation_quality")
+    reference = percentiles.load_reference(tmp_path, "roc")
+    with pytest.raises(ValueError, match="several criteria"):
+        reference.percentile([1.5])
+    with pytest.raises(KeyError, match="no roc reference for criterion 'fun'"):
+        reference.percentile([1.5], "fun")
+    with pytest.raises(KeyError, match="no 'wp' reference"):
+        percentiles.load_reference(tmp_path, "wp")
+    with pytest.raises(ValueError, match="finite"):
+        reference.percentile([math.nan], "overall")
+    payload = json.loads(percentiles.reference_path(tmp_path).read_text())
+    payload["format"] = 99
+    percentiles.reference_path(tmp_path).write_text(json.dumps(payload))
+    with pytest.raises(ValueError, match="unknown format 99"):
+        percentiles.load_reference(tmp_path)
+
+
+def test_build_reference_refuses_empty_scores_and_unknown_corpora():
+    with pytest.raises(ValueError, match="no union reference"):
+        percentiles.build_reference("union", "roc", {"score": []}, {})
+    with pytest.raises(KeyError, match="unknown corpus"):
+        percentiles.build_reference("union", "xx", {"score": [0.1]}, {})
+
+
+def test_bundled_checkpoints_carry_their_reference_with_provenance():
+    from storyeval.checkpoints import HUB_CARDS
+
+    for folder, corpus in [("union-roc", "roc"), ("union-wp", "wp"), ("plot-coherence-roc", "roc"), ("continuation-quality", "wp")]:
+        reference = percentiles.load_reference(HUB_CARDS / folder, corpus)
+        assert reference.provenance["split"] == "test" and reference.provenance["items"] > 100
+        assert {"commit", "storyeval_version", "command"} <= set(reference.provenance["provenance"])
+        assert all(list(values) == sorted(values) for values in reference.scores.values())
+
+
+@pytest.fixture(scope="module")
+def roc_suite():
+    return StoryQuality("roc")
+
+
+def test_suite_without_contexts_leaves_continuation_out(roc_suite):
+    result = roc_suite.score(STORIES)
+    assert list(result) == output_keys("roc", with_contexts=False) + ["mean_combined"]
+    for i in range(2):
+        parts = [result["union_percentile"][i], result["plot_coherence_percentile"][i]]
+        assert result["combined"][i] == pytest.approx(sum(parts) / 2)
+        assert 0 <= result["combined"][i] <= 100
+    assert result["union"][0] > result["union"][1]  # the repetitive story scores lower
+
+
+def test_suite_with_contexts_scores_the_whole_story_and_adds_continuation(roc_suite):
+    from storyeval.scoring import load_scorer
+
+    result = roc_suite.score(CONTINUATIONS, contexts=CONTEXTS)
+    assert list(result) == output_keys("roc", with_contexts=True) + ["mean_combined"]
+    union = load_scorer("union", roc_suite.components[0][1])
+    assert result["union"] == pytest.approx(union.score([f"{c} {p}" for c, p in zip(CONTEXTS, CONTINUATIONS)]))
+    parts = [result[k][0] for k in ("union_percentile", "plot_coherence_percentile", "continuation_quality_overall_percentile")]
+    assert result["combined"][0] == pytest.approx(sum(parts) / 3)
+
+
+@pytest.mark.parametrize(
+    "predictions, contexts, error",
+    [([""], None, ValueError), ("a story .", None, TypeError), (["a ."], ["b .", "c ."], ValueError), (["a ."], [None], TypeError)],
+)
+def test_suite_refuses_bad_input(roc_suite, predictions, contexts, error):
+    with pytest.raises(error):
+        roc_suite.score(predictions, contexts)
+
+
+def test_suite_empty_input_and_unknown_config(roc_suite):
+    assert roc_suite.score([])["combined"] == [] and math.isnan(roc_suite.score([])["mean_combined"])
+    with pytest.raises(KeyError, match="unknown story_quality config 'xx'"):
+        StoryQuality("xx")
+
+
+def test_evaluate_module_matches_the_python_suite(roc_suite):
+    import evaluate
+
+    from storyeval.checkpoints import HUB_CARDS
+
+    module = evaluate.load(str(HUB_CARDS.parent / "metrics" / "story_quality"), "roc")
+    result = module.compute(predictions=CONTINUATIONS, contexts=CONTEXTS)
+    expected = roc_suite.score(CONTINUATIONS, CONTEXTS)
+    assert result.keys() == expected.keys() and result["combined"] == pytest.approx(expected["combined"])
+    alone = module.compute(predictions=STORIES)
+    assert "continuation_quality_overall" not in alone and len(alone["combined"]) == 2
+    module.add_batch(predictions=STORIES[:1])
+    module.add_batch(predictions=STORIES[1:], contexts=CONTEXTS[:1])
+    with pytest.raises(ValueError, match="a context for every story or for none"):
+        module.compute()
+    with pytest.raises(TypeError, match="unknown option"):
+        module.compute(predictions=STORIES, temperature=1)
+    with pytest.raises(ValueError, match="reference-free"):
+        module.compute(predictions=STORIES, references=STORIES)

@@ -1,0 +1,149 @@
+"""Train the continuation encoder: a MiniLM cross-encoder, (context, candidate next sentence) -> relevance logit.
+
+    python -m storyeval_training.train_continuation_encoder --output-dir outputs/continuation-encoder \\
+        --time-budget-minutes 35 --export-dir outputs/continuation-encoder-export
+
+Self-supervised on the ROC builder's training split (:mod:`storyeval_training.continuation_pairs`:
+the true next sentence against another story's, a later one of the same story and a perturbed
+true one), with a binary cross-entropy loss per candidate, on the shared loop
+(:mod:`storyeval_training.loop`, whose options it takes). Stories whose first sentence opens a
+Story Cloze item are dropped first, and counted. The best step is chosen by pair accuracy on
+held-out pairs from the builder's validation split, never by a human-judged set. The export
+(fp16, with ``encoder_config.json``) is what ``train_continuation --encoder`` reads.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+from pathlib import Path
+
+import torch
+from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+from storyeval.checkpoints import OFFLINE_BACKBONE, backbone_path
+from storyeval.continuation.encoder import encode_pairs, pad, save_encoder_config
+from storyeval_training import continuation_pairs
+from storyeval_training.loop import LoopArguments, TrainingLoop, add_loop_arguments, check_loop_arguments
+
+logger = logging.getLogger("storyeval_training.train_continuation_encoder")
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description="Train the continuation encoder (a cross-encoder for continuation relevance).")
+    p.add_argument("--model-name-or-path", default=OFFLINE_BACKBONE)
+    p.add_argument("--output-dir", required=True)
+    p.add_argument("--export-dir", default=None, help="export the best model here (fp16), for train_continuation --encoder")
+    add_loop_arguments(p, learning_rate=3e-5, per_device_train_batch_size=32, per_device_eval_batch_size=64,
+                       num_train_epochs=1, num_warmup_steps=50, eval_steps=200, checkpointing_steps=200)
+    p.add_argument("--max-length", type=int, default=128, help="tokens per training pair (ROC pairs fit); the export scores with 512")
+    p.add_argument("--scoring-max-length", type=int, default=512, help="the exported encoder's window")
+    p.add_argument("--max-train-pairs", type=int, default=None, help="candidates trained on (after shuffling)")
+    p.add_argument("--max-eval-pairs", type=int, default=2000, help="held-out candidates evaluated, whole stories (0: all)")
+    p.add_argument("--cache-dir", default=None)
+    p.add_argument("--data-dir", default=None)
+    args = p.parse_args(argv)
+    check_loop_arguments(p, args, positive=("max_length", "scoring_max_length", "max_train_pairs"))
+    if args.max_eval_pairs < 0:
+        p.error("--max-eval-pairs must not be negative (0: all)")
+    if args.export_dir and Path(args.export_dir).exists():
+        p.error(f"--export-dir {args.export_dir} exists: give a new folder")
+    return args
+
+
+def first_groups(pairs, limit: int):
+    """The first rows of ``pairs`` up to ``limit``, never splitting a story's group (pair accuracy needs its true row)."""
+    if not limit or limit >= len(pairs):
+        return pairs
+    groups = pairs["group"]
+    end = limit
+    while end < len(groups) and groups[end] == groups[end - 1]:
+        end += 1
+    return pairs.select(range(end))
+
+
+def tokenise(batch: dict, tokenizer, max_length: int) -> dict:
+    ids, types, _ = encode_pairs(tokenizer, batch["context"], batch["candidate"], max_length)
+    return {"input_ids": ids, "token_type_ids": types, "labels": [[float(label)] for label in batch["label"]]}
+
+
+class Collator:
+    """Dynamic padding; labels as a (batch, 1) float tensor for the binary cross-entropy."""
+
+    def __init__(self, tokenizer):
+        self.tokenizer = tokenizer
+
+    def __call__(self, features):
+        batch = pad(self.tokenizer, [f["input_ids"] for f in features], [f["token_type_ids"] for f in features])
+        batch["labels"] = torch.tensor([f["labels"] for f in features], dtype=torch.float32)
+        return batch
+
+
+def main(argv=None) -> None:
+    train(parse_args(argv))
+
+
+def train(args) -> dict:
+    loop = TrainingLoop(LoopArguments.from_namespace(args))
+    accelerator = loop.accelerator
+    path = backbone_path(args.model_name_or_path)
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    # one output; multi-label problem type = BCEWithLogitsLoss on it
+    model = AutoModelForSequenceClassification.from_pretrained(path, num_labels=1, problem_type="multi_label_classification")
+    with accelerator.main_process_first():
+        pairs, dropped = continuation_pairs.build_splits(seed=args.seed, cache_dir=args.cache_dir,
+                                                         data_dir=Path(args.data_dir) if args.data_dir else None)
+        logger.info("leakage check: dropped %s stories whose first sentence opens a Story Cloze item", dropped)
+        train_pairs = pairs["train"].shuffle(seed=args.seed)
+        if args.max_train_pairs:
+            train_pairs = train_pairs.select(range(min(args.max_train_pairs, len(train_pairs))))
+        validation = first_groups(pairs["validation"], args.max_eval_pairs)
+        columns = list(continuation_pairs.PAIR_FEATURES)
+        fn_kwargs = {"tokenizer": tokenizer, "max_length": args.max_length}
+        train_set = train_pairs.map(tokenise, batched=True, fn_kwargs=fn_kwargs, remove_columns=columns, desc="tokenising")
+        eval_set = validation.map(tokenise, batched=True, fn_kwargs=fn_kwargs, remove_columns=columns, desc="tokenising")
+
+    @torch.inference_mode()
+    def evaluate(model, loaders) -> dict:
+        model.eval()
+        logits, losses = [], []
+        for batch in loaders["validation"]:
+            out = model(**batch)
+            logits.append(accelerator.gather_for_metrics(out.logits[:, 0].float()))
+            losses.append(out.loss.item())
+        model.train()
+        scores = torch.cat(logits).tolist()  # in the dataset's order: the loaders do not shuffle
+        by_kind = continuation_pairs.pair_accuracy_by_kind(validation["group"], validation["kind"], scores)
+        return {"pair_accuracy": by_kind.pop("all"), **{f"pair_accuracy_{k}": v for k, v in by_kind.items()},
+                "loss": sum(losses) / len(losses)}
+
+    def save_best(model, folder: Path) -> None:
+        model.save_pretrained(folder)
+        tokenizer.save_pretrained(folder)
+
+    run = loop.train(model, train_set, Collator(tokenizer), lengths=[len(ids) for ids in train_set["input_ids"]],
+                     eval_sets={"validation": eval_set}, evaluate=evaluate, select_by="pair_accuracy", save_best=save_best)
+    results = loop.results(run, args, selected_by="pair_accuracy", leakage_dropped_story_cloze_stories=dropped,
+                           train_pairs=len(train_set), validation_pairs=len(eval_set),
+                           train_pairs_by_kind={k: train_pairs["kind"].count(k) for k in continuation_pairs.KINDS})
+    loop.write_results(results)
+    if accelerator.is_main_process and args.export_dir:
+        export(loop.output_dir / "best", Path(args.export_dir), args.scoring_max_length, results)
+    accelerator.end_training()
+    return results
+
+
+def export(best_dir: Path, export_dir: Path, max_length: int, results: dict) -> None:
+    """fp16 weights, the tokenizer and ``encoder_config.json`` (the scoring window and the run's record)."""
+    model = AutoModelForSequenceClassification.from_pretrained(best_dir)
+    model.half().save_pretrained(export_dir)
+    AutoTokenizer.from_pretrained(best_dir).save_pretrained(export_dir)
+    save_encoder_config(export_dir, max_length, trained_max_length=results["args"]["max_length"],
+                        best_validation=results["best_validation"],
+                        leakage_dropped_story_cloze_stories=results["leakage_dropped_story_cloze_stories"])
+    (export_dir / "training_results.json").write_text(json.dumps({k: v for k, v in results.items() if k != "history"}, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.INFO)
+    main()
