@@ -6,6 +6,9 @@ ONNX Runtime's transformer optimiser, then dynamically quantised to int8
 CTranslate2 on agreement with float32 and on speed (see ``int8_speed.py``),
 so it lives here, plugged into the runtime's
 :class:`~storyeval.int8_runtime.Int8Backend` interface for the benchmark only.
+
+CTranslate2 in int16 and float32: the same runtime without int8, to show how
+much of its speed and of its drift from torch float32 comes from int8.
 """
 from __future__ import annotations
 
@@ -18,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from storyeval.int8_runtime import Int8Backend, register_backend
+from storyeval.int8_runtime import CTranslate2Backend, Int8Backend, register_backend
 
 
 class OnnxRuntimeBackend(Int8Backend):
@@ -103,6 +106,12 @@ def _quiet_logging():
         logging.disable(logging.NOTSET)
 
 
+# CTranslate2 in wider types, for the drift and speed tables: how much of its speed comes from int8
+WIDER_CTRANSLATE2 = ("int16", "float32")
+
+
 def register() -> None:
     """Make the backends above available to ``int8_model`` / ``load_int8_scorer`` by name."""
     register_backend(OnnxRuntimeBackend())
+    for compute_type in WIDER_CTRANSLATE2:
+        register_backend(CTranslate2Backend(compute_type))

@@ -7,7 +7,8 @@
 
 Speed: each scorer runs in a fresh process, through ``scoring_speed.py``'s own
 measurement, on the stories of that benchmark: torch float32, torch bfloat16, every int8 backend
-(CTranslate2, the shipped one, and ONNX Runtime from ``int8_backends.py``) and
+(CTranslate2, the shipped one, and ONNX Runtime from ``int8_backends.py``), CTranslate2 in
+int16 and float32 (how much comes from int8 and how much from the runtime) and
 a BERT-base-sized torch scorer (random weights, same code path, float32), each
 ``--repeats`` times, the median kept. The int8 export is made in an untimed run
 first; the timed runs read it from the cache in their warm-up. Drift: Spearman, max and
@@ -34,8 +35,13 @@ from .common import CHECKOUT, command_line, correlations, machine, write_results
 from .correlation import load_human_set
 from .scoring_speed import add_workload_arguments, roc_test_stories, score_agreement, workload_checkpoint
 
-BACKENDS = ("ctranslate2", "onnxruntime")
+BACKENDS = ("ctranslate2", "ctranslate2-int16", "ctranslate2-float32", "onnxruntime")  # the first is what dtype="int8" runs
 COEFFICIENTS = ("pearson", "spearman", "kendall")
+def row_name(backend: str) -> str:
+    """A results row: int8_<backend> for the int8 ones, the name itself (ctranslate2-int16) for the wider types."""
+    return backend if "-" in backend else f"int8_{backend}"
+
+
 NOTABLE_MOVE = 0.005  # the issue's bound on how far int8 may move a human-set coefficient unremarked
 
 # run before scoring_speed.py's measuring child, in the same fresh process: the thread count, and which
@@ -81,8 +87,8 @@ def speed(args, stories: list[str]) -> dict:
         drift["bfloat16"] = score_agreement(low, reference)
         for backend in args.backends:
             measure(args, args.metric, stories_path, "int8", backend, repeats=1)  # the export, outside the timed runs
-            rows[f"int8_{backend}"], scores = measure(args, args.metric, stories_path, "int8", backend)
-            drift[f"int8_{backend}"] = score_agreement(scores, reference)
+            rows[row_name(backend)], scores = measure(args, args.metric, stories_path, "int8", backend)
+            drift[row_name(backend)] = score_agreement(scores, reference)
         if not args.skip_bert_base:
             rows["bert_base_sized_float32"], _ = measure(args, "bert-base", stories_path, "float32")
     finally:
@@ -114,7 +120,7 @@ def drift_only(args, stories: list[str]) -> dict:
     drift = {"bfloat16": score_agreement(scorer.score(stories, batch_size=args.batch_size, dtype="bfloat16"), reference)}
     for backend in args.backends:
         scores = int8_scorer(args.checkpoint, backend, args.num_threads).score(stories, batch_size=args.batch_size)
-        drift[f"int8_{backend}"] = score_agreement(scores, reference)
+        drift[row_name(backend)] = score_agreement(scores, reference)
     return {"agreement_with_float32": drift}
 
 
@@ -141,7 +147,7 @@ def human_agreement(args) -> dict:
             for backend in args.backends:
                 row = correlations(int8_scorer(checkpoint, backend, args.num_threads).score(stories, batch_size=args.batch_size), human)
                 row["moved"] = {name: row[name] - rows["float32"][name] for name in COEFFICIENTS}
-                rows[f"int8_{backend}"] = row
+                rows[row_name(backend)] = row
                 notable += [f"{label} on {set_name}, int8 {backend}: {name} moved {move:+.4f}" for name, move in row["moved"].items() if abs(move) > NOTABLE_MOVE]
             result[label][set_name] = rows
             for name, row in rows.items():

@@ -85,25 +85,33 @@ class Int8Backend:
 
 
 class CTranslate2Backend(Int8Backend):
-    """CTranslate2's int8 BERT encoder (converted by its transformers converter); the classifier head in numpy.
+    """CTranslate2's BERT encoder (converted by its transformers converter); the classifier head in numpy.
 
-    CTranslate2 quantises weights per output row and activations per token, and takes
-    unpadded rows, so padding costs nothing.
+    In int8 CTranslate2 quantises weights per output row and activations per token; it takes
+    unpadded rows, so padding costs nothing. ``compute_type`` other than int8 (int16, float32)
+    exists for the benchmarks' comparison: CTranslate2 converts every weight to one type at load,
+    so a model cannot keep some layers in float while the rest runs in int8.
     """
 
-    name = "ctranslate2"
     modules = ("ctranslate2",)
     distributions = ("ctranslate2", "transformers")
     install = "python -m pip install ctranslate2"
 
+    def __init__(self, compute_type: str = "int8"):
+        self.compute_type = compute_type
+        self.name = "ctranslate2" if compute_type == "int8" else f"ctranslate2-{compute_type}"
+
     def cpu_problem(self) -> str | None:
-        problem = super().cpu_problem()
-        if problem is not None:
-            return problem  # before the import: the fallback needs no runtime
+        if self.compute_type == "int8":
+            problem = super().cpu_problem()
+            if problem is not None:
+                return problem  # before the import: the fallback needs no runtime
         self.check_installed()
         import ctranslate2
 
-        return None if "int8" in ctranslate2.get_supported_compute_types("cpu") else "CTranslate2 reports no int8 support on this CPU"
+        if self.compute_type not in ctranslate2.get_supported_compute_types("cpu"):
+            return f"CTranslate2 reports no {self.compute_type} support on this CPU"
+        return None
 
     def export(self, model, tokenizer, folder: Path) -> None:
         from ctranslate2.converters import TransformersConverter
@@ -114,7 +122,9 @@ class CTranslate2Backend(Int8Backend):
             raise ValueError(f"the {self.name} int8 backend converts BERT encoders, not {model.config.encoder.model_type}")
         encoder = BertModel(model.config.encoder)  # with the pooler the converter expects; never used for scoring
         weights = {name: tensor.detach().float().contiguous() for name, tensor in model.encoder.state_dict().items()}
-        weights.update({name: torch.zeros_like(tensor) for name, tensor in encoder.state_dict().items() if name.startswith("pooler.")})
+        # the pooler is never used; an identity, not zeros, so that int16's per-tensor scale (1 / max) stays finite
+        weights["pooler.dense.weight"] = torch.eye(encoder.config.hidden_size)
+        weights["pooler.dense.bias"] = torch.zeros(encoder.config.hidden_size)
         source = folder / "transformers"
         source.mkdir()
         encoder.config.position_embedding_type = "absolute"  # transformers 5's BERT has no other; the converter asks for it
@@ -122,7 +132,7 @@ class CTranslate2Backend(Int8Backend):
         save_file(weights, str(source / "model.safetensors"), metadata={"format": "pt"})
         tokenizer.save_pretrained(source)  # the converter reads the vocabulary from it
         with contextlib.redirect_stderr(io.StringIO()):  # transformers' progress bar while the converter reloads it
-            TransformersConverter(str(source)).convert(str(folder / "encoder"), quantization="int8")
+            TransformersConverter(str(source)).convert(str(folder / "encoder"), quantization=self.compute_type)
         shutil.rmtree(source)
         head = model.classifier
         np.savez(folder / "head.npz", weight=head.weight.detach().float().numpy().ravel(), bias=head.bias.detach().float().numpy())
@@ -130,7 +140,7 @@ class CTranslate2Backend(Int8Backend):
     def load(self, folder: Path, num_threads: int):
         import ctranslate2
 
-        encoder = ctranslate2.Encoder(str(folder / "encoder"), device="cpu", compute_type="int8", intra_threads=num_threads, inter_threads=1)
+        encoder = ctranslate2.Encoder(str(folder / "encoder"), device="cpu", compute_type=self.compute_type, intra_threads=num_threads, inter_threads=1)
         with np.load(folder / "head.npz") as head:
             weight, bias = head["weight"], head["bias"]
 
