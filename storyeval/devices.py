@@ -42,3 +42,9 @@ def resolve_dtype(dtype: str | torch.dtype | None, names: tuple[str, ...] = DTYP
     if isinstance(dtype, str) and dtype in allowed:
         return allowed[dtype]
     raise ValueError(f"unsupported dtype {dtype!r}; choose from {sorted(allowed)}")
+
+
+def set_num_threads(num_threads: int | None) -> None:
+    """Threads for scoring on the CPU (torch's intra-op pool; the int8 runtime takes torch's count); None keeps torch's default."""
+    if num_threads is not None:
+        torch.set_num_threads(num_threads)

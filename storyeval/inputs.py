@@ -1,6 +1,7 @@
 """Input checks shared by every scorer and metric: clear errors, nothing changed."""
 from __future__ import annotations
 
+import argparse
 import operator
 from collections.abc import Sequence
 
@@ -66,6 +67,17 @@ def not_unicode_text(text: str) -> str | None:
     except UnicodeEncodeError as error:
         return f"holds {text[error.start]!r} at position {error.start}, a lone surrogate rather than a character (text cut inside an emoji?)"
     return None
+
+
+def positive_int(text: str) -> int:
+    """argparse type of counts such as ``--num-threads``: a bad value is a usage error before anything loads."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expects a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expects a positive integer, got {value}")
+    return value
 
 
 def check_batch_size(batch_size) -> int:

@@ -182,6 +182,19 @@ def test_compute_and_cli_reach_int8(tiny_checkpoint, tmp_path, capsys):
     assert code == 0 and [float(x) for x in out.split()] == pytest.approx(low, abs=1e-6)
 
 
+@needs_int8_cpu
+def test_persistent_scorer_scores_int8_across_calls(tiny_checkpoint, tmp_path):
+    import storyeval
+
+    scorer = storyeval.load_from_checkpoint(_copy_of(tiny_checkpoint, tmp_path))
+    first = scorer.score(STORIES, dtype="int8")
+    model = scorer.model_in(torch.int8)
+    # the export and session are made once; later calls reuse them
+    assert scorer.score(STORIES[:2], dtype="int8") == pytest.approx(first[:2], abs=1e-6) and scorer.model_in(torch.int8) is model
+    assert first == pytest.approx(scorer.score(STORIES), abs=TOLERANCE)
+    assert scorer.settings("int8").startswith("copy_int8_storyeval-")
+
+
 def benchmark():
     from benchmarks import common, int8_speed
 
