@@ -33,8 +33,8 @@ logger = logging.getLogger(__name__)
 
 
 INT8_DOC = """    "int8" (CPU only) runs an int8 copy of the encoder in CTranslate2
-        (`pip install ctranslate2`; exported once and cached); it moves scores more
-        than bfloat16 (see the card's precision table).
+        (`pip install ctranslate2`; exported once and cached). It moves scores more:
+        Spearman with float32 is about 0.998 on 1,000 ROC stories, short of 0.999.
 """
 
 
