@@ -131,6 +131,7 @@ def human_sets(metric: str) -> dict[str, tuple[list[str], list[float]]]:
 
 
 def human_agreement(args) -> dict:
+    from storyeval.checkpoints import checkpoint_name
     from storyeval.scoring import load_scorer
 
     sets = human_sets(args.metric)
@@ -140,7 +141,7 @@ def human_agreement(args) -> dict:
     result, notable = {}, []
     for checkpoint in checkpoints:
         scorer = load_scorer(args.metric, checkpoint, device="cpu")
-        label = Path(checkpoint).name
+        label = checkpoint_name(checkpoint)  # a Hub cache snapshot's folder is named by its commit
         result[label] = {}
         for set_name, (stories, human) in sets.items():
             rows = {"float32": correlations(scorer.score(stories, batch_size=args.batch_size), human)}
