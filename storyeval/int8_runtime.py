@@ -95,7 +95,7 @@ class CTranslate2Backend(Int8Backend):
 
     modules = ("ctranslate2",)
     distributions = ("ctranslate2", "transformers")
-    install = "python -m pip install ctranslate2"
+    install = "python -m pip install ctranslate2"  # the [int8] extra of setup.py
 
     def __init__(self, compute_type: str = "int8"):
         self.compute_type = compute_type
