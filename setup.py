@@ -20,12 +20,13 @@ RUNTIME = [
     "transformers>=5.0",
     "safetensors>=0.4",
     "huggingface_hub>=1.0",
-    "evaluate>=0.4.6",
+    "filelock>=3.0",  # one process at a time enters a bundled checkpoint into the Hugging Face cache
+    "evaluate>=0.4.6,<0.5",  # storyeval register writes its modules cache with evaluate's own (private) writer
     "datasets>=4.0",
     "nltk>=3.9",
     "lemminflect>=0.2.3",
     "numpy>=1.24",
-    "scipy>=1.10",
+    "scipy>=1.15",  # storyeval compare passes rng= to scipy.stats.bootstrap / permutation_test
     "wordfreq>=3.0",
     "tqdm>=4.60",
     # the offline MiniLM backbone used for the bundled checkpoints

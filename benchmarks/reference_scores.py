@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.common import checkpoint_spec, command_line, machine, write_results
+from storyeval.percentiles import REFERENCE_FILE
 
 QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)
 
@@ -81,6 +82,11 @@ def score_corpus(scorer, metric: str, stories: list[list[str]], batch_size: int)
     return {"score": scores}, {"items": len(stories), "scored": "each whole test story, first sentence or prompt included"}
 
 
+def _stored_corpora(folder: Path) -> list[str]:
+    path = folder / REFERENCE_FILE
+    return list(json.loads(path.read_text(encoding="utf-8"))["references"]) if path.is_file() else []
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--checkpoint", action="append", required=True, type=checkpoint_spec, help="label=folder (repeatable)")
@@ -105,7 +111,13 @@ def main(argv=None):
         metric = recorded_metric(folder)
         if metric is None:
             parser.error(f"--checkpoint {label}={folder}: not a storyeval checkpoint folder")
-        plans.append((label, folder, metric, args.corpus or corpora_of(folder, metric)))
+        corpora = args.corpus or corpora_of(folder, metric)
+        # the file is rewritten whole, with one provenance: a run must rebuild every corpus it holds
+        kept = sorted(set(_stored_corpora(folder)) - set(corpora))
+        if kept:
+            parser.error(f"--checkpoint {label}={folder}: its {REFERENCE_FILE} also holds {kept}, which this run would drop; "
+                         "score those corpora too (leave out --corpus to score every corpus of the checkpoint)")
+        plans.append((label, folder, metric, corpora))
     command = command_line(__name__, argv)
     environment = machine()
     provenance = {"command": command, "commit": environment["commit"], "uncommitted_changes": environment["uncommitted_changes"],

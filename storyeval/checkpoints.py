@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from pathlib import Path
 
 from storyeval import bundled
@@ -190,7 +189,9 @@ def _download(metric: str | None, repo_id: str, local_files_only: bool | None, c
     from huggingface_hub.errors import GatedRepoError, LocalEntryNotFoundError, RepositoryNotFoundError
 
     if local_files_only is None:
-        local_files_only = os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("1", "true", "yes", "on")
+        from storyeval.backbones import hub_offline
+
+        local_files_only = hub_offline()
     context = f"no checkpoint folder at {missing}, and " if missing else ""
     try:
         return Path(snapshot_download(repo_id, revision=revision, cache_dir=cache_dir, local_files_only=local_files_only))

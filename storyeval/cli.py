@@ -35,6 +35,7 @@ from tqdm.auto import tqdm
 from storyeval import checkpoints, compare
 from storyeval.files import InputError, Writer, count_records, csv_header, file_format, read_rows
 from storyeval.inputs import DTYPE_NAMES, positive_int
+from storyeval.registry import CORPORA as REFERENCE_CORPORA
 from storyeval.registry import METRICS, metric_spec
 from storyeval.version import __version__
 
@@ -298,7 +299,7 @@ def build_parser() -> argparse.ArgumentParser:
     score.add_argument("--skip-invalid", action="store_true",
                        help="score the other rows when one cannot be scored (empty, no letters): NaN there, and a warning naming its lines")
     score.add_argument("--quiet", action="store_true", help="no progress bar")
-    score.add_argument("--percentile", choices=["roc", "wp"], default=None,
+    score.add_argument("--percentile", choices=REFERENCE_CORPORA, default=None,
                        help="also write each score's percentile among human-written test stories of this corpus "
                             "(the checkpoint's reference_scores.json): 30 means it scores higher than 30%% of them")
     score.add_argument("--explain", action="store_true",

@@ -419,10 +419,11 @@ def add_parser(commands) -> argparse.ArgumentParser:
     parser.add_argument("--device", default=None)
     parser.add_argument("--dtype", default=None, choices=DTYPE_NAMES)
     parser.add_argument("--num-threads", type=positive_int, default=None, help="CPU threads for scoring (default: torch's)")
+    parser.add_argument("--overwrite", action="store_true", help="replace an existing --json or --plot file")
     return parser
 
 
-def _check_output(path: str | None, inputs: Sequence[str], flag: str) -> None:
+def _check_output(path: str | None, inputs: Sequence[str], flag: str, overwrite: bool = False) -> None:
     if path in (None, "-"):
         return
     if Path(path).is_dir():
@@ -431,13 +432,15 @@ def _check_output(path: str | None, inputs: Sequence[str], flag: str) -> None:
         raise ComparisonInputError(f"{flag} {path}: its folder does not exist")
     if any(Path(path).resolve() == Path(p).resolve() for p in inputs):
         raise ComparisonInputError(f"{flag} {path} is one of the inputs; give another path")
+    if Path(path).is_file() and not overwrite:
+        raise ComparisonInputError(f"{flag} {path} exists; pass --overwrite to replace it")
 
 
 def run(args) -> int:
     """``storyeval compare``: returns the exit status."""
     try:
-        _check_output(args.json_path, args.inputs, "--json")
-        _check_output(args.plot, args.inputs, "--plot")
+        _check_output(args.json_path, args.inputs, "--json", args.overwrite)
+        _check_output(args.plot, args.inputs, "--plot", args.overwrite)
         if args.plot and Path(args.plot).suffix.lower() not in (".png", ".pdf", ".svg"):
             raise ComparisonInputError(f"--plot {args.plot}: use a .png, .pdf or .svg file name")
         if args.plot:

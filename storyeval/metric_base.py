@@ -207,7 +207,8 @@ class StoryScoreMetric(CheckpointMetric):
     def _compute(self, predictions, batch_size: int = 16, device=None, progress_bar: bool = False, dtype=None,
                  on_invalid: str = "raise"):
         skipped = unscorable_rows(on_invalid, predictions=predictions)
-        kept = [p for i, p in enumerate(predictions) if i not in set(skipped)]
+        skipped_rows = set(skipped)
+        kept = [p for i, p in enumerate(predictions) if i not in skipped_rows]
         if not kept:  # only empty batches were queued, or nothing could be scored
             return {**self.empty_result(dtype), "scores": [math.nan] * len(predictions)}
         scores = self.scorer.score(kept, batch_size=batch_size, device=device, progress_bar=progress_bar, dtype=dtype)

@@ -23,10 +23,10 @@ from pathlib import Path
 
 import numpy as np
 
+from storyeval.registry import CORPORA
+
 REFERENCE_FILE = "reference_scores.json"
 FORMAT_VERSION = 1
-# corpus names of the references, as in the builders' registry and the config names
-CORPORA = ("roc", "wp")
 
 
 @dataclasses.dataclass

@@ -14,6 +14,10 @@ import importlib
 from dataclasses import dataclass
 
 
+# the corpora the checkpoints are trained on and their references are drawn from, by the builders' names
+CORPORA = ("roc", "wp")
+
+
 @dataclass(frozen=True)
 class MetricSpec:
     name: str

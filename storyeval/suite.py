@@ -10,7 +10,9 @@ Components per config (the checkpoint's corpus is the config's):
 * ``roc``: UNION (union-roc), plot coherence (plot-coherence-roc) and, with
   ``contexts``, continuation quality (its ``overall`` criterion);
 * ``wp``: UNION (union-wp) and, with ``contexts``, continuation quality. No
-  plot-coherence checkpoint for WP is published, so it is not part of ``wp``.
+  plot-coherence checkpoint for WP is published, so it is not part of ``wp``;
+* ``roc-base``: ``roc`` with the base tier's UNION (union-roc-base); plot coherence
+  is the MiniLM ``plot-coherence-roc`` until a base-size one ships.
 
 Each score is turned into a percentile with the checkpoint's reference
 distribution for the config's corpus (``storyeval.percentiles``): the share, in
@@ -40,6 +42,8 @@ from storyeval.inputs import check_batch_size, check_progress_bar, check_same_le
 SUITE_CONFIGS: dict[str, tuple[tuple[str, str], ...]] = {
     "roc": (("union", "roc"), ("plot_coherence", "roc"), ("continuation_quality", "deltascore")),
     "wp": (("union", "wp"), ("continuation_quality", "deltascore")),
+    # the base tier where it has a checkpoint (union-roc-base); plot coherence stays MiniLM until its base checkpoint ships
+    "roc-base": (("union", "roc-base"), ("plot_coherence", "roc"), ("continuation_quality", "deltascore")),
 }
 DEFAULT_SUITE_CONFIG = "roc"
 # continuation quality's criterion that enters ``combined``: the overall rating, which the other two refine
@@ -77,11 +81,12 @@ class StoryQuality:
         from storyeval.scoring import load_scorer
 
         self.config = check_config(config)
+        self.corpus = self.config.removesuffix("-base")  # the corpus of the config's checkpoints and references
         self.components = []  # (metric, checkpoint folder, scorer, reference)
         for metric, metric_config in SUITE_CONFIGS[self.config]:
             folder = checkpoints.resolve_checkpoint(metric, metric_config, local_files_only=local_files_only)
             # the reference first: a checkpoint without one fails before any model loads
-            reference = load_reference(folder, self.config)
+            reference = load_reference(folder, self.corpus)
             self.components.append((metric, folder, load_scorer(metric, folder, device=device), reference))
 
     def empty_result(self, with_contexts: bool) -> dict:
@@ -104,7 +109,7 @@ class StoryQuality:
             if metric == "continuation_quality":
                 if contexts is None:
                     continue
-                by_criterion = scorer.score(contexts, predictions, batch_size=max(batch_size, 256), device=device, progress_bar=progress_bar)
+                by_criterion = scorer.score(contexts, predictions, batch_size=batch_size, device=device, progress_bar=progress_bar)
                 for criterion, values in by_criterion.items():
                     result[f"{metric}_{criterion}"] = values
                     result[f"{metric}_{criterion}_percentile"] = reference.percentile(values, criterion)

@@ -132,10 +132,9 @@ def test_plot_coherence_from_a_top_layer_union_checkpoint_ships_top_layers_on_th
     model.save_trained_parameters(tmp_path / "union", base_model=str(backbone))
     AutoTokenizer.from_pretrained(backbone).save_pretrained(tmp_path / "union")
     export = tmp_path / "export"
-    assert train_plot_coherence.main([
-        "--data-dir", str(data_root), "--model-name-or-path", str(tmp_path / "union"), "--output-dir", str(tmp_path / "run"),
-        "--max-train-steps", "2", "--eval-steps", "2", "--max-length", "32", "--train-top-layers", "1", "--export-dir", str(export),
-    ]) is None
+    run_args = ["--data-dir", str(data_root), "--model-name-or-path", str(tmp_path / "union"), "--output-dir", str(tmp_path / "run"),
+                "--max-train-steps", "2", "--eval-steps", "2", "--checkpointing-steps", "2", "--max-length", "32", "--train-top-layers", "1"]
+    assert train_plot_coherence.main([*run_args, "--export-dir", str(export)]) is None
     config = json.loads((export / "config.json").read_text())
     assert (config["metric"], config["trained_top_layers"], config["base_model"]) == ("plot_coherence", 1, str(backbone))
     assert config["base_model_sha256"] == json.loads((tmp_path / "union" / "config.json").read_text())["base_model_sha256"]
@@ -144,3 +143,34 @@ def test_plot_coherence_from_a_top_layer_union_checkpoint_ships_top_layers_on_th
     with safe_open(str(export / "model.safetensors"), "pt") as saved:
         assert all(n.startswith(("encoder.encoder.layer.2.", "classifier.")) for n in saved.keys())
     assert UnionModel.from_pretrained(export).config.metric == "plot_coherence"
+    # exported again from the run's state: the same weights, with a plot-coherence card
+    from storyeval_training import export_state
+
+    export_state.main(["--state", str(tmp_path / "run" / "step_2"), "--export-dir", str(tmp_path / "from-state"), "--", *run_args])
+    assert (tmp_path / "from-state" / "model.safetensors").read_bytes() == (export / "model.safetensors").read_bytes()
+    card = (tmp_path / "from-state" / "README.md").read_text()
+    assert "# plot-coherence-roc" in card and "groups whose human story" in card and "max length 32 tokens" in card
+
+
+@pytest.mark.slow
+def test_continuing_a_top_layer_checkpoint_trains_the_same_layers_and_refuses_fewer(tmp_path, trained):
+    """Continued without --train-top-layers, every layer would train and the export (top layers only) would lose the rest."""
+    from test_plot_coherence import tiny_af_data_root
+
+    from storyeval_training import train_plot_coherence
+
+    data_root = tiny_af_data_root(tmp_path)
+    backbone, model = trained
+    model.save_trained_parameters(tmp_path / "union", base_model=str(backbone))
+    AutoTokenizer.from_pretrained(backbone).save_pretrained(tmp_path / "union")
+    common = ["--data-dir", str(data_root), "--model-name-or-path", str(tmp_path / "union"), "--max-train-steps", "1",
+              "--eval-steps", "1", "--max-length", "32"]
+    train_plot_coherence.main([*common, "--output-dir", str(tmp_path / "run"), "--export-dir", str(tmp_path / "export")])
+    assert json.loads((tmp_path / "export" / "config.json").read_text())["trained_top_layers"] == 1
+    assert UnionModel.from_pretrained(tmp_path / "export").config.metric == "plot_coherence"  # loads onto its backbone
+    model.config.trained_top_layers = 2  # as if trained in its top 2 of 3 layers: it cannot continue in 1
+    model.save_trained_parameters(tmp_path / "union2", base_model=str(backbone))
+    AutoTokenizer.from_pretrained(backbone).save_pretrained(tmp_path / "union2")
+    with pytest.raises(ValueError, match="trained in its top 2 layers"):
+        train_plot_coherence.main([*common[:2], "--model-name-or-path", str(tmp_path / "union2"), *common[4:],
+                                   "--output-dir", str(tmp_path / "run2"), "--train-top-layers", "1"])

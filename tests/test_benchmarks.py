@@ -182,3 +182,11 @@ def test_a_benchmark_run_with_python_m_records_its_own_module_name(monkeypatch):
     monkeypatch.setattr(sys.modules["__main__"], "__spec__", importlib.machinery.ModuleSpec("benchmarks.union_correlation", None), raising=False)
     assert command_line("__main__", ["--sets", "roc"]) == "python -m benchmarks.union_correlation --sets roc"
     assert command_line("benchmarks.cross_metric", []) == "python -m benchmarks.cross_metric"
+
+
+def test_reference_scores_refuses_to_drop_a_corpus_the_checkpoint_holds(capsys):
+    from benchmarks import reference_scores
+
+    with pytest.raises(SystemExit):
+        reference_scores.main(["--checkpoint", f"cq={common.BUNDLED / 'continuation-quality'}", "--corpus", "roc"])
+    assert "also holds ['wp'], which this run would drop" in capsys.readouterr().err

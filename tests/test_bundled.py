@@ -75,3 +75,21 @@ def test_a_cache_that_cannot_be_written_falls_back_to_the_bundled_folder(bundle,
 def test_no_bundled_checkpoint_is_a_clear_error(tmp_path):
     with pytest.raises(FileNotFoundError, match="no bundled checkpoint 'union-roc'"):
         bundled.enter_into_cache("union-roc", tmp_path / "cache", tmp_path)
+
+
+def _enter(args):
+    cache, bundle = args
+    return bundled.enter_into_cache("union-roc", cache, bundle)
+
+
+def test_ranks_entering_the_same_bundle_at_once_all_get_the_complete_snapshot(bundle, tmp_path):
+    """Every rank of a distributed eval loop loads the metric at the same moment on a fresh cache."""
+    import multiprocessing
+
+    cache = tmp_path / "cache"
+    with multiprocessing.get_context("spawn").Pool(4) as pool:
+        revisions = pool.map(_enter, [(cache, bundle)] * 8)
+    assert len(set(revisions)) == 1
+    snapshots = [p for p in (cache / "models--storyeval--union-roc" / "snapshots").iterdir() if not p.name.startswith(".")]
+    assert [p.name for p in snapshots] == revisions[:1]
+    assert sorted(p.name for p in snapshots[0].iterdir() if p.name != bundled.MARKER) == sorted(p.name for p in (bundle / "union-roc").iterdir())

@@ -172,6 +172,12 @@ def test_cli_refuses_bad_outputs_before_reading(tmp_path, capsys):
     assert cli.main(["compare", str(a), str(b), "--plot", str(tmp_path / "p.jpg")]) == 1
     assert ".png, .pdf or .svg" in capsys.readouterr().err
     assert a.read_text().count("score") == 2
+    taken = tmp_path / "taken.json"
+    taken.write_text("mine")
+    assert cli.main(["compare", str(a), str(b), "--json", str(taken)]) == 1
+    assert "exists; pass --overwrite" in capsys.readouterr().err and taken.read_text() == "mine"
+    assert cli.main(["compare", str(a), str(b), "--json", str(taken), "--overwrite"]) == 0
+    assert json.loads(taken.read_text())["systems"]
 
 
 def test_cli_plot(tmp_path, capsys):

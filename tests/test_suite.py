@@ -58,7 +58,8 @@ def test_build_reference_refuses_empty_scores_and_unknown_corpora():
 def test_bundled_checkpoints_carry_their_reference_with_provenance():
     from storyeval.checkpoints import HUB_CARDS
 
-    for folder, corpus in [("union-roc", "roc"), ("union-wp", "wp"), ("plot-coherence-roc", "roc"), ("continuation-quality", "wp")]:
+    for folder, corpus in [("union-roc", "roc"), ("union-wp", "wp"), ("plot-coherence-roc", "roc"), ("continuation-quality", "wp"),
+                           ("union-roc-base", "roc")]:
         reference = percentiles.load_reference(HUB_CARDS / folder, corpus)
         assert reference.provenance["split"] == "test" and reference.provenance["items"] > 100
         assert {"commit", "storyeval_version", "command"} <= set(reference.provenance["provenance"])
@@ -125,3 +126,24 @@ def test_evaluate_module_matches_the_python_suite(roc_suite):
         module.compute(predictions=STORIES, temperature=1)
     with pytest.raises(ValueError, match="reference-free"):
         module.compute(predictions=STORIES, references=STORIES)
+
+
+def test_the_base_config_scores_with_union_roc_base_against_roc_references():
+    suite = StoryQuality("roc-base")
+    assert suite.corpus == "roc"
+    assert [(metric, reference.corpus) for metric, _, _, reference in suite.components] == [
+        ("union", "roc"), ("plot_coherence", "roc"), ("continuation_quality", "roc")]
+    assert suite.components[0][1].name != "union-roc" and "union-roc-base" in str(suite.components[0][1])
+    result = suite.score(["Ken went to the bar. He found a phone. He gave it to the bartender."])
+    assert set(result) == {"union", "union_percentile", "plot_coherence", "plot_coherence_percentile", "combined", "mean_combined"}
+
+
+def test_the_module_refuses_a_path_like_config_without_creating_it(tmp_path):
+    import evaluate
+
+    from storyeval.checkpoints import HUB_CARDS
+
+    folder = tmp_path / "not-a-config"
+    with pytest.raises(KeyError, match="unknown story_quality config"):
+        evaluate.load(str(HUB_CARDS.parent / "metrics" / "story_quality"), str(folder))
+    assert not folder.exists()

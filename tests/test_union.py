@@ -676,3 +676,27 @@ def test_top_layers_beyond_the_encoder_are_refused():
     model = UnionModel(UnionConfig(encoder=tiny_encoder_config(vocab_size=50).to_dict(), max_length=64))
     with pytest.raises(ValueError, match="between 1 and the encoder's 1 layers"):
         model.train_top_layers_only(2)
+
+
+@pytest.mark.slow
+def test_a_run_stopped_by_its_time_budget_saves_a_state_to_resume_from(tmp_path, tokenizer):
+    from storyeval_training import build_negatives, train_union
+
+    encoder_dir = tmp_path / "encoder"
+    BertModel(tiny_encoder_config()).save_pretrained(encoder_dir)
+    tokenizer.save_pretrained(encoder_dir)
+    rows = {
+        "id": [f"s{i}" for i in range(8)], "context": ["he sat ."] * 8, "human": [f"he sat . he ate {i} apples ." for i in range(8)],
+        "negative": [f"he sat . he ate ate {i} apples ." for i in range(8)], "original": [f"he sat . he ate {i} apples ." for i in range(8)],
+        "techniques": [["repetition"]] * 8,
+    }
+    pairs = datasets.Dataset.from_dict(rows, features=build_negatives.PAIR_FEATURES)
+    datasets.DatasetDict({"train": pairs, "validation": pairs.select(range(2))}).save_to_disk(tmp_path / "pairs")
+    common = ["--pairs-dir", str(tmp_path / "pairs"), "--model-name-or-path", str(encoder_dir), "--max-train-steps", "4",
+              "--per-device-train-batch-size", "2", "--max-length", "32", "--eval-steps", "2", "--checkpointing-steps", "100",
+              "--output-dir", str(tmp_path / "run")]
+    stopped = train_union.train(train_union.parse_args(common + ["--time-budget-minutes", "1e-9"]))
+    assert stopped["stopped_by_time_budget"] and stopped["completed_steps"] == 1
+    assert (tmp_path / "run" / "step_1" / "trainer_state.json").is_file()  # not a checkpointing step: saved because it stopped
+    resumed = train_union.train(train_union.parse_args(common + ["--resume-from-checkpoint", "latest"]))
+    assert resumed["completed_steps"] == 4 and not resumed["stopped_by_time_budget"]

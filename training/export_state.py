@@ -1,4 +1,4 @@
-"""Export the best checkpoint saved with a resumable state of a UNION run, while the run goes on.
+"""Export the best checkpoint saved with a resumable state of a UNION or plot-coherence run, while the run goes on.
 
     python -m storyeval_training.export_state --state outputs/union-roc-base/step_4000 \
         --export-dir hub_cards/union-roc-base --base-model sentence-transformers/all-mpnet-base-v2 \
@@ -8,7 +8,8 @@ A long run on a CPU spans sittings; its ``step_N`` states hold the best weights 
 (``best/``) and the evaluation history (``trainer_state.json``). This writes the same
 export and model card that the run writes when it ends, with the history up to that
 state, and records which state it came from. The run's arguments after ``--`` are
-parsed by ``storyeval-train-union``'s own parser, so the card describes the run.
+parsed by its own script's parser (``storyeval-train-union`` or ``storyeval-train-plot-coherence``,
+by the metric the checkpoint records), so the card describes the run.
 """
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ import argparse
 import json
 from pathlib import Path
 
-from storyeval_training import train_union
+from storyeval_training import train_plot_coherence, train_union
+from storyeval_training.model_card import write_plot_coherence_card, write_union_card
 from storyeval_training.loop import TRAINER_STATE
 from storyeval_training.provenance import environment
 
@@ -28,7 +30,7 @@ def parse_args(argv=None) -> tuple[argparse.Namespace, argparse.Namespace]:
     p.add_argument("--base-model", default=None,
                    help="the backbone a top-layer checkpoint sits on, by a name storyeval.backbones resolves (default: the run's --base-model-name or --model-name-or-path)")
     p.add_argument("--code-commit", default=None, help="the commit the run's code was at, recorded in the card's results (default: unknown)")
-    p.add_argument("run_args", nargs=argparse.REMAINDER, help="-- followed by the run's storyeval-train-union arguments")
+    p.add_argument("run_args", nargs=argparse.REMAINDER, help="-- followed by the run's own arguments (storyeval-train-union or storyeval-train-plot-coherence)")
     args = p.parse_args(argv)
     state = Path(args.state)
     if not (state / TRAINER_STATE).is_file() or not (state / "best" / "config.json").is_file():
@@ -39,16 +41,24 @@ def parse_args(argv=None) -> tuple[argparse.Namespace, argparse.Namespace]:
     if not run_args:
         p.error("give the run's own arguments after --, so the card describes the run")
     # the run's parser, without the checks that look at the file system as it is now (the run has started)
-    run = train_union.build_parser().parse_args(run_args)
+    metric = json.loads((state / "best" / "config.json").read_text()).get("metric", "union")
+    run = TRAINERS[metric].build_parser().parse_args(run_args)
     return args, run
+
+
+# the script whose arguments a run was started with, and its card, by the metric its checkpoint records
+TRAINERS = {"union": train_union, "plot_coherence": train_plot_coherence}
+CARDS = {"union": write_union_card, "plot_coherence": write_plot_coherence_card}
 
 
 def export_state(state: Path, export_dir: Path, run: argparse.Namespace, base_model: str | None = None, code_commit: str | None = None) -> dict:
     trainer_state = json.loads((state / TRAINER_STATE).read_text())
+    metric = json.loads((state / "best" / "config.json").read_text()).get("metric", "union")
     step = int(state.name.split("_")[-1])
     results = {
         "best_validation": trainer_state["best"],
-        "selected_by": "accuracy",
+        # as the loop chose: held-out selection pairs where the run had them, else its validation pairs
+        "selected_by": "selection_pair_accuracy" if getattr(run, "selection_pairs_dir", None) else "accuracy",
         "history": trainer_state["history"],
         "completed_steps": step,
         "stopped_by_time_budget": False,
@@ -60,7 +70,12 @@ def export_state(state: Path, export_dir: Path, run: argparse.Namespace, base_mo
         # this machine, but the run's code: the checkout exporting may have moved on since the run started
         "environment": {**environment(), "commit": code_commit or "unknown", "uncommitted_changes": []},
     }
-    train_union.export(state / "best", export_dir, results, base_model=base_model or run.base_model_name or run.model_name_or_path)
+    if metric == "plot_coherence":  # what the run logged and recorded only at its end: rebuilt from the same data and seed
+        run.max_length = run.max_length or train_plot_coherence.DEFAULT_MAX_LENGTH[run.dataset]
+        pairs, run.leakage_dropped_groups = train_plot_coherence.run_pairs(run)
+        results["train_pairs"] = pairs["train"].num_rows
+    train_union.export(state / "best", export_dir, results, write_card=CARDS[metric],
+                       base_model=base_model or run.base_model_name or run.model_name_or_path)
     return results
 
 

@@ -83,7 +83,8 @@ NON_NEGATIVE = ("weight_decay", "num_warmup_steps")
 
 _HELP = {
     "max_train_steps": "overrides --num-train-epochs",
-    "time_budget_minutes": "stop (after a final evaluation) when exceeded",
+    "time_budget_minutes": "stop (after a final evaluation, saving a resumable state) when this invocation has trained this long; "
+                           "a resumed run gets the budget again",
     "checkpointing_steps": "save resumable state every N steps",
     "resume_from_checkpoint": "a step_N folder written by --checkpointing-steps, or 'latest': the newest one in --output-dir "
                               "(a fresh start if none)",
@@ -344,7 +345,8 @@ class TrainingLoop:
                         accelerator.wait_for_everyone()
                         if accelerator.is_main_process:
                             save_best(accelerator.unwrap_model(model), self.output_dir / "best")
-                if completed_steps % args.checkpointing_steps == 0:
+                # on time: a state where it stopped, so a rerun resumes there and repeats no step
+                if completed_steps % args.checkpointing_steps == 0 or out_of_time:
                     save_training_state(accelerator, self.output_dir, completed_steps, best, history, self._minutes(earlier_minutes))
                 if last:
                     break

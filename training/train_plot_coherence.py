@@ -143,7 +143,7 @@ def names_delexicalized(pairs: datasets.DatasetDict) -> bool:
     return humans or negatives
 
 
-def parse_args(argv=None):
+def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description="Train a plot-coherence classifier.")
     p.add_argument("--dataset", choices=["roc", "wp"], default="roc")
     p.add_argument("--negatives", choices=["paper", "generated"], default="paper",
@@ -163,6 +163,11 @@ def parse_args(argv=None):
     p.add_argument("--data-dir", default=None, help="data root (default: $STORYEVAL_DATA or ../shared/data)")
     p.add_argument("--pairs-only", action="store_true",
                    help="write OUTPUT_DIR/pairs and stop (e.g. for storyeval-train-union --selection-pairs-dir)")
+    return p
+
+
+def parse_args(argv=None):
+    p = build_parser()
     args = p.parse_args(argv)
     if args.negatives == "generated" and not args.generated_dir:
         p.error("--negatives generated needs --generated-dir")
@@ -170,6 +175,16 @@ def parse_args(argv=None):
         p.error("the paper released AF_ManPlts negatives for ROC only; use --negatives generated for wp")
     check_loop_arguments(p, args, positive=("max_length", "max_train_pairs", "train_top_layers"))
     return args
+
+
+def run_pairs(args) -> tuple[datasets.DatasetDict, int]:
+    """The run's (human, negative) pairs and how many groups the leakage rule dropped."""
+    root = Path(args.data_dir) if args.data_dir else paths.data_dir()
+    if args.negatives == "paper":
+        groups = [g for name in PAPER_AF_FILES for g in read_af_tsv(root / "roc" / name)]
+    else:
+        groups = read_generated(args.generated_dir)
+    return build_pairs(groups, root / "human", args.seed, args.negatives)
 
 
 def main(argv=None) -> None:
@@ -181,14 +196,8 @@ def train(argv=None) -> dict:
     """Build the pairs and train; returns what the run writes to all_results.json."""
     args = parse_args(argv)
     logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.INFO)
-    root = Path(args.data_dir) if args.data_dir else paths.data_dir()
-    if args.negatives == "paper":
-        groups = [g for name in PAPER_AF_FILES for g in read_af_tsv(root / "roc" / name)]
-    else:
-        groups = read_generated(args.generated_dir)
-    pairs, dropped = build_pairs(groups, root / "human", args.seed, args.negatives)
-    logger.info("leakage rule: dropped %d of %d groups; %d train / %d validation pairs",
-                dropped, len(groups), len(pairs["train"]), len(pairs["validation"]))
+    pairs, dropped = run_pairs(args)
+    logger.info("leakage rule: dropped %d groups; %d train / %d validation pairs", dropped, len(pairs["train"]), len(pairs["validation"]))
     delexicalize = names_delexicalized(pairs)
     logger.info("names in the training text are %s", "placeholders: scoring replaces names too" if delexicalize else "kept")
     output_dir = Path(args.output_dir)

@@ -46,7 +46,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-length", type=int, default=512, help="tokens per story in training (the scoring window too)")
     p.add_argument("--train-top-layers", type=int, default=None,
                    help="train only the encoder's top N layers and the heads (embeddings and lower layers frozen): faster steps, "
-                        "and an export that ships only those layers")
+                        "and an export that ships only those layers (default: all layers; continuing a top-layer checkpoint: its N, "
+                        "and no fewer)")
     p.add_argument("--max-train-pairs", type=int, default=None)
     p.add_argument("--max-eval-pairs", type=int, default=2000, help="validation pairs evaluated (0: all)")
     p.add_argument("--selection-pairs-dir", default=None,
@@ -54,7 +55,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "validation split chooses the best checkpoint instead of this run's own validation pairs, e.g. "
                         "model-generated negatives, which this run's perturbations do not resemble")
     p.add_argument("--negative-seeds", type=int, nargs="+", default=[42], help="one set of negatives per seed")
-    p.add_argument("--base-model-name", default=None, help="base_model for the model card (default: --model-name-or-path)")
+    p.add_argument("--base-model-name", default=None,
+                   help="base_model for the model card (default: --model-name-or-path); with --train-top-layers also the backbone "
+                        "the export loads onto, so give a name storyeval.backbones resolves (all-mpnet-base-v2), not a local folder")
     p.add_argument("--export-dir", default=None, help="also export the best model here (fp16, with its reconstruction head) with a model card")
     p.add_argument("--cache-dir", default=None, help="`datasets` cache")
     p.add_argument("--data-dir", default=None)
@@ -264,6 +267,12 @@ def train(args, config_overrides: dict | None = None, write_card=write_union_car
         model = UnionModel.from_encoder(encoder_path, **settings)
     if args.recon_weight > 0 and not model.config.has_reconstruction_head:
         raise ValueError("--recon-weight > 0 needs a checkpoint with its reconstruction head")
+    started_top = model.config.trained_top_layers  # a top-layer checkpoint: below its top layers it is its backbone
+    if started_top and not args.train_top_layers:
+        args.train_top_layers = started_top  # else every layer would train, and the export (those layers only) would lose the rest
+    if started_top and args.train_top_layers < started_top:
+        raise ValueError(f"{args.model_name_or_path} was trained in its top {started_top} layers: --train-top-layers "
+                         f"{args.train_top_layers} would freeze some of them and export without them; use {started_top} or more")
     if args.train_top_layers:
         model.train_top_layers_only(args.train_top_layers)
     with accelerator.main_process_first():

@@ -32,7 +32,7 @@ Args:
         joins `combined`; without them continuation quality is left out.
     batch_size (`int`, defaults to 16), device (`str`, optional), progress_bar (`bool`).
 Returns:
-    union, plot_coherence (roc only) (`list` of `float`): each metric's scores.
+    union, plot_coherence (roc, roc-base) (`list` of `float`): each metric's scores.
     union_percentile, plot_coherence_percentile (`list` of `float`): the same as percentiles (0-100).
     continuation_quality_overall, _relevance, _interestingness and their `_percentile`s:
         with `contexts` only.
@@ -70,7 +70,10 @@ class StoryQuality(metric_base.CheckpointMetric):
         )
 
     def _build_data_dir(self):
-        return evaluate.Metric._build_data_dir(self)  # config names are roc / wp / default only
+        # evaluate makes this folder from the config name: refuse any name but the suite's first, so a path-like one
+        # ("/some/folder") is not created before the KeyError
+        suite.check_config(self.config_name)
+        return evaluate.Metric._build_data_dir(self)
 
     def _download_and_prepare(self, dl_manager):
         local_only = True if getattr(dl_manager.download_config, "local_files_only", False) else None

@@ -179,10 +179,19 @@ class UnionModel(PreTrainedModel):
         """A checkpoint folder that ships only its trained parameters is loaded onto its backbone
         (``base_model_path``, else its recorded ``base_model`` resolved by :mod:`storyeval.backbones`),
         whose untrained weights must hash to the recorded value; anything else loads as usual."""
-        config_file = Path(str(pretrained_model_name_or_path)) / "config.json"
+        folder = Path(str(pretrained_model_name_or_path))
+        if not folder.is_dir():  # a Hub id: fetched (or found in the cache) first, so a partial checkpoint is seen as one
+            from huggingface_hub import snapshot_download
+
+            hub_options = {k: kwargs[k] for k in ("revision", "cache_dir", "local_files_only", "token") if k in kwargs}
+            folder = Path(snapshot_download(str(pretrained_model_name_or_path), **hub_options))
+        config_file = folder / "config.json"
         if not config_file.is_file() or not json.loads(config_file.read_text()).get("base_model_sha256"):
-            return super().from_pretrained(pretrained_model_name_or_path, *args, **kwargs)
-        return cls._from_trained_parameters(Path(str(pretrained_model_name_or_path)), base_model_path, kwargs.get("dtype"))
+            return super().from_pretrained(folder, *args, **kwargs)
+        unsupported = sorted(set(kwargs) - {"dtype", "revision", "cache_dir", "local_files_only", "token"})
+        if args or unsupported:
+            raise TypeError(f"{folder} ships only its trained layers and loads with dtype= (and base_model_path=); not {unsupported or args}")
+        return cls._from_trained_parameters(folder, base_model_path, kwargs.get("dtype"))
 
     @classmethod
     def _from_trained_parameters(cls, folder: Path, base_model_path: str | None, dtype) -> "UnionModel":
