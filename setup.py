@@ -41,6 +41,8 @@ DEMO = ["gradio>=5.0", "playwright>=1.45"]
 DEV = ["pytest>=8", "hypothesis>=6.100"]
 # `storyeval compare --plot`
 PLOT = ["matplotlib>=3.7"]
+# dtype="int8": the CTranslate2 runtime (its BERT encoder converter is in 4.x)
+INT8 = ["ctranslate2>=4.0"]
 
 # every file of each checkpoint folder (one with weights); hub_cards/datasets holds cards only
 BUNDLED_CHECKPOINT_FILES = [f"{folder.name}/*" for folder in sorted((HERE / "hub_cards").iterdir()) if (folder / "model.safetensors").is_file()]
@@ -68,7 +70,7 @@ setup(
         "storyeval.bundled_metrics": ["*/*.py", "*/README.md", "*/requirements.txt"],
     },
     install_requires=RUNTIME,
-    extras_require={"train": TRAIN, "demo": DEMO, "dev": DEV, "plot": PLOT, "all": TRAIN + DEMO + DEV + PLOT},
+    extras_require={"train": TRAIN, "demo": DEMO, "dev": DEV, "plot": PLOT, "int8": INT8, "all": TRAIN + DEMO + DEV + PLOT + INT8},
     entry_points={
         "console_scripts": [
             "storyeval=storyeval.cli:main",

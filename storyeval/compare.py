@@ -400,7 +400,7 @@ def plot_comparison(comparison: Comparison, scores: Mapping[str, Sequence[float]
 
 def add_parser(commands) -> argparse.ArgumentParser:
     """Add ``storyeval compare`` to the CLI's subcommands; its handler is ``run``."""
-    from storyeval.inputs import DTYPE_NAMES
+    from storyeval.inputs import DTYPE_NAMES, positive_int
 
     parser = commands.add_parser("compare", help="compare systems' outputs on one metric, with confidence intervals and paired tests")
     parser.add_argument("inputs", nargs="+", help="one .jsonl or .txt file per system, for the same prompts")
@@ -418,6 +418,7 @@ def add_parser(commands) -> argparse.ArgumentParser:
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--device", default=None)
     parser.add_argument("--dtype", default=None, choices=DTYPE_NAMES)
+    parser.add_argument("--num-threads", type=positive_int, default=None, help="CPU threads for scoring (default: torch's)")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing --json or --plot file")
     return parser
 
@@ -452,14 +453,17 @@ def run(args) -> int:
 
         def scorer():
             from storyeval import checkpoints, scoring
+            from storyeval.devices import set_num_threads
 
+            set_num_threads(args.num_threads)
             return scoring.load_scorer(args.metric, checkpoints.resolve_checkpoint(args.metric, args.config), device=args.device)
 
         comparison, scores, from_files = compare_files(
             args.inputs, scorer, story_field=args.field, score_field=args.score_field, id_field=args.id_field,
             batch_size=args.batch_size, dtype=args.dtype, confidence_level=args.confidence, resamples=args.resamples, seed=args.seed,
         )
-    except (ComparisonInputError, LookupError, OSError, ValueError, TypeError) as error:
+    # ImportError: an optional runtime (dtype int8) is missing; its message says what to install
+    except (ComparisonInputError, LookupError, OSError, ValueError, TypeError, ImportError) as error:
         message = error.args[0] if isinstance(error, KeyError) and error.args else error
         print(f"storyeval: error: {message}", file=sys.stderr)
         return 1

@@ -6,8 +6,8 @@ import torch
 from storyeval.inputs import DTYPE_NAMES
 
 DTYPES = {name: getattr(torch, name) for name in DTYPE_NAMES}
-# short names for the settings string (bert_score's hash idea): fp32, bf16, fp16
-DTYPE_TAGS = {torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}
+# short names for the settings string (bert_score's hash idea): fp32, bf16, fp16, int8
+DTYPE_TAGS = {torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16", torch.int8: "int8"}
 
 
 def resolve_device(device: str | torch.device | None) -> torch.device:
@@ -32,12 +32,19 @@ def resolve_device(device: str | torch.device | None) -> torch.device:
     return resolved
 
 
-def resolve_dtype(dtype: str | torch.dtype | None) -> torch.dtype:
-    """``None`` means float32; otherwise a name or a torch dtype from :data:`DTYPES`."""
+def resolve_dtype(dtype: str | torch.dtype | None, names: tuple[str, ...] = DTYPE_NAMES) -> torch.dtype:
+    """``None`` means float32; otherwise a name in ``names`` (default: every one) or its torch dtype."""
     if dtype is None:
         return torch.float32
-    if isinstance(dtype, torch.dtype) and dtype in DTYPES.values():
+    allowed = {name: DTYPES[name] for name in names}
+    if isinstance(dtype, torch.dtype) and dtype in allowed.values():
         return dtype
-    if isinstance(dtype, str) and dtype in DTYPES:
-        return DTYPES[dtype]
-    raise ValueError(f"unsupported dtype {dtype!r}; choose from {sorted(DTYPES)}")
+    if isinstance(dtype, str) and dtype in allowed:
+        return allowed[dtype]
+    raise ValueError(f"unsupported dtype {dtype!r}; choose from {sorted(allowed)}")
+
+
+def set_num_threads(num_threads: int | None) -> None:
+    """Threads for scoring on the CPU (torch's intra-op pool; the int8 runtime takes torch's count); None keeps torch's default."""
+    if num_threads is not None:
+        torch.set_num_threads(num_threads)

@@ -1,11 +1,14 @@
 """Input checks shared by every scorer and metric: clear errors, nothing changed."""
 from __future__ import annotations
 
+import argparse
 import operator
 from collections.abc import Sequence
 
 # precisions the scorers accept; names only, so the CLI's --help needs no torch import
-DTYPE_NAMES = ("float32", "bfloat16", "float16")
+FLOAT_DTYPE_NAMES = ("float32", "bfloat16", "float16")
+# int8: the story classifiers only, through an int8 runtime on the CPU (storyeval.int8_runtime)
+DTYPE_NAMES = (*FLOAT_DTYPE_NAMES, "int8")
 
 
 # marks sentence ends in the plot-guided releases; the scorers split on it and drop it
@@ -64,6 +67,17 @@ def not_unicode_text(text: str) -> str | None:
     except UnicodeEncodeError as error:
         return f"holds {text[error.start]!r} at position {error.start}, a lone surrogate rather than a character (text cut inside an emoji?)"
     return None
+
+
+def positive_int(text: str) -> int:
+    """argparse type of counts such as ``--num-threads``: a bad value is a usage error before anything loads."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expects a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expects a positive integer, got {value}")
+    return value
 
 
 def check_batch_size(batch_size) -> int:

@@ -71,6 +71,10 @@ class SequenceScorer:
     def model_in(self, dtype: torch.dtype, device: torch.device | None = None):
         """The model with weights in ``dtype`` on ``device`` (default: where the scorer loaded)."""
         key = (device or self.device, dtype)
+        if key not in self._models and dtype == torch.int8:
+            from storyeval.int8_runtime import int8_model  # an int8 runtime's copy; float32 on a CPU without int8 instructions
+
+            self._models[key] = int8_model(self.model, self.tokenizer, key[0])
         if key not in self._models:
             # copied outside inference mode, or the copy's weights would be inference tensors that forward rejects
             with torch.inference_mode(False):

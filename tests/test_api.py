@@ -15,8 +15,9 @@ def test_settings_string_names_checkpoint_precision_and_versions(monkeypatch):
     assert signature.settings_string("union-roc") == "union-roc_fp32_storyeval-0.1.0.dev0_transformers-5.24_torch-2.13"
     assert signature.settings_string("union-roc", "bfloat16") == "union-roc_bf16_storyeval-0.1.0.dev0_transformers-5.24_torch-2.13"
     assert signature.settings_string("continuation-quality", torch.float16).startswith("continuation-quality_fp16_")
+    assert signature.settings_string("union-roc", "int8").startswith("union-roc_int8_storyeval-")
     with pytest.raises(ValueError, match="unsupported dtype"):
-        signature.settings_string("union-roc", "int8")
+        signature.settings_string("union-roc", "int4")
 
 
 def test_registry_lists_every_metric_once_with_its_default():

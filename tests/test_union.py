@@ -93,8 +93,8 @@ def test_bfloat16_scores_track_float32_and_leave_it_exact(tiny_checkpoint):
     assert modes and all(modes)  # both precisions score under inference_mode
     assert next(scorer.model_in(torch.bfloat16).parameters()).dtype == torch.bfloat16
     assert low == pytest.approx(full, abs=0.02)
-    with pytest.raises(ValueError, match="unsupported dtype 'int8'"):
-        scorer.score(stories, dtype="int8")
+    with pytest.raises(ValueError, match="unsupported dtype 'int4'"):
+        scorer.score(stories, dtype="int4")
     # the float32 model is never converted in place, so switching back is exact
     assert scorer.score(stories, dtype=torch.float32) == full and next(scorer.model.parameters()).dtype == torch.float32
 
@@ -197,7 +197,7 @@ def test_stories_queued_with_add_batch_are_scored_by_compute(tiny_checkpoint):
         ({"batch_size": 1.5}, TypeError, "batch_size must be a positive integer"),
         ({"batch_size": True}, TypeError, "batch_size must be a positive integer"),
         ({"progress_bar": "no"}, TypeError, "progress_bar must be True or False, got 'no'"),  # a truthy string
-        ({"dtype": "int8"}, ValueError, "unsupported dtype"),
+        ({"dtype": "int4"}, ValueError, "unsupported dtype"),
         ({"batchsize": 8}, TypeError, r"unknown option\(s\) \['batchsize'\]; it takes \['batch_size', 'device', 'progress_bar', 'dtype', 'on_invalid'\]"),
     ],
 )
@@ -549,8 +549,8 @@ def test_cli_round_trips_txt_jsonl_csv(tiny_checkpoint, tmp_path, capsys):
     code, out, _ = run_cli(["score", str(txt), "--config", str(tiny_checkpoint), "--dtype", "bfloat16", "--quiet"], capsys)
     assert code == 0 and [float(x) for x in out.split()] == pytest.approx(expected, abs=0.02)
     with pytest.raises(SystemExit):
-        cli.main(["score", str(txt), "--config", str(tiny_checkpoint), "--dtype", "int8", "--quiet"])
-    assert "invalid choice: 'int8'" in capsys.readouterr().err
+        cli.main(["score", str(txt), "--config", str(tiny_checkpoint), "--dtype", "int4", "--quiet"])
+    assert "invalid choice: 'int4'" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(

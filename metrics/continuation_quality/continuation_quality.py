@@ -18,7 +18,7 @@ _KWARGS_DESCRIPTION = """
 Args:
     predictions (`list` of `str`): the continuations to score, as written.
     contexts (`list` of `str`): the preceding text of each continuation.
-""" + metric_base.runtime_options_doc(256, "pairs") + """Returns:
+""" + metric_base.runtime_options_doc(256, "pairs", int8=False) + """Returns:
     overall, relevance, interestingness (`list` of `float`): one score per pair,
         on the 1-5 scale of the training ratings; higher is better.
     mean_overall, mean_relevance, mean_interestingness (`float`): their means.

@@ -17,7 +17,7 @@ from storyeval.continuation.model import CRITERIA, ContinuationModel
 from storyeval.continuation.ngram_lm import NgramLM
 from storyeval.checkpoints import checkpoint_name
 from storyeval.devices import resolve_device, resolve_dtype
-from storyeval.inputs import check_batch_size, check_progress_bar, check_same_length, check_texts
+from storyeval.inputs import FLOAT_DTYPE_NAMES, check_batch_size, check_progress_bar, check_same_length, check_texts
 from storyeval.signature import settings_string
 from storyeval.text import normalize_story
 
@@ -60,7 +60,7 @@ class ContinuationScorer:
         check_same_length(predictions=continuations, contexts=contexts)
         batch_size = check_batch_size(batch_size)
         check_progress_bar(progress_bar)
-        dtype = resolve_dtype(dtype)
+        dtype = resolve_dtype(dtype, FLOAT_DTYPE_NAMES)  # int8 runs the story classifiers only
         device = self.device if device is None else resolve_device(device)
         model = self.model_in(dtype, device)
         if self.preprocess:

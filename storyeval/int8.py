@@ -1,0 +1,44 @@
+"""A scorer that scores in int8 by default, with its own int8 backend and thread count.
+
+Any :class:`~storyeval.scoring.SequenceScorer` scores in int8 with ``dtype="int8"``
+(see :mod:`storyeval.int8_runtime`), on torch's thread count and the default
+backend; :func:`load_int8_scorer` chooses both and exports (or finds the cached
+export) at load, so the first ``score`` call does not pay for it.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from storyeval.int8_runtime import INT8, get_backend, int8_model
+from storyeval.scoring import SequenceScorer, load_union_scorer
+
+
+class Int8Scorer(SequenceScorer):
+    """A :class:`SequenceScorer` that scores in int8 by default, with a chosen backend and thread count."""
+
+    def __init__(self, *args, backend: str | None = None, num_threads: int | None = None, **kwargs):
+        super().__init__(*args, **kwargs)
+        get_backend(backend)  # an unknown name fails here, not at the first score
+        self.backend, self.num_threads = backend, num_threads
+
+    def model_in(self, dtype: torch.dtype, device: torch.device | None = None):
+        key = (device or self.device, dtype)
+        if dtype == INT8 and key not in self._models:
+            self._models[key] = int8_model(self.model, self.tokenizer, key[0], self.backend, self.num_threads)
+        return super().model_in(dtype, device)
+
+    def score(self, stories, batch_size: int = 16, device=None, progress_bar: bool = False, dtype="int8") -> list[float]:
+        return super().score(stories, batch_size=batch_size, device=device, progress_bar=progress_bar, dtype=dtype)
+
+
+def load_int8_scorer(checkpoint: str | Path, backend: str | None = None, num_threads: int | None = None, preprocess: bool = True) -> Int8Scorer:
+    """An :class:`Int8Scorer` for a UNION or plot-coherence checkpoint folder, exported (or found in the cache) now."""
+    loaded = load_union_scorer(checkpoint, device="cpu", preprocess=preprocess)
+    scorer = Int8Scorer(
+        loaded.model, loaded.tokenizer, loaded.max_length, loaded.window_stride, "cpu", loaded.preprocess, loaded.delexicalize,
+        backend=backend, num_threads=num_threads,
+    )
+    scorer.model_in(INT8)
+    return scorer

@@ -1,0 +1,283 @@
+"""Int8 scoring of the story classifiers on the CPU, through an int8 runtime.
+
+``dtype="int8"`` (``compute(...)``, ``storyeval score --dtype int8``) scores
+with a copy of the model's encoder converted to int8 and run by CTranslate2
+(weights quantised per output row, activations per token); the classifier head
+stays float32. The scorer's text side, windows, batches and order are
+:class:`storyeval.scoring.SequenceScorer`'s: only the model call differs.
+BERT-type encoders only (the MiniLM tier).
+
+The export is cached under ``$STORYEVAL_CACHE/int8`` (default
+``~/.cache/storyeval/int8``) in a folder named by a hash of the model's
+weights and encoder config, the exporter's format and the versions of the
+libraries that wrote it, so a changed checkpoint or library is exported anew
+and the old export of that checkpoint is removed.
+
+Int8 products are fast and exact only with the CPU's int8 dot-product
+instructions (VNNI on x86, dot product on ARM). Without them the scorer falls
+back to the float32 model with a warning: slower, never wrong.
+
+The runtime sits behind :class:`Int8Backend`, so another one (the benchmarks
+measure ONNX Runtime through it) can be plugged in with :func:`register_backend`.
+This module never imports the scorers, so :mod:`storyeval.scoring` can call
+:func:`int8_model` for its ``dtype="int8"``; :mod:`storyeval.int8` holds the
+scorer with a backend and thread count of its own.
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import importlib
+import io
+import json
+import platform
+import shutil
+import tempfile
+import warnings
+from pathlib import Path
+
+import numpy as np
+import torch
+
+INT8 = torch.int8  # the dtype the scorers resolve "int8" to
+MANIFEST = "storyeval-int8.json"  # written last into an export folder: its presence means the export is complete
+
+
+class Int8RuntimeMissingError(ImportError):
+    """The int8 runtime is not installed; the message is one line with the install command."""
+
+
+class Int8Backend:
+    """An int8 runtime: how it exports a model into a folder and runs that folder.
+
+    ``run(input_ids, attention_mask)`` takes int64 arrays (batch, width), padded on the right,
+    and returns one float32 logit per row.
+    """
+
+    name = ""
+    modules: tuple[str, ...] = ()  # import names it needs
+    distributions: tuple[str, ...] = ()  # the PyPI names whose versions key the cached export
+    install = ""  # the command that installs it
+
+    def check_installed(self) -> None:
+        for module in self.modules:
+            try:
+                importlib.import_module(module)
+            except ImportError:
+                raise Int8RuntimeMissingError(f"dtype='int8' needs the {self.name} runtime ({module} is missing): {self.install}") from None
+
+    def versions(self) -> dict[str, str]:
+        """Versions of everything that shapes the export: a new version means a new export."""
+        from importlib import metadata
+
+        return {package: metadata.version(package) for package in ("torch", *self.distributions)}
+
+    def cpu_problem(self) -> str | None:
+        """Why this CPU cannot run the int8 kernels exactly and fast, or None."""
+        return None if cpu_has_int8_dot_product() else "this CPU has no int8 dot-product instructions (x86 VNNI or ARM dot product)"
+
+    def export(self, model, tokenizer, folder: Path) -> None:
+        raise NotImplementedError
+
+    def load(self, folder: Path, num_threads: int):
+        raise NotImplementedError
+
+
+class CTranslate2Backend(Int8Backend):
+    """CTranslate2's BERT encoder (converted by its transformers converter); the classifier head in numpy.
+
+    In int8 CTranslate2 quantises weights per output row and activations per token; it takes
+    unpadded rows, so padding costs nothing. ``compute_type`` other than int8 (int16, float32)
+    exists for the benchmarks' comparison: CTranslate2 converts every weight to one type at load,
+    so a model cannot keep some layers in float while the rest runs in int8.
+    """
+
+    modules = ("ctranslate2",)
+    distributions = ("ctranslate2", "transformers")
+    install = "python -m pip install ctranslate2"  # the [int8] extra of setup.py
+
+    def __init__(self, compute_type: str = "int8"):
+        self.compute_type = compute_type
+        self.name = "ctranslate2" if compute_type == "int8" else f"ctranslate2-{compute_type}"
+
+    def cpu_problem(self) -> str | None:
+        if self.compute_type == "int8":
+            problem = super().cpu_problem()
+            if problem is not None:
+                return problem  # before the import: the fallback needs no runtime
+        self.check_installed()
+        import ctranslate2
+
+        if self.compute_type not in ctranslate2.get_supported_compute_types("cpu"):
+            return f"CTranslate2 reports no {self.compute_type} support on this CPU"
+        return None
+
+    def export(self, model, tokenizer, folder: Path) -> None:
+        from ctranslate2.converters import TransformersConverter
+        from safetensors.torch import save_file
+        from transformers import BertModel
+
+        if model.config.encoder.model_type != "bert":
+            raise ValueError(f"the {self.name} int8 backend converts BERT encoders, not {model.config.encoder.model_type}")
+        encoder = BertModel(model.config.encoder)  # with the pooler the converter expects; never used for scoring
+        weights = {name: tensor.detach().float().contiguous() for name, tensor in model.encoder.state_dict().items()}
+        # the pooler is never used; an identity, not zeros, so that int16's per-tensor scale (1 / max) stays finite
+        weights["pooler.dense.weight"] = torch.eye(encoder.config.hidden_size)
+        weights["pooler.dense.bias"] = torch.zeros(encoder.config.hidden_size)
+        source = folder / "transformers"
+        source.mkdir()
+        encoder.config.position_embedding_type = "absolute"  # transformers 5's BERT has no other; the converter asks for it
+        encoder.config.save_pretrained(source)
+        save_file(weights, str(source / "model.safetensors"), metadata={"format": "pt"})
+        tokenizer.save_pretrained(source)  # the converter reads the vocabulary from it
+        with contextlib.redirect_stderr(io.StringIO()):  # transformers' progress bar while the converter reloads it
+            TransformersConverter(str(source)).convert(str(folder / "encoder"), quantization=self.compute_type)
+        shutil.rmtree(source)
+        head = model.classifier
+        np.savez(folder / "head.npz", weight=head.weight.detach().float().numpy().ravel(), bias=head.bias.detach().float().numpy())
+
+    def load(self, folder: Path, num_threads: int):
+        import ctranslate2
+
+        encoder = ctranslate2.Encoder(str(folder / "encoder"), device="cpu", compute_type=self.compute_type, intra_threads=num_threads, inter_threads=1)
+        with np.load(folder / "head.npz") as head:
+            weight, bias = head["weight"], head["bias"]
+
+        def run(input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
+            rows = [ids[: int(length)].tolist() for ids, length in zip(input_ids, attention_mask.sum(axis=1))]
+            first_token = np.asarray(encoder.forward_batch(rows).last_hidden_state)[:, 0]
+            return first_token @ weight + bias
+
+        return run
+
+
+BACKENDS: dict[str, Int8Backend] = {}
+DEFAULT_BACKEND = "ctranslate2"
+
+
+def register_backend(backend: Int8Backend) -> None:
+    BACKENDS[backend.name] = backend
+
+
+register_backend(CTranslate2Backend())
+
+
+def get_backend(name: str | None = None) -> Int8Backend:
+    name = DEFAULT_BACKEND if name is None else name
+    if name not in BACKENDS:
+        raise ValueError(f"unknown int8 backend {name!r}; choose from {sorted(BACKENDS)}")
+    return BACKENDS[name]
+
+
+def cpu_has_int8_dot_product() -> bool:
+    """Whether this CPU has the instructions int8 runtimes use for their products."""
+    machine = platform.machine().lower()
+    if machine in ("x86_64", "amd64"):
+        check = getattr(torch.cpu, "_is_vnni_supported", None)  # AVX512-VNNI or AVX-VNNI, through torch's cpuinfo
+        return bool(check()) if check is not None else bool({"avx512_vnni", "avx_vnni"} & _linux_cpu_flags())
+    if machine in ("arm64", "aarch64"):
+        return platform.system() == "Darwin" or "asimddp" in _linux_cpu_flags()  # every Apple arm64 CPU has it
+    return False
+
+
+def _linux_cpu_flags() -> set[str]:
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return set()
+    return {flag for line in text.splitlines() if line.split(":")[0].strip() in ("flags", "Features") for flag in line.split(":", 1)[1].split()}
+
+
+def cache_root() -> Path:
+    from storyeval.backbones import cache_root as storyeval_cache
+
+    return storyeval_cache() / "int8"
+
+
+def weights_sha256(model) -> str:
+    """SHA-256 over the model's encoder config and every parameter and buffer (name, dtype, shape, bytes)."""
+    digest = hashlib.sha256()
+    encoder = {k: v for k, v in model.config.encoder.to_dict().items() if k not in ("_name_or_path", "transformers_version")}
+    digest.update(json.dumps(encoder, sort_keys=True, default=str).encode())
+    for name, tensor in sorted(model.state_dict().items()):
+        tensor = tensor.detach().cpu().contiguous()
+        digest.update(f"{name}|{tensor.dtype}|{tuple(tensor.shape)}".encode())
+        digest.update(tensor.reshape(-1).view(torch.uint8).numpy().tobytes())  # the raw bytes, whatever the dtype (numpy has no bfloat16)
+    return digest.hexdigest()
+
+
+EXPORT_FORMAT = 1  # raise when the export steps change, so old exports are not reused
+
+
+def exported_folder(model, tokenizer, backend: Int8Backend) -> Path:
+    """The folder holding ``backend``'s int8 export of ``model``: the cached one, or a new export."""
+    key = {"backend": backend.name, "format": EXPORT_FORMAT, "versions": backend.versions(), "weights_sha256": weights_sha256(model)}
+    name = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:24]
+    root = cache_root()
+    folder = root / f"{backend.name}-{name}"
+    if (folder / MANIFEST).is_file():
+        return folder
+    root.mkdir(parents=True, exist_ok=True)
+    # exported beside its final place and renamed when complete, so an interrupted export is never read
+    staging = Path(tempfile.mkdtemp(prefix=f".{backend.name}-", dir=root))
+    try:
+        backend.export(model, tokenizer, staging)
+        source = str(getattr(model.config, "_name_or_path", "") or "")
+        (staging / MANIFEST).write_text(json.dumps({**key, "source": source}, indent=2) + "\n")
+        try:
+            staging.rename(folder)
+        except OSError:  # another process finished the same export first
+            if not (folder / MANIFEST).is_file():
+                raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    _remove_stale_exports(root, folder, backend.name, source)
+    return folder
+
+
+def _remove_stale_exports(root: Path, kept: Path, backend: str, source: str) -> None:
+    """Earlier exports of the same checkpoint folder by the same backend: its weights or the libraries changed."""
+    if not source:
+        return
+    for other in root.glob(f"{backend}-*"):
+        manifest = other / MANIFEST
+        if other == kept or not manifest.is_file():
+            continue
+        with contextlib.suppress(OSError, ValueError):
+            if json.loads(manifest.read_text()).get("source") == source:
+                shutil.rmtree(other, ignore_errors=True)
+
+
+@dataclasses.dataclass
+class Int8Output:
+    logits: torch.Tensor  # (batch,) float32
+
+
+class Int8Model:
+    """An int8 runtime's session called like the torch model: ``model(input_ids=..., attention_mask=...).logits``."""
+
+    def __init__(self, run, backend: str, folder: Path, num_threads: int):
+        self._run, self.backend, self.folder, self.num_threads = run, backend, folder, num_threads
+
+    def __call__(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> Int8Output:
+        logits = self._run(input_ids.cpu().numpy().astype(np.int64), attention_mask.cpu().numpy().astype(np.int64))
+        return Int8Output(logits=torch.from_numpy(np.asarray(logits, dtype=np.float32).reshape(-1)))
+
+
+def int8_model(model, tokenizer, device: torch.device, backend: str | None = None, num_threads: int | None = None):
+    """An int8 copy of ``model`` in ``backend``'s runtime with ``num_threads`` threads (default: torch's),
+    or ``model`` itself, with a warning, on a CPU without the int8 instructions."""
+    if torch.device(device).type != "cpu":
+        raise ValueError(f"dtype='int8' runs on the CPU only, not on {device}; pass device='cpu'")
+    if num_threads is not None and (isinstance(num_threads, bool) or not isinstance(num_threads, int) or num_threads < 1):
+        raise ValueError(f"num_threads must be a positive integer, got {num_threads!r}")
+    runtime = get_backend(backend)
+    problem = runtime.cpu_problem()
+    if problem is not None:
+        warnings.warn(f"dtype='int8' falls back to float32 torch scoring: {problem}", RuntimeWarning, stacklevel=3)
+        return model
+    runtime.check_installed()
+    folder = exported_folder(model, tokenizer, runtime)
+    threads = num_threads or torch.get_num_threads()
+    return Int8Model(runtime.load(folder, threads), runtime.name, folder, threads)

@@ -1,0 +1,231 @@
+"""dtype="int8": the CTranslate2 runtime on tiny random checkpoints, its export cache, fallback and errors."""
+import json
+import sys
+from pathlib import Path
+
+import evaluate
+import pytest
+import torch
+
+from storyeval import cli, int8_runtime
+from storyeval.int8 import Int8Scorer, load_int8_scorer
+from storyeval.int8_runtime import Int8Model, Int8RuntimeMissingError, int8_model
+from storyeval.models import UnionModel
+from storyeval.scoring import SequenceScorer, load_union_scorer
+
+pytest.importorskip("ctranslate2", reason="the int8 runtime is optional: pip install ctranslate2")
+needs_int8_cpu = pytest.mark.skipif(not int8_runtime.cpu_has_int8_dot_product(), reason="this CPU has no int8 dot-product instructions")
+
+METRIC_DIR = str(Path(__file__).resolve().parent.parent / "metrics" / "union")
+STORY = "[MALE] was at the bar . he noticed a phone on the floor . he gave it to the bartender ."
+LONG = " ".join(["he walked to the old house by the river and knocked on the door ."] * 4)  # several 16-token windows
+STORIES = [STORY, "he left .", LONG, "she smiled at him ."]
+# int8 weights and per-token int8 activations on a random one-layer model: its scores stay this close to float32
+TOLERANCE = 0.01
+
+
+@pytest.fixture(autouse=True)
+def private_cache(tmp_path, monkeypatch):
+    """Exports go to this test's folder, never to ~/.cache."""
+    monkeypatch.setenv("STORYEVAL_CACHE", str(tmp_path / "cache"))
+    return tmp_path / "cache" / "int8"
+
+
+def fresh_scorer(checkpoint) -> SequenceScorer:
+    """A scorer of its own, not the loaders' shared one, so a test's int8 copy or fallback stays in it."""
+    model = UnionModel.from_pretrained(checkpoint, dtype=torch.float32)
+    shared = load_union_scorer(checkpoint, device="cpu")
+    return SequenceScorer(model, shared.tokenizer, shared.max_length, shared.window_stride, "cpu")
+
+
+def count_exports(monkeypatch) -> list[Path]:
+    backend = int8_runtime.get_backend()
+    calls = []
+    original = type(backend).export
+
+    def export(self, model, tokenizer, folder):
+        calls.append(folder)
+        return original(self, model, tokenizer, folder)
+
+    monkeypatch.setattr(type(backend), "export", export)
+    return calls
+
+
+@needs_int8_cpu
+def test_int8_scores_track_float32_in_order_with_windows(tiny_checkpoint):
+    scorer = fresh_scorer(tiny_checkpoint)
+    assert len(scorer.windows(LONG)) > 2
+    full = scorer.score(STORIES)
+    low = scorer.score(STORIES, dtype="int8", batch_size=3)
+    assert isinstance(scorer.model_in(torch.int8), Int8Model)
+    assert low == pytest.approx(full, abs=TOLERANCE) and low != full
+    # input order restored: a reversed input gives the reversed scores, whatever the batches
+    assert scorer.score(STORIES[::-1], dtype="int8", batch_size=2) == pytest.approx(low[::-1], abs=1e-6)
+    # a long story's score is the mean of its windows' scores
+    windows = scorer.windows(LONG)
+    ids = torch.zeros((len(windows), max(map(len, windows))), dtype=torch.long)
+    mask = torch.zeros_like(ids)
+    for row, window in enumerate(windows):
+        ids[row, : len(window)], mask[row, : len(window)] = torch.tensor(window), 1
+    per_window = torch.sigmoid(scorer.model_in(torch.int8)(input_ids=ids, attention_mask=mask).logits)
+    assert low[2] == pytest.approx(per_window.mean().item(), abs=1e-5)
+    # the float32 model is untouched, so switching back is exact
+    assert scorer.score(STORIES) == full
+
+
+@needs_int8_cpu
+def test_padding_does_not_move_int8_logits(tiny_checkpoint):
+    scorer = fresh_scorer(tiny_checkpoint)
+    model = scorer.model_in(torch.int8)
+    windows = [scorer.windows(s)[0] for s in ("he left .", STORY)]
+    alone = [model(input_ids=torch.tensor([w]), attention_mask=torch.ones(1, len(w), dtype=torch.long)).logits.item() for w in windows]
+    width = max(map(len, windows))
+    ids = torch.zeros((2, width), dtype=torch.long)
+    mask = torch.zeros_like(ids)
+    for row, window in enumerate(windows):
+        ids[row, : len(window)], mask[row, : len(window)] = torch.tensor(window), 1
+    assert model(input_ids=ids, attention_mask=mask).logits.tolist() == pytest.approx(alone, abs=1e-4)
+
+
+@needs_int8_cpu
+def test_export_is_cached_and_redone_when_the_weights_change(tiny_checkpoint, private_cache, monkeypatch):
+    exports = count_exports(monkeypatch)
+    scorer = fresh_scorer(tiny_checkpoint)
+    first = scorer.score(STORIES, dtype="int8")
+    folders = list(private_cache.iterdir())
+    assert len(exports) == 1 and len(folders) == 1 and (folders[0] / int8_runtime.MANIFEST).is_file()
+    # another process (a new scorer) with the same weights reuses the export
+    again = fresh_scorer(tiny_checkpoint)
+    assert again.score(STORIES, dtype="int8") == first and len(exports) == 1
+    # a changed checkpoint: a new export, and the stale one of that checkpoint is removed
+    changed = fresh_scorer(tiny_checkpoint)
+    with torch.no_grad():
+        changed.model.classifier.bias += 1.0
+    assert changed.score(STORIES, dtype="int8") != first and len(exports) == 2
+    assert list(private_cache.iterdir()) == [changed.model_in(torch.int8).folder]
+
+
+@needs_int8_cpu
+def test_an_interrupted_export_leaves_nothing_that_is_read(tiny_checkpoint, private_cache, monkeypatch):
+    def broken(self, model, tokenizer, folder):
+        (folder / "partial").write_text("x")
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(type(int8_runtime.get_backend()), "export", broken)
+    with pytest.raises(RuntimeError, match="disk full"):
+        fresh_scorer(tiny_checkpoint).score(STORIES, dtype="int8")
+    assert list(private_cache.iterdir()) == []
+
+
+def test_missing_runtime_is_one_line_with_the_install_command(tiny_checkpoint, monkeypatch, tmp_path, capsys):
+    monkeypatch.setattr(int8_runtime, "cpu_has_int8_dot_product", lambda: True)
+    monkeypatch.setitem(sys.modules, "ctranslate2", None)  # import fails as if not installed
+    with pytest.raises(Int8RuntimeMissingError) as error:
+        fresh_scorer(tiny_checkpoint).score(STORIES, dtype="int8")
+    message = str(error.value)
+    assert "\n" not in message and "python -m pip install ctranslate2" in message
+    txt = tmp_path / "s.txt"
+    txt.write_text(f"{STORY}\n")
+    code = cli.main(["score", str(txt), "--config", str(_copy_of(tiny_checkpoint, tmp_path)), "--dtype", "int8", "--quiet"])
+    err = capsys.readouterr().err
+    last = err.strip().splitlines()[-1]  # (transformers' loading bar may come before it)
+    assert code == 1 and "Traceback" not in err and last == f"storyeval: error: {message}"
+
+
+def _copy_of(checkpoint: Path, tmp_path: Path) -> Path:
+    """The checkpoint under another path, so the loaders' shared scorer (which may hold an int8 copy) is not reused."""
+    import shutil
+
+    return Path(shutil.copytree(checkpoint, tmp_path / "copy"))
+
+
+def test_cpu_without_int8_instructions_falls_back_to_float32_with_a_warning(tiny_checkpoint, monkeypatch):
+    monkeypatch.setattr(int8_runtime, "cpu_has_int8_dot_product", lambda: False)
+    scorer = fresh_scorer(tiny_checkpoint)
+    with pytest.warns(RuntimeWarning, match="falls back to float32"):
+        low = scorer.score(STORIES, dtype="int8")
+    assert low == scorer.score(STORIES)  # exactly the float32 scores, never int8 ones computed wrongly
+    assert scorer.model_in(torch.int8) is scorer.model
+
+
+def test_bad_int8_options(tiny_checkpoint):
+    scorer = fresh_scorer(tiny_checkpoint)
+    with pytest.raises(ValueError, match="runs on the CPU only"):
+        int8_model(scorer.model, scorer.tokenizer, torch.device("meta"))
+    for threads in (0, -1, 1.5, True):
+        with pytest.raises(ValueError, match="num_threads must be a positive integer"):
+            int8_model(scorer.model, scorer.tokenizer, torch.device("cpu"), num_threads=threads)
+    with pytest.raises(ValueError, match="unknown int8 backend 'tensorrt'"):
+        Int8Scorer(scorer.model, scorer.tokenizer, 16, 8, "cpu", backend="tensorrt")
+
+
+@needs_int8_cpu
+def test_int8_scorer_takes_its_thread_count_and_scores_int8_by_default(tiny_checkpoint):
+    scorer = load_int8_scorer(tiny_checkpoint, num_threads=1)
+    model = scorer.model_in(torch.int8)
+    assert isinstance(model, Int8Model) and model.num_threads == 1 and model.backend == "ctranslate2"
+    assert scorer.score(STORIES) == scorer.score(STORIES, dtype="int8")
+    assert scorer.score(STORIES, dtype="float32") == pytest.approx(scorer.score(STORIES), abs=TOLERANCE)
+
+
+@needs_int8_cpu
+def test_compute_and_cli_reach_int8(tiny_checkpoint, tmp_path, capsys):
+    checkpoint = _copy_of(tiny_checkpoint, tmp_path)
+    union = evaluate.load(METRIC_DIR, str(checkpoint))
+    full = union.compute(predictions=STORIES)["scores"]
+    low = union.compute(predictions=STORIES, dtype="int8")["scores"]
+    assert low == pytest.approx(full, abs=TOLERANCE) and isinstance(union.scorer.model_in(torch.int8), Int8Model)
+    txt = tmp_path / "s.txt"
+    txt.write_text("\n".join(STORIES) + "\n")
+    code = cli.main(["score", str(txt), "--config", str(checkpoint), "--dtype", "int8", "--quiet"])
+    out = capsys.readouterr().out
+    assert code == 0 and [float(x) for x in out.split()] == pytest.approx(low, abs=1e-6)
+
+
+@needs_int8_cpu
+def test_persistent_scorer_scores_int8_across_calls(tiny_checkpoint, tmp_path):
+    import storyeval
+
+    scorer = storyeval.load_from_checkpoint(_copy_of(tiny_checkpoint, tmp_path))
+    first = scorer.score(STORIES, dtype="int8")
+    model = scorer.model_in(torch.int8)
+    # the export and session are made once; later calls reuse them
+    assert scorer.score(STORIES[:2], dtype="int8") == pytest.approx(first[:2], abs=1e-6) and scorer.model_in(torch.int8) is model
+    assert first == pytest.approx(scorer.score(STORIES), abs=TOLERANCE)
+    assert scorer.settings("int8").startswith("copy_int8_storyeval-")
+
+
+def benchmark():
+    from benchmarks import common, int8_speed
+
+    return common, int8_speed
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--repeats", "0"], "--repeats and --stories must be at least 1"),
+        (["--num-threads", "-1"], "--num-threads at least 0"),
+        (["--human-checkpoint", "hub_cards/union-roc"], "--human-checkpoint goes with --human"),
+        (["--human", "--human-checkpoint", "no/such/folder"], "no checkpoint there"),
+        (["--human", "--drift-only"], "not allowed with argument"),
+    ],
+)
+def test_int8_benchmark_refuses_bad_arguments_before_writing(args, message, tmp_path, monkeypatch, capsys):
+    common, int8_speed = benchmark()
+    monkeypatch.setattr(common, "RESULTS", tmp_path / "results")
+    with pytest.raises(SystemExit):
+        int8_speed.main(args + ["--output", "never_written"])
+    assert message in capsys.readouterr().err and not (tmp_path / "results").exists()
+
+
+@needs_int8_cpu
+def test_int8_benchmark_drift_runs_every_backend(tiny_checkpoint, shared_data, tmp_path, monkeypatch):
+    pytest.importorskip("onnxruntime", reason="the benchmark's second backend")
+    common, int8_speed = benchmark()
+    monkeypatch.setattr(common, "RESULTS", tmp_path / "results")
+    int8_speed.main(["--checkpoint", str(tiny_checkpoint), "--stories", "5", "--drift-only", "--output", "drift"])
+    drift = json.loads((tmp_path / "results" / "drift.json").read_text())["agreement_with_float32"]
+    assert set(drift) == {"bfloat16", "int8_ctranslate2", "ctranslate2-int16", "ctranslate2-float32", "int8_onnxruntime"}
+    assert drift["ctranslate2-float32"]["max_abs_difference"] < 1e-4  # the same runtime without int8: float32's scores
+    assert all(row["max_abs_difference"] < 0.05 for row in drift.values())
