@@ -69,8 +69,8 @@ def load_reference(folder: str | Path, corpus: str | None = None) -> ReferenceDi
     path = reference_path(folder)
     if not path.is_file():
         raise FileNotFoundError(
-            f"{folder} has no {REFERENCE_FILE}, so its scores have no percentile scale; build it with "
-            f"`python -m benchmarks.reference_scores --checkpoint <name>={folder}`"
+            f"{folder} has no {REFERENCE_FILE}, so its scores have no percentile scale; build it from a source checkout "
+            f"(benchmarks/ is not installed with the package) with `python -m benchmarks.reference_scores --checkpoint <name>={folder}`"
         )
     payload = json.loads(path.read_text(encoding="utf-8"))
     if payload.get("format") != FORMAT_VERSION:

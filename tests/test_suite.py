@@ -29,7 +29,7 @@ def test_percentile_is_the_share_of_reference_items_scoring_lower(tmp_path):
 
 
 def test_reference_problems_are_clear(tmp_path):
-    with pytest.raises(FileNotFoundError, match="benchmarks.reference_scores"):
+    with pytest.raises(FileNotFoundError, match="from a source checkout .*benchmarks.reference_scores"):
         percentiles.load_reference(tmp_path)
     write_reference(tmp_path, {"overall": [1.0, 2.0], "relevance": [1.0, 3.0]}, metric="continuation_quality")
     reference = percentiles.load_reference(tmp_path, "roc")

@@ -4,17 +4,10 @@ import evaluate
 
 # imported as a module: evaluate takes the first Metric class it finds in this namespace
 from storyeval import metric_base, suite
+from storyeval.citations import CONTINUATION_QUALITY, PLOT_COHERENCE, UNION
 from storyeval.inputs import check_same_length, check_texts
 
-_CITATION = """\
-@inproceedings{guan-huang-2020-union,
-  title = {{UNION}: An Unreferenced Metric for Evaluating Open-ended Story Generation},
-  author = {Guan, Jian and Huang, Minlie},
-  booktitle = {Proceedings of the 2020 Conference on Empirical Methods in Natural Language Processing (EMNLP)},
-  year = {2020},
-  pages = {9157--9166}
-}
-"""
+_CITATION = "\n".join([UNION, PLOT_COHERENCE, CONTINUATION_QUALITY])  # the suite runs all three metrics
 
 _DESCRIPTION = """\
 Runs the bundled story metrics together and reports each score also as a
@@ -41,7 +34,7 @@ Returns:
     mean_combined (`float`): their mean (NaN for no stories).
 Examples:
     >>> story_quality = evaluate.load("story_quality", "roc")
-    >>> results = story_quality.compute(predictions=["[MALE] was at the bar . he noticed a phone on the floor ."])
+    >>> results = story_quality.compute(predictions=["Ken was at the bar. He noticed a phone on the floor."])
     >>> sorted(results)
     ['combined', 'mean_combined', 'plot_coherence', 'plot_coherence_percentile', 'union', 'union_percentile']
 """
