@@ -38,7 +38,7 @@ RUNTIME = [
 TRAIN = ["accelerate>=1.0", "yake>=0.4.8", "inflect>=7.0", "gender-guesser>=0.4", "jinja2>=3.0"]
 # the Gradio demo, and Playwright to drive a system Chromium in its browser test
 DEMO = ["gradio>=5.0", "playwright>=1.45"]
-DEV = ["pytest>=8", "hypothesis>=6.100"]
+DEV = ["pytest>=8", "hypothesis>=6.100", "ruff>=0.6"]
 # `storyeval compare --plot`
 PLOT = ["matplotlib>=3.7"]
 # dtype="int8": the CTranslate2 runtime (its BERT encoder converter is in 4.x)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 from scipy import stats
+
 from storyeval_training.provenance import environment
 
 CHECKOUT = Path(__file__).resolve().parent.parent

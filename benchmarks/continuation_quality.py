@@ -110,7 +110,8 @@ def main(argv=None):
     parser.add_argument("--update-card", action="store_true", help="rewrite the checkpoint's model card with these figures")
     parser.add_argument("--output", default="continuation_quality", help="results file name under benchmarks/results/")
     parser.add_argument("--ablation", action="store_true",
-                        help="retrain with all features, without each feature group, and with contradicting cloze negatives (the first run fits the LM / PMI statistics, the others reuse them)")
+                        help="retrain with all features, without each feature group, and with contradicting "
+                             "cloze negatives (the first run fits the LM / PMI statistics, the others reuse them)")
     args = parser.parse_args(argv)
     checkpoint = Path(args.checkpoint)
     payload = {"machine": machine(), "command": command_line(__name__, argv),

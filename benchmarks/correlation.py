@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
 from storyeval_training.paths import data_dir
 
 from .common import correlations

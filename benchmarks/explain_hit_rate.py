@@ -29,8 +29,8 @@ import time
 from collections import defaultdict
 
 from benchmarks.common import CHECKOUT, command_line, machine, metric_checkpoint_spec, write_results
-from storyeval_training.paths import data_dir
 from benchmarks.reference_scores import test_stories
+from storyeval_training.paths import data_dir
 
 KINDS = ("negation", "antonym", "repeat_ngram", "repeat_sentence")
 DEFAULT_CHECKPOINTS = [

@@ -149,7 +149,8 @@ def human_agreement(args) -> dict:
                 row = correlations(int8_scorer(checkpoint, backend, args.num_threads).score(stories, batch_size=args.batch_size), human)
                 row["moved"] = {name: row[name] - rows["float32"][name] for name in COEFFICIENTS}
                 rows[row_name(backend)] = row
-                notable += [f"{label} on {set_name}, int8 {backend}: {name} moved {move:+.4f}" for name, move in row["moved"].items() if abs(move) > NOTABLE_MOVE]
+                notable += [f"{label} on {set_name}, int8 {backend}: {name} moved {move:+.4f}"
+                            for name, move in row["moved"].items() if abs(move) > NOTABLE_MOVE]
             result[label][set_name] = rows
             for name, row in rows.items():
                 print(f"{label:20s} {set_name:8s} {name:22s} " + " / ".join(f"{c} {row[c]:.4f}" for c in COEFFICIENTS))

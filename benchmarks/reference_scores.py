@@ -65,8 +65,8 @@ def seen_in_training(folder: Path, metric: str) -> frozenset[str]:
     args = json.loads((folder / "training_results.json").read_text())["args"]
     if args.get("negatives") != "paper":
         return frozenset()
-    from storyeval_training.paths import data_dir
     from storyeval import text as textlib
+    from storyeval_training.paths import data_dir
     from storyeval_training.train_plot_coherence import PAPER_AF_FILES, read_af_tsv
 
     return frozenset(textlib.leakage_key(human) for name in PAPER_AF_FILES for human, _ in read_af_tsv(data_dir() / "roc" / name))

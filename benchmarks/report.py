@@ -46,6 +46,9 @@ class ContinuationRow:
     results: str  # continuation_quality results file, without .json
 
 
+SUITE_NOTE = ("story_quality's `combined`: the mean of union's and plot_coherence's percentiles against human-written test stories "
+              "(`wp`: union's alone)")
+
 # The current row of each bundled checkpoint: the run BENCHMARKS.md's experiments and CHANGELOG.md
 # name as measuring what is bundled now (older runs' files stay for the experiment logs).
 CURRENT: tuple[CorrelationRow | ContinuationRow, ...] = (
@@ -64,11 +67,11 @@ CURRENT: tuple[CorrelationRow | ContinuationRow, ...] = (
     ContinuationRow("continuation-quality", "continuation_quality"),
     # the suite's combined score (mean of its metrics' percentiles), whole stories, no contexts
     CorrelationRow("story_quality", "roc (suite)", "union_roc", "story_quality_correlation", "sets/union_roc/whole_story/correlations/combined",
-                   note="story_quality's `combined`: the mean of union's and plot_coherence's percentiles against human-written test stories (`wp`: union's alone)"),
+                   note=SUITE_NOTE),
     CorrelationRow("story_quality", "roc (suite)", "plot_amt_roc", "story_quality_correlation", "sets/plot_amt_roc/whole_story/correlations/combined",
-                   note="story_quality's `combined`: the mean of union's and plot_coherence's percentiles against human-written test stories (`wp`: union's alone)"),
+                   note=SUITE_NOTE),
     CorrelationRow("story_quality", "wp (suite)", "union_wp", "story_quality_correlation", "sets/union_wp/whole_story/correlations/combined",
-                   note="story_quality's `combined`: the mean of union's and plot_coherence's percentiles against human-written test stories (`wp`: union's alone)"),
+                   note=SUITE_NOTE),
 )
 
 # where each human set's paper row (recomputed from the paper's released scores) is recorded

@@ -50,7 +50,8 @@ started = time.perf_counter()
 for story in stories:  # the text side of scoring alone: normalisation and tokenisation
     scorer.windows(story)
 text_seconds = time.perf_counter() - started
-print(json.dumps({"load_seconds": load_seconds, "import_seconds": import_seconds, "score_seconds": seconds, "text_seconds": text_seconds, "stories": len(stories),
+print(json.dumps({"load_seconds": load_seconds, "import_seconds": import_seconds, "score_seconds": seconds, "text_seconds": text_seconds,
+                  "stories": len(stories),
                   "stories_per_second": len(stories) / seconds, "torch_threads": torch.get_num_threads(),
                   "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "scores": scores}))
 """
@@ -121,7 +122,8 @@ def main(argv=None):
     try:
         ours, scores = run(args.checkpoint, args.metric, str(stories_path), args.batch_size, args.repeats, args.dtype)
         print("ours:", json.dumps({k: v for k, v in ours.items() if k != "runs"}))
-        payload = {"machine": machine(), "command": command_line(__name__, argv), "metric": args.metric, "checkpoint": args.checkpoint, "batch_size": args.batch_size, "dtype": args.dtype, "ours": ours}
+        payload = {"machine": machine(), "command": command_line(__name__, argv), "metric": args.metric, "checkpoint": args.checkpoint,
+                   "batch_size": args.batch_size, "dtype": args.dtype, "ours": ours}
         if args.dtype != "float32":
             _, reference = run(args.checkpoint, args.metric, str(stories_path), args.batch_size, 1, "float32")
             payload["agreement_with_float32"] = score_agreement(scores, reference)

@@ -22,6 +22,7 @@ from collections import defaultdict
 
 from .common import BUNDLED, checkpoint_spec, command_line, machine, write_results
 
+
 def pair_accuracy(human_scores, negative_scores, techniques) -> dict:
     """Accuracy overall, per technique (any / alone) and per number of techniques, with counts."""
     if not len(human_scores) == len(negative_scores) == len(techniques):

@@ -20,7 +20,8 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from storyeval import checkpoints, text as textlib
+from storyeval import checkpoints
+from storyeval import text as textlib
 from storyeval.explain import explain_sentences
 from storyeval.files import FORMATS, InputError, read_stories
 from storyeval.inputs import has_words

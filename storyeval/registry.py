@@ -13,7 +13,6 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass
 
-
 # the corpora the checkpoints are trained on and their references are drawn from, by the builders' names
 CORPORA = ("roc", "wp")
 

@@ -224,7 +224,8 @@ def test_a_lone_carriage_return_stays_inside_its_story(tiny_checkpoint, tmp_path
     [
         ("s.txt", b"ken went home .\ncaf\xe9 was closed .\n", "s.txt:2: not UTF-8 text (byte 0xe9"),
         ("s.csv", b"id,story\n1,ken went home .\n2,caf\xe9 was closed .\n", "s.csv:3: not UTF-8 text"),
-        ("s.jsonl", b'{"story": "ken went home ."}\n{"story": "he saw a dog \\ud83d"}\n', "s.jsonl:2: 'story' holds '\\ud83d' at position 13, a lone surrogate"),
+        ("s.jsonl", b'{"story": "ken went home ."}\n{"story": "he saw a dog \\ud83d"}\n',
+         "s.jsonl:2: 'story' holds '\\ud83d' at position 13, a lone surrogate"),
         ("s.csv", b"id,story\n1,ken went home .\n2,ken\rwent home .\n", "s.csv:3: not valid CSV (new-line character seen in unquoted field"),
     ],
 )

@@ -326,7 +326,8 @@ def test_training_smoke_run_keeps_its_best_epoch_and_writes_a_loadable_checkpoin
     rows = []  # 30 contexts, so the grouped split puts some on every side
     for i in range(30):
         context = f"[MALE] saw a {animals[i % 10]} number {i} at the park ."
-        rows.append({"context": context, "continuation": f"he fed the {animals[i % 10]} some bread .", "overall": 7, "relevance": 8, "interestingness": 4 + i % 3})
+        rows.append({"context": context, "continuation": f"he fed the {animals[i % 10]} some bread .",
+                     "overall": 7, "relevance": 8, "interestingness": 4 + i % 3})
         rows.append({"context": context, "continuation": "the stock market fell sharply today .", "overall": 3, "relevance": 1, "interestingness": 2 + i % 2})
     rated = tmp_path / "rated.jsonl"
     rated.write_text("".join(json.dumps(row) + "\n" for row in rows))

@@ -104,7 +104,8 @@ def test_pairs_need_two_stories():
 
 
 def test_story_cloze_stories_are_dropped_by_their_normalised_first_sentence(tmp_path):
-    header = "InputStoryid\tInputSentence1\tInputSentence2\tInputSentence3\tInputSentence4\tRandomFifthSentenceQuiz1\tRandomFifthSentenceQuiz2\tAnswerRightEnding\n"
+    header = ("InputStoryid\tInputSentence1\tInputSentence2\tInputSentence3\tInputSentence4\t"
+              "RandomFifthSentenceQuiz1\tRandomFifthSentenceQuiz2\tAnswerRightEnding\n")
     # "Ken" is delexicalised and the case and spacing differ from the builder's text: the key still matches
     (tmp_path / "cloze.tsv").write_text(header + "x\tKen went to the store.\tHe ran.\tHe sat.\tHe ate.\tGood.\tBad.\t1\n")
     keys = continuation_pairs.story_cloze_keys(tmp_path / "cloze.tsv")

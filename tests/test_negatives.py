@@ -46,7 +46,8 @@ def test_repeat_ngram_inserts_the_copy_right_after_it():
     extra = len(repeated) - len(original)
     assert 1 <= extra <= 4
     # removing one copy of the repeated n-gram gives back the sentence
-    assert any(repeated[:k] + repeated[k + extra :] == original and repeated[k : k + extra] == repeated[k + extra : k + 2 * extra] for k in range(len(original)))
+    assert any(repeated[:k] + repeated[k + extra :] == original and repeated[k : k + extra] == repeated[k + extra : k + 2 * extra]
+               for k in range(len(original)))
     assert repeated[-1] == "."
 
 

@@ -8,14 +8,14 @@ import evaluate
 import pytest
 import torch
 from conftest import save_tiny_checkpoint
-from storyeval_training import train_plot_coherence
-from storyeval_training.builders.common import InputFormatError
-from storyeval_training.model_card import write_plot_coherence_card
 from transformers import AutoTokenizer, BertConfig, BertModel
 
 from storyeval import checkpoints, cli, hub
 from storyeval.models import UnionConfig, UnionModel
 from storyeval.scoring import load_plot_coherence_scorer
+from storyeval_training import train_plot_coherence
+from storyeval_training.builders.common import InputFormatError
+from storyeval_training.model_card import write_plot_coherence_card
 
 METRIC_DIR = str(Path(__file__).resolve().parent.parent / "metrics" / "plot_coherence")
 JUDGED = "a week after the little girl 's dog died , she had a new puppy ."

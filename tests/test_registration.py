@@ -6,8 +6,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import subprocess_env
+
 from storyeval import registration
 
 CHECKOUT = Path(__file__).resolve().parent.parent

@@ -9,11 +9,11 @@ import evaluate
 import huggingface_hub
 import pytest
 import torch
+import transformers
 from huggingface_hub.errors import StrictDataclassClassValidationError
 from transformers import AutoModel, AutoTokenizer, BertConfig, BertModel
 
 import storyeval
-import transformers
 from storyeval import checkpoints, cli
 from storyeval.models import UnionConfig, UnionModel
 from storyeval.scoring import load_union_scorer

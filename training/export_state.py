@@ -18,8 +18,8 @@ import json
 from pathlib import Path
 
 from storyeval_training import train_plot_coherence, train_union
-from storyeval_training.model_card import write_plot_coherence_card, write_union_card
 from storyeval_training.loop import TRAINER_STATE
+from storyeval_training.model_card import write_plot_coherence_card, write_union_card
 from storyeval_training.provenance import environment
 
 
@@ -28,9 +28,11 @@ def parse_args(argv=None) -> tuple[argparse.Namespace, argparse.Namespace]:
     p.add_argument("--state", required=True, help="a step_N folder the run saved")
     p.add_argument("--export-dir", required=True, help="where the checkpoint and its card go (must not exist yet)")
     p.add_argument("--base-model", default=None,
-                   help="the backbone a top-layer checkpoint sits on, by a name storyeval.backbones resolves (default: the run's --base-model-name or --model-name-or-path)")
+                   help="the backbone a top-layer checkpoint sits on, by a name storyeval.backbones "
+                        "resolves (default: the run's --base-model-name or --model-name-or-path)")
     p.add_argument("--code-commit", default=None, help="the commit the run's code was at, recorded in the card's results (default: unknown)")
-    p.add_argument("run_args", nargs=argparse.REMAINDER, help="-- followed by the run's own arguments (storyeval-train-union or storyeval-train-plot-coherence)")
+    p.add_argument("run_args", nargs=argparse.REMAINDER, help="-- followed by the run's own arguments "
+                                                              "(storyeval-train-union or storyeval-train-plot-coherence)")
     args = p.parse_args(argv)
     state = Path(args.state)
     if not (state / TRAINER_STATE).is_file() or not (state / "best" / "config.json").is_file():

@@ -14,6 +14,7 @@ import math
 from pathlib import Path
 
 from huggingface_hub import DatasetCard, DatasetCardData, EvalResult, ModelCard, ModelCardData
+
 from storyeval import citations
 
 TEMPLATES = Path(__file__).resolve().parent / "card_templates"

@@ -68,7 +68,8 @@ def parse_args(argv=None):
     p.add_argument("--learning-rate", type=float, default=1e-3)
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--cloze-pairs", type=int, default=20000, help="weak ROC cloze pairs (0 disables)")
-    p.add_argument("--contradiction-share", type=float, default=0.0, help="share of cloze negatives that contradict the true ending (the bundled checkpoint: 0)")
+    p.add_argument("--contradiction-share", type=float, default=0.0, help="share of cloze negatives that contradict "
+                                                                          "the true ending (the bundled checkpoint: 0)")
     p.add_argument("--ranking-weight", type=float, default=1.0)
     p.add_argument("--ranking-margin", type=float, default=0.5)
     p.add_argument("--lm-order", type=int, default=None, help="order of the n-gram LM fitted on the corpus, 1..4 (default 4)")

@@ -10,12 +10,12 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
+from storyeval.checkpoints import checkpoint_name
 from storyeval.continuation.cooccurrence import CooccurrenceStats
 from storyeval.continuation.encoder import load_learned_encoder
 from storyeval.continuation.features import FeatureExtractor
 from storyeval.continuation.model import CRITERIA, ContinuationModel
 from storyeval.continuation.ngram_lm import NgramLM
-from storyeval.checkpoints import checkpoint_name
 from storyeval.devices import resolve_device, resolve_dtype
 from storyeval.inputs import FLOAT_DTYPE_NAMES, check_batch_size, check_progress_bar, check_same_length, check_texts
 from storyeval.signature import settings_string

@@ -187,7 +187,8 @@ def parse_args(argv=None):
     parser.add_argument("--split", default="train", choices=["train", "validation", "test"])
     parser.add_argument("--plot-source", choices=PLOT_SOURCES, default="paper", help="the release's plots, or plots extracted from the stories")
     parser.add_argument("--seed", type=int, default=42)
-    parser.add_argument("--limit", type=int, default=DEFAULT_LIMIT, help="use only the first N stories of the split (0: all); they are also the substitution pool")
+    parser.add_argument("--limit", type=int, default=DEFAULT_LIMIT, help="use only the first N stories of the split "
+                                                                         "(0: all); they are also the substitution pool")
     parser.add_argument("--data-dir", default=None, help="data root (default: $STORYEVAL_DATA or ../shared/data)")
     parser.add_argument("--cache-dir", default=None, help="`datasets` cache folder")
     parser.add_argument("--techniques", nargs="+", choices=TECHNIQUES, default=list(TECHNIQUES),
@@ -211,7 +212,8 @@ def main(argv=None):
         logger.warning("%d stories have no plot (%s source) and were left out", skipped, args.plot_source)
     rows.save_to_disk(args.output_dir)
     stats = technique_counts(rows)
-    stats.update(skipped_without_plot=skipped, plots_with_another_sentence_count=mismatched, dataset=args.dataset, split=args.split, plot_source=args.plot_source, seed=args.seed,
+    stats.update(skipped_without_plot=skipped, plots_with_another_sentence_count=mismatched, dataset=args.dataset, split=args.split,
+                 plot_source=args.plot_source, seed=args.seed,
                  allowed_techniques=args.techniques,
                  # the leakage rule (shared/data/README.md): this split's share, and the whole corpus's
                  leakage_dropped_stories=leaked[args.split], leakage_dropped_stories_all_splits=sum(leaked.values()))

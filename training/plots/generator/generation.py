@@ -175,7 +175,8 @@ def generate_negatives(args) -> dict:
         )
         seconds = time.perf_counter() - started
         generated = len(candidates) * args.num_candidates
-        outputs[name] = datasets.Dataset.from_dict({"id": list(rows["id"]), "story": list(rows["story"]), "candidates": candidates}, features=CANDIDATE_FEATURES)
+        outputs[name] = datasets.Dataset.from_dict({"id": list(rows["id"]), "story": list(rows["story"]), "candidates": candidates},
+                                                   features=CANDIDATE_FEATURES)
         summary["splits"][name] = {
             "stories": len(rows),
             "skipped_without_manipulated_plot": len(ids) - len(with_plot),

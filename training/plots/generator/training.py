@@ -34,7 +34,8 @@ logger = logging.getLogger(__name__)
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description="Fine-tune a plot -> story generator.")
     p.add_argument("--dataset", choices=sorted(MAX_NEW_TOKENS), default="roc", help="builder to train on; sets the length defaults")
-    p.add_argument("--plots-dir", help="instead of the builder: a save_to_disk dataset with `plot` and `story` (a DatasetDict with train/validation, or one Dataset to split)")
+    p.add_argument("--plots-dir", help="instead of the builder: a save_to_disk dataset with `plot` and "
+                                       "`story` (a DatasetDict with train/validation, or one Dataset to split)")
     p.add_argument("--model-name-or-path", default=OFFLINE_BACKBONE, help="a seq2seq checkpoint, or an encoder to warm-start both sides from")
     p.add_argument("--output-dir", required=True)
     p.add_argument("--max-source-length", type=int, default=None, help="plot tokens (default: 128 ROC, 512 WP)")
@@ -161,7 +162,8 @@ def train(args) -> dict:
         features = splits.map(
             to_features,
             batched=True,
-            fn_kwargs={"tokenizer": tokenizer, "max_source_length": args.max_source_length, "max_target_length": args.max_target_length, "drop_first_target_token": drop_first},
+            fn_kwargs={"tokenizer": tokenizer, "max_source_length": args.max_source_length, "max_target_length": args.max_target_length,
+                       "drop_first_target_token": drop_first},
             remove_columns=splits["train"].column_names,
             desc="tokenising",
         )
