@@ -102,6 +102,7 @@ def enter_into_cache(name: str, cache_dir: str | Path | None = None, root: Path 
     storage = storage_folder(name, cache_dir)
     snapshot = storage / "snapshots" / revision
     files = sorted(p for p in source.iterdir() if p.is_file() and not p.name.startswith("."))
+
     def complete() -> bool:
         return all((snapshot / p.name).is_file() for p in files)
 
