@@ -112,6 +112,7 @@ def main(argv=None):
     parser.add_argument("--skip-bert-base", action="store_true")
     parser.add_argument("--repeats", type=int, default=3, help="fresh processes per scorer; the median is reported")
     parser.add_argument("--dtype", default="float32", choices=DTYPE_NAMES)
+    parser.add_argument("--output", default=None, help="results file name (default: <metric>_speed[_<dtype>], the bundled checkpoint's)")
     args = parser.parse_args(argv)
     if args.repeats < 1:
         parser.error("--repeats must be at least 1")
@@ -137,7 +138,7 @@ def main(argv=None):
     finally:
         stories_path.unlink(missing_ok=True)
     suffix = "" if args.dtype == "float32" else f"_{args.dtype}"
-    print("wrote", write_results(f"{args.metric}_speed{suffix}", payload))
+    print("wrote", write_results(args.output or f"{args.metric}_speed{suffix}", payload))
 
 
 if __name__ == "__main__":
