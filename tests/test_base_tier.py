@@ -35,6 +35,13 @@ def trained(tmp_path):
     return backbone, model.eval()
 
 
+def save_top_layer_checkpoint(model, backbone, folder):
+    """``model`` as a top-layer checkpoint on ``backbone``, with the tokenizer a training run reads."""
+    model.save_trained_parameters(folder, base_model=str(backbone))
+    AutoTokenizer.from_pretrained(backbone).save_pretrained(folder)
+    return folder
+
+
 def test_a_top_layer_checkpoint_ships_only_those_layers_and_loads_in_one_call(tmp_path, trained):
     backbone, model = trained
     ids = torch.randint(5, 1000, (2, 12))
@@ -129,8 +136,7 @@ def test_plot_coherence_from_a_top_layer_union_checkpoint_ships_top_layers_on_th
 
     data_root = tiny_af_data_root(tmp_path)
     backbone, model = trained
-    model.save_trained_parameters(tmp_path / "union", base_model=str(backbone))
-    AutoTokenizer.from_pretrained(backbone).save_pretrained(tmp_path / "union")
+    save_top_layer_checkpoint(model, backbone, tmp_path / "union")
     export = tmp_path / "export"
     run_args = ["--data-dir", str(data_root), "--model-name-or-path", str(tmp_path / "union"), "--output-dir", str(tmp_path / "run"),
                 "--max-train-steps", "2", "--eval-steps", "2", "--checkpointing-steps", "2", "--max-length", "32", "--train-top-layers", "1"]
@@ -161,16 +167,14 @@ def test_continuing_a_top_layer_checkpoint_trains_the_same_layers_and_refuses_fe
 
     data_root = tiny_af_data_root(tmp_path)
     backbone, model = trained
-    model.save_trained_parameters(tmp_path / "union", base_model=str(backbone))
-    AutoTokenizer.from_pretrained(backbone).save_pretrained(tmp_path / "union")
+    save_top_layer_checkpoint(model, backbone, tmp_path / "union")
     common = ["--data-dir", str(data_root), "--model-name-or-path", str(tmp_path / "union"), "--max-train-steps", "1",
               "--eval-steps", "1", "--max-length", "32"]
     train_plot_coherence.main([*common, "--output-dir", str(tmp_path / "run"), "--export-dir", str(tmp_path / "export")])
     assert json.loads((tmp_path / "export" / "config.json").read_text())["trained_top_layers"] == 1
     assert UnionModel.from_pretrained(tmp_path / "export").config.metric == "plot_coherence"  # loads onto its backbone
     model.config.trained_top_layers = 2  # as if trained in its top 2 of 3 layers: it cannot continue in 1
-    model.save_trained_parameters(tmp_path / "union2", base_model=str(backbone))
-    AutoTokenizer.from_pretrained(backbone).save_pretrained(tmp_path / "union2")
+    save_top_layer_checkpoint(model, backbone, tmp_path / "union2")
     with pytest.raises(ValueError, match="trained in its top 2 layers"):
         train_plot_coherence.main([*common[:2], "--model-name-or-path", str(tmp_path / "union2"), *common[4:],
                                    "--output-dir", str(tmp_path / "run2"), "--train-top-layers", "1"])
