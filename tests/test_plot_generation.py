@@ -129,6 +129,30 @@ def test_training_counts_and_warns_about_cut_plots_and_stories(tiny_encoder, tmp
 
 
 @pytest.mark.slow
+@pytest.mark.filterwarnings("ignore:Version v4.12.0:FutureWarning")
+def test_extra_training_stories_join_training_only(tiny_encoder, tmp_path):
+    """Another corpus's stories (ROC's under WP) add training text; validation and the skip list's meaning stay the main data's."""
+    plots_dataset(8, "wp").save_to_disk(str(tmp_path / "plots"))
+    plots_dataset(5, "roc").select_columns(["id", "plot", "story"]).save_to_disk(str(tmp_path / "extra"))
+    results = generator.train(generator.parse_args(
+        ["--plots-dir", str(tmp_path / "plots"), "--extra-train-plots-dir", str(tmp_path / "extra"), "--max-extra-train-examples", "3",
+         "--model-name-or-path", str(tiny_encoder), "--output-dir", str(tmp_path / "out"),
+         "--max-train-steps", "1", "--eval-steps", "1", "--max-source-length", "32", "--max-target-length", "40"]
+    ))
+    assert results["train_pairs"] == 7 + 3 and results["truncated"]["validation"]["examples"] == 1
+    train_ids = json.loads((tmp_path / "out" / "best" / generator.GENERATOR_INFO).read_text())["train_ids"]
+    assert sum(i.startswith("roc-") for i in train_ids) == 3 and sum(i.startswith("wp-") for i in train_ids) == 7
+
+
+def test_extra_training_stories_need_plots_and_stories(tmp_path):
+    plots_dataset(2, "roc").select_columns(["id", "story"]).save_to_disk(str(tmp_path / "extra"))
+    with pytest.raises(ValueError, match=r"no column\(s\) \['plot'\]"):
+        generator.add_extra_train_examples(plots_dataset(2, "wp"), str(tmp_path / "extra"), None, 42)
+    with pytest.raises(SystemExit):
+        generator.parse_args(["--plots-dir", "p", "--output-dir", "o", "--max-extra-train-examples", "3"])
+
+
+@pytest.mark.slow
 def test_generate_command_writes_candidates(trained_generator, tmp_path):
     run, _ = trained_generator
     plots = datasets.concatenate_datasets([plots_dataset(3, "new"), plots_dataset(2, "train")])
@@ -150,6 +174,34 @@ def test_generate_command_writes_candidates(trained_generator, tmp_path):
     stats = summary["splits"]["validation"]
     assert stats["skipped_without_manipulated_plot"] == 2 and stats["generated"] == 2 * len(written)
     assert stats["skipped_plots_longer_than_source_window"] == 1 and stats["stories_per_second"] > 0
+
+
+@pytest.mark.slow
+def test_a_generation_stopped_by_its_budget_resumes_to_what_one_run_writes(trained_generator, tmp_path):
+    run, _ = trained_generator
+    datasets.DatasetDict({"validation": plots_dataset(3, "new")}).save_to_disk(str(tmp_path / "plots"))
+
+    def generate(folder, *extra):
+        return generator.generate_negatives(generator.parse_generate_args(
+            ["--plots-dir", str(tmp_path / "plots"), "--model-name-or-path", str(run / "out" / "best"), "--output-dir", str(tmp_path / folder),
+             "--num-candidates", "2", "--max-new-tokens", "5", "--chunk-size", "1", *extra]
+        ))
+
+    whole = generate("whole")
+    stopped = generate("stopped", "--time-budget-minutes", "1e-9")  # stops after its first part
+    assert stopped["splits"]["validation"]["stories"] == 1 and not stopped["splits"]["validation"]["complete"]
+    assert len(datasets.load_from_disk(str(tmp_path / "stopped"))["validation"]) == 1  # what is done can already be filtered
+    with pytest.raises(SystemExit):  # parts of an earlier run are never overwritten silently
+        generate("stopped")
+    with pytest.raises(ValueError, match="num_candidates differ"):
+        generator.generate_negatives(generator.parse_generate_args(
+            ["--plots-dir", str(tmp_path / "plots"), "--model-name-or-path", str(run / "out" / "best"), "--output-dir", str(tmp_path / "stopped"),
+             "--num-candidates", "3", "--max-new-tokens", "5", "--chunk-size", "1", "--resume"]
+        ))
+    resumed = generate("stopped", "--resume")
+    assert resumed["splits"]["validation"]["complete"] and resumed["splits"]["validation"]["generated_this_sitting"] == 4
+    assert whole["splits"]["validation"]["generated"] == resumed["splits"]["validation"]["generated"] == 6
+    assert datasets.load_from_disk(str(tmp_path / "stopped"))["validation"].to_dict() == datasets.load_from_disk(str(tmp_path / "whole"))["validation"].to_dict()
 
 
 @pytest.mark.slow

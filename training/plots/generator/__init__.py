@@ -37,11 +37,11 @@ from storyeval_training.plots.generator.model import (
     plot_to_text,
     save_generator,
 )
-from storyeval_training.plots.generator.training import evaluate_loss, load_story_plots, main, parse_args, train
+from storyeval_training.plots.generator.training import add_extra_train_examples, evaluate_loss, load_story_plots, main, parse_args, train
 
 __all__ = [
     "CANDIDATE_FEATURES", "GENERATOR_INFO", "MAX_NEW_TOKENS", "MAX_SOURCE_LENGTH", "PHRASE_SEPARATOR", "SENTENCE_MARKER",
-    "TEMPERATURE", "TOP_K", "build_generator", "decode_story", "evaluate_loss", "generate_main", "generate_negatives",
+    "TEMPERATURE", "TOP_K", "add_extra_train_examples", "build_generator", "decode_story", "evaluate_loss", "generate_main", "generate_negatives",
     "generate_stories", "has_phrases", "load_story_plots", "main", "parse_args", "parse_generate_args", "plot_to_text",
     "save_generator", "train",
 ]

@@ -105,6 +105,14 @@ def generate_stories(
     return stories
 
 
+# plots per saved part: a stopped or killed run loses at most one part's work
+DEFAULT_CHUNK_SIZE = 64
+PARTS = "parts"
+# what must match for --resume to continue a run's parts (the rest only changes speed or where it stops)
+RUN_SETTINGS = ("plots_dir", "model_name_or_path", "num_candidates", "top_k", "temperature", "max_new_tokens", "max_source_length",
+                "splits", "max_examples", "keep_generator_train_stories", "seed", "chunk_size")
+
+
 def parse_generate_args(argv=None):
     p = argparse.ArgumentParser(description="Sample candidate implausible stories from manipulated plots.")
     p.add_argument("--plots-dir", required=True, help="save_to_disk dataset (or DatasetDict) with id, story, manipulated_plot")
@@ -121,9 +129,22 @@ def parse_generate_args(argv=None):
     p.add_argument("--keep-generator-train-stories", action="store_true", help="also generate for stories the generator was trained on")
     p.add_argument("--device", default=None, help="default: cuda if available, else cpu")
     p.add_argument("--seed", type=int, default=42)
+    p.add_argument("--chunk-size", type=int, default=DEFAULT_CHUNK_SIZE,
+                   help="plots per part saved under OUTPUT_DIR/parts; each part has its own seed, so a resumed run writes what one "
+                        "uninterrupted run would")
+    p.add_argument("--time-budget-minutes", type=float, default=None,
+                   help="stop after the part that passes this budget; the dataset then holds the parts done so far")
+    p.add_argument("--resume", action="store_true", help="continue the parts of a stopped run in --output-dir (same settings)")
     args = p.parse_args(argv)
-    if args.num_candidates < 1 or args.batch_size < 1 or (args.max_examples is not None and args.max_examples < 1):
-        p.error("--num-candidates, --batch-size and --max-examples must be positive")
+    if args.num_candidates < 1 or args.batch_size < 1 or args.chunk_size < 1 or (args.max_examples is not None and args.max_examples < 1):
+        p.error("--num-candidates, --batch-size, --chunk-size and --max-examples must be positive")
+    if args.time_budget_minutes is not None and args.time_budget_minutes <= 0:
+        p.error("--time-budget-minutes must be positive")
+    parts = Path(args.output_dir) / PARTS
+    if parts.exists() and not args.resume:
+        p.error(f"{args.output_dir} holds the parts of an earlier run: pass --resume to continue it, or choose another --output-dir")
+    if Path(args.output_dir).exists() and not parts.exists() and any(Path(args.output_dir).iterdir()):
+        p.error(f"--output-dir {args.output_dir} exists and is not a run of this command; choose another")
     return args
 
 
@@ -131,9 +152,34 @@ def generate_main(argv=None) -> None:
     generate_negatives(parse_generate_args(argv))
 
 
+def _check_run_settings(parts: Path, settings: dict) -> None:
+    """Write the run's settings, or check that a resumed run's match them."""
+    settings_file = parts / "settings.json"
+    if settings_file.is_file():
+        saved = json.loads(settings_file.read_text())
+        changed = sorted(name for name in settings if saved.get(name) != settings[name])
+        if changed:
+            raise ValueError(f"--resume: {', '.join(changed)} differ from the run in {parts.parent}; resume with the same settings")
+    else:
+        parts.mkdir(parents=True, exist_ok=True)
+        settings_file.write_text(json.dumps(settings, indent=2) + "\n")
+
+
+def _write_part(path: Path, part: dict) -> None:
+    """Atomically: a run killed mid-write leaves no half part to resume from."""
+    temporary = path.with_suffix(".tmp")
+    temporary.write_text(json.dumps(part) + "\n")
+    temporary.replace(path)
+
+
 def generate_negatives(args) -> dict:
-    """Write (id, story, candidates) rows; returns the run summary also saved as JSON."""
+    """Write (id, story, candidates) rows part by part; returns the run summary also saved as JSON.
+
+    The dataset in ``--output-dir`` holds every part done so far, so a run stopped by its
+    time budget can already be filtered; ``complete`` in the summary says whether a split is whole.
+    """
     logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.INFO)
+    started_run = time.perf_counter()
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
     model, tokenizer = build_generator(args.model_name_or_path)
     model.to(device)
@@ -142,11 +188,15 @@ def generate_negatives(args) -> dict:
     max_source_length = args.max_source_length or info.get("max_source_length") or MAX_SOURCE_LENGTH["roc"]
     max_source_length = clamp(max_source_length, encoder_length_limit(model), "max_source_length")
     skip_ids = set() if args.keep_generator_train_stories else set(info.get("train_ids", []))
+    output_dir = Path(args.output_dir)
+    parts = output_dir / PARTS
+    _check_run_settings(parts, {name: getattr(args, name) for name in RUN_SETTINGS})
 
     loaded = datasets.load_from_disk(args.plots_dir)
     single = isinstance(loaded, datasets.Dataset)
     splits = {"train": loaded} if single else {name: loaded[name] for name in (args.splits or loaded)}
     outputs, summary = {}, {"args": vars(args), "splits": {}, "environment": environment()}
+    out_of_time = False
     for offset, (name, rows) in enumerate(splits.items()):
         manipulated_plots = list(rows["manipulated_plot"])
         with_plot = [i for i, plot in enumerate(manipulated_plots) if has_phrases(plot)]
@@ -159,41 +209,50 @@ def generate_negatives(args) -> dict:
         if args.max_examples:
             usable = usable[: args.max_examples]
         rows = rows.select(usable)
-        started = time.perf_counter()
-        candidates = generate_stories(
-            model,
-            tokenizer,
-            list(rows["manipulated_plot"]),
-            num_candidates=args.num_candidates,
-            top_k=args.top_k,
-            temperature=args.temperature,
-            max_new_tokens=args.max_new_tokens,
-            max_source_length=max_source_length,
-            batch_size=args.batch_size,
-            seed=args.seed + offset,
-            progress_bar=True,
-        )
-        seconds = time.perf_counter() - started
-        generated = len(candidates) * args.num_candidates
-        outputs[name] = datasets.Dataset.from_dict({"id": list(rows["id"]), "story": list(rows["story"]), "candidates": candidates},
-                                                   features=CANDIDATE_FEATURES)
+        chunks = range(0, len(rows), args.chunk_size)
+        done_rows, seconds, generated_this_sitting = [], 0.0, 0
+        for index, begin in enumerate(chunks):
+            part_file = parts / f"{name}-{index:05d}.json"
+            if not part_file.is_file():
+                if out_of_time:
+                    break
+                chunk = rows.select(range(begin, min(begin + args.chunk_size, len(rows))))
+                started = time.perf_counter()
+                candidates = generate_stories(
+                    model, tokenizer, list(chunk["manipulated_plot"]), num_candidates=args.num_candidates, top_k=args.top_k,
+                    temperature=args.temperature, max_new_tokens=args.max_new_tokens, max_source_length=max_source_length,
+                    batch_size=args.batch_size, seed=args.seed + 100_000 * offset + index,
+                )
+                _write_part(part_file, {"id": list(chunk["id"]), "story": list(chunk["story"]), "candidates": candidates,
+                                        "seconds": time.perf_counter() - started, "device": device})
+                generated_this_sitting += len(candidates) * args.num_candidates
+                logger.info("%s: part %d of %d written", name, index + 1, len(chunks))
+                out_of_time = args.time_budget_minutes is not None and time.perf_counter() - started_run > 60 * args.time_budget_minutes
+            part = json.loads(part_file.read_text())
+            done_rows.extend(zip(part["id"], part["story"], part["candidates"]))
+            seconds += part["seconds"]
+        columns = {"id": [r[0] for r in done_rows], "story": [r[1] for r in done_rows], "candidates": [r[2] for r in done_rows]}
+        outputs[name] = datasets.Dataset.from_dict(columns, features=CANDIDATE_FEATURES)
+        generated = len(done_rows) * args.num_candidates
         summary["splits"][name] = {
-            "stories": len(rows),
+            "stories": len(done_rows),
+            "stories_to_do": len(rows),
+            "complete": len(done_rows) == len(rows),
             "skipped_without_manipulated_plot": len(ids) - len(with_plot),
             "skipped_generator_train_stories": sum(ids[i] in skip_ids for i in with_plot),
             "skipped_plots_longer_than_source_window": too_long,
             "generated": generated,
-            "seconds": round(seconds, 1),
+            "generated_this_sitting": generated_this_sitting,
+            "seconds": round(seconds, 1),  # generation time of every part, over all sittings
             "stories_per_second": round(generated / seconds, 2) if seconds else None,
         }
         logger.info(
-            "%s: %d stories from %d manipulated plots in %.0f s (%.2f stories/s on %s); skipped %d without a manipulated plot, "
+            "%s: %d of %d manipulated plots done (%d stories, %.2f stories/s on %s); skipped %d without a manipulated plot, "
             "%d the generator trained on, %d longer than %d source tokens",
-            name, generated, len(rows), seconds, generated / max(seconds, 1e-9), device,
+            name, len(done_rows), len(rows), generated, generated / max(seconds, 1e-9), device,
             summary["splits"][name]["skipped_without_manipulated_plot"], summary["splits"][name]["skipped_generator_train_stories"],
             too_long, max_source_length,
         )
-    output_dir = Path(args.output_dir)
     result = outputs["train"] if single else datasets.DatasetDict(outputs)
     result.save_to_disk(str(output_dir))
     (output_dir / "generation_results.json").write_text(json.dumps(summary, indent=2) + "\n")

@@ -43,10 +43,15 @@ def parse_args(argv=None):
     add_loop_arguments(p, per_device_train_batch_size=8, per_device_eval_batch_size=16)
     p.add_argument("--max-train-examples", type=int, default=None, help="e.g. a few thousand plots on CPU")
     p.add_argument("--max-eval-examples", type=int, default=200)
+    p.add_argument("--extra-train-plots-dir", help="another save_to_disk dataset with `plot` and `story` (e.g. ROC's under WP), "
+                                                   "added to training only: more text for the decoder; validation stays the main data's")
+    p.add_argument("--max-extra-train-examples", type=int, default=None, help="a random subset of --extra-train-plots-dir")
     p.add_argument("--cache-dir", default=None, help="`datasets` cache")
     p.add_argument("--data-dir", default=None, help="data root (default: $STORYEVAL_DATA or ../shared/data)")
     args = p.parse_args(argv)
-    check_loop_arguments(p, args, positive=("max_source_length", "max_target_length", "max_train_examples"))
+    check_loop_arguments(p, args, positive=("max_source_length", "max_target_length", "max_train_examples", "max_extra_train_examples"))
+    if args.max_extra_train_examples and not args.extra_train_plots_dir:
+        p.error("--max-extra-train-examples needs --extra-train-plots-dir")
     if args.max_eval_examples is not None and args.max_eval_examples < 0:
         p.error("--max-eval-examples must not be negative (0: all)")
     args.max_source_length = args.max_source_length or MAX_SOURCE_LENGTH[args.dataset]
@@ -84,6 +89,22 @@ def select_train_examples(train: datasets.Dataset, limit: int | None, seed: int)
         has_manipulated = [bool(any(p)) for p in train["manipulated_plot"]]
         train = train.select(sorted(range(len(train)), key=lambda i: has_manipulated[i]))
     return train.select(range(min(limit, len(train)))) if limit else train
+
+
+def add_extra_train_examples(train: datasets.Dataset, folder: str, limit: int | None, seed: int) -> datasets.Dataset:
+    """``train`` and a random subset of another corpus's (id, plot, story) rows, shuffled together."""
+    extra = datasets.load_from_disk(folder)
+    if not isinstance(extra, datasets.Dataset):
+        raise ValueError(f"--extra-train-plots-dir {folder}: expected one Dataset, found splits {sorted(extra)}")
+    missing = {"id", "plot", "story"} - set(extra.column_names)
+    if missing:
+        raise ValueError(f"--extra-train-plots-dir {folder}: no column(s) {sorted(missing)}")
+    extra = extra.filter(lambda ex: any(ex["plot"]), desc="dropping extra stories without a plot").shuffle(seed=seed)
+    if limit:
+        extra = extra.select(range(min(limit, len(extra))))
+    columns = ["id", "plot", "story"]
+    combined = datasets.concatenate_datasets([train.select_columns(columns), extra.select_columns(columns).cast(train.select_columns(columns).features)])
+    return combined.shuffle(seed=seed)
 
 
 def to_features(batch: dict, tokenizer, max_source_length: int, max_target_length: int, drop_first_target_token: bool) -> dict:
@@ -156,6 +177,9 @@ def train(args) -> dict:
     with accelerator.main_process_first():
         splits = load_story_plots(args)
         splits["train"] = select_train_examples(splits["train"], args.max_train_examples, args.seed)
+        if args.extra_train_plots_dir:
+            splits["train"] = add_extra_train_examples(splits["train"], args.extra_train_plots_dir, args.max_extra_train_examples, args.seed)
+            splits["validation"] = splits["validation"].select_columns(["id", "plot", "story"])
         if args.max_eval_examples:
             splits["validation"] = splits["validation"].shuffle(seed=args.seed).select(range(min(args.max_eval_examples, len(splits["validation"]))))
         train_ids = list(splits["train"]["id"]) if "id" in splits["train"].column_names else []
