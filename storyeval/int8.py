@@ -38,7 +38,7 @@ def load_int8_scorer(checkpoint: str | Path, backend: str | None = None, num_thr
     loaded = load_union_scorer(checkpoint, device="cpu", preprocess=preprocess)
     scorer = Int8Scorer(
         loaded.model, loaded.tokenizer, loaded.max_length, loaded.window_stride, "cpu", loaded.preprocess, loaded.delexicalize,
-        backend=backend, num_threads=num_threads,
+        name=loaded.name, window_aggregation=loaded.window_aggregation, backend=backend, num_threads=num_threads,
     )
     scorer.model_in(INT8)
     return scorer

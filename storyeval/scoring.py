@@ -5,7 +5,8 @@ its inputs by length so that batches waste little padding, and restores the
 input order. A story longer than the model's window is never truncated: it is
 cut into overlapping windows (``window_stride`` tokens apart, each wrapped in
 the model's special tokens), every window is scored, and the story's score is
-the mean over its windows.
+the mean over its windows, or their minimum where the checkpoint's
+``window_aggregation`` says so (a story is then as plausible as its weakest part).
 
 Scores are computed in float32 by default. ``dtype="bfloat16"`` runs a
 bfloat16 copy of the model instead: on CPUs with bfloat16 instructions
@@ -29,14 +30,18 @@ from storyeval.registry import metric_spec
 from storyeval.signature import settings_string
 from storyeval.text import normalize_story
 
+WINDOW_AGGREGATIONS = {"mean": lambda values: sum(values) / len(values), "min": min}
+
 
 class SequenceScorer:
     """Scores stories with a model whose forward returns one logit per sequence."""
 
     def __init__(self, model, tokenizer, max_length: int, window_stride: int, device=None, preprocess: bool = True,
-                 delexicalize: bool = True, name: str = "unnamed"):
+                 delexicalize: bool = True, name: str = "unnamed", window_aggregation: str = "mean"):
         if not 0 < window_stride <= max_length - 2:
             raise ValueError(f"window_stride must be in 1..{max_length - 2}, got {window_stride}")
+        if window_aggregation not in WINDOW_AGGREGATIONS:
+            raise ValueError(f"window_aggregation must be one of {sorted(WINDOW_AGGREGATIONS)}, got {window_aggregation!r}")
         self.device = resolve_device(device)  # where the model loaded; a score(device=...) call never moves it
         self.model = model.to(self.device).eval()
         # copies on other devices or in lower precision, made on first use: the loaded scorers are cached and
@@ -48,6 +53,7 @@ class SequenceScorer:
         self.window_stride = window_stride
         self.preprocess = preprocess
         self.delexicalize = delexicalize
+        self.window_aggregation = window_aggregation
         self._prefix, self._suffix = _special_token_frame(tokenizer)
         self.name = name  # the checkpoint's short name, for the settings string
 
@@ -107,11 +113,11 @@ class SequenceScorer:
             logits = model(input_ids=ids.to(device), attention_mask=mask.to(device)).logits
             for k, value in zip(chunk, torch.sigmoid(logits.float()).tolist()):
                 window_scores[k] = value
-        totals, counts = [0.0] * len(stories), [0] * len(stories)
+        per_story: list[list[float]] = [[] for _ in stories]
         for (story_index, _), value in zip(windows, window_scores):
-            totals[story_index] += value
-            counts[story_index] += 1
-        return [total / count for total, count in zip(totals, counts)]
+            per_story[story_index].append(value)
+        aggregate = WINDOW_AGGREGATIONS[self.window_aggregation]
+        return [aggregate(values) for values in per_story]
 
 
 def _special_token_frame(tokenizer) -> tuple[list[int], list[int]]:
@@ -156,7 +162,12 @@ def _load_story_classifier(checkpoint: str, device: str, preprocess: bool) -> Se
         model.drop_reconstruction_head()  # scoring never needs it
     config = model.config
     return SequenceScorer(model, tokenizer, config.max_length, config.window_stride, device, preprocess, config.delexicalize,
-                          name=checkpoints.checkpoint_name(checkpoint))
+                          name=checkpoints.checkpoint_name(checkpoint), window_aggregation=config.window_aggregation)
+
+
+def clear_loaded_scorers() -> None:
+    """Forget the scorers loaded so far, so that a checkpoint folder changed since is read again."""
+    _load_story_classifier.cache_clear()
 
 
 def load_scorer(metric: str, checkpoint: str | Path, device=None):

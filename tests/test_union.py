@@ -111,6 +111,42 @@ def test_long_stories_are_windowed_not_truncated(tiny_checkpoint):
     assert scorer.score([long_story])[0] == pytest.approx(sum(per_window) / len(per_window), abs=0.02)
 
 
+def test_a_checkpoint_can_score_a_long_story_by_its_weakest_window(tmp_path):
+    from conftest import save_tiny_checkpoint
+
+    scorer = load_union_scorer(save_tiny_checkpoint(tmp_path / "min", window_aggregation="min"), device="cpu")
+    long_story = " ".join(f"word{i} ." for i in range(40))
+    per_window = scorer.score([scorer.tokenizer.decode(w[1:-1]) for w in scorer.windows(long_story)], batch_size=8)
+    assert scorer.window_aggregation == "min"
+    assert scorer.score([long_story])[0] == pytest.approx(min(per_window), abs=0.02)
+    with pytest.raises(StrictDataclassClassValidationError, match="window_aggregation must be 'mean' or 'min'"):
+        UnionConfig(encoder=tiny_encoder_config().to_dict(), max_length=64, window_aggregation="max")
+
+
+def test_window_aggregation_is_chosen_on_validation_pairs_and_written_into_the_checkpoint(tmp_path):
+    from conftest import save_tiny_checkpoint
+
+    from storyeval_training import window_aggregation
+
+    checkpoint = save_tiny_checkpoint(tmp_path / "ckpt", max_length=32, window_stride=16)
+    long_story = " ".join(f"word{i} ." for i in range(30))
+    pairs = datasets.Dataset.from_dict({"human": [long_story, "he went home ."], "negative": ["home went he .", long_story[::-1]]})
+    datasets.DatasetDict({"train": pairs, "validation": pairs}).save_to_disk(str(tmp_path / "pairs"))
+    output = tmp_path / "choice.json"
+    window_aggregation.main(["--checkpoint", str(checkpoint), "--pairs-dir", str(tmp_path / "pairs"), "--window", "16", "--output", str(output),
+                             "--compare-with", str(checkpoint)])
+    result = json.loads(output.read_text())
+    assert set(result["pair_accuracy"]) == {"mean", "min"} and result["share_of_stories_over_one_window"] == 0.5
+    chosen = result["chosen"]
+    assert result["pair_accuracy"][chosen] == max(result["pair_accuracy"].values())
+    assert json.loads((checkpoint / "config.json").read_text())["window_aggregation"] == chosen
+    assert load_union_scorer(checkpoint, device="cpu").window_aggregation == chosen  # the cached scorer was dropped
+    with pytest.raises(SystemExit):  # an existing result is never overwritten
+        window_aggregation.parse_args(["--checkpoint", str(checkpoint), "--pairs-dir", "p", "--output", str(output)])
+    with pytest.raises(ValueError, match="--window must be in 3..32"):
+        window_aggregation.choose(str(checkpoint), pairs, 64)
+
+
 def test_metric_through_evaluate_load(tiny_checkpoint):
     union = evaluate.load(METRIC_DIR, str(tiny_checkpoint))
     results = union.compute(predictions=[STORY, "he left ."], batch_size=1)
@@ -237,23 +273,31 @@ def test_default_config_is_roc(tiny_checkpoint, monkeypatch, tmp_path):
     assert (resolved / "model.safetensors").resolve() == (tiny_checkpoint / "model.safetensors").resolve()
 
 
-@pytest.mark.slow
-def test_training_smoke_run_writes_a_loadable_checkpoint(tmp_path, tokenizer):
-    from storyeval_training import build_negatives, train_union
+def save_tiny_training_inputs(tmp_path, tokenizer, pairs: int):
+    """A tiny BERT encoder in tmp_path/encoder (returned) and ``pairs`` repetition pairs in tmp_path/pairs (validation: 2)."""
+    from storyeval_training import build_negatives
 
     encoder_dir = tmp_path / "encoder"
     BertModel(tiny_encoder_config()).save_pretrained(encoder_dir)
     tokenizer.save_pretrained(encoder_dir)
     rows = {
-        "id": [f"s{i}" for i in range(6)],
-        "context": ["he sat ."] * 6,
-        "human": [f"he sat . he ate {i} apples ." for i in range(6)],
-        "negative": [f"he sat . he ate ate {i} apples ." for i in range(6)],
-        "original": [f"he sat . he ate {i} apples ." for i in range(6)],
-        "techniques": [["repetition"]] * 6,
+        "id": [f"s{i}" for i in range(pairs)],
+        "context": ["he sat ."] * pairs,
+        "human": [f"he sat . he ate {i} apples ." for i in range(pairs)],
+        "negative": [f"he sat . he ate ate {i} apples ." for i in range(pairs)],
+        "original": [f"he sat . he ate {i} apples ." for i in range(pairs)],
+        "techniques": [["repetition"]] * pairs,
     }
-    pairs = datasets.Dataset.from_dict(rows, features=build_negatives.PAIR_FEATURES)
-    datasets.DatasetDict({"train": pairs, "validation": pairs.select(range(2))}).save_to_disk(tmp_path / "pairs")
+    dataset = datasets.Dataset.from_dict(rows, features=build_negatives.PAIR_FEATURES)
+    datasets.DatasetDict({"train": dataset, "validation": dataset.select(range(2))}).save_to_disk(tmp_path / "pairs")
+    return encoder_dir
+
+
+@pytest.mark.slow
+def test_training_smoke_run_writes_a_loadable_checkpoint(tmp_path, tokenizer):
+    from storyeval_training import train_union
+
+    encoder_dir = save_tiny_training_inputs(tmp_path, tokenizer, 6)
     args = train_union.parse_args(
         ["--pairs-dir", str(tmp_path / "pairs"), "--model-name-or-path", str(encoder_dir), "--output-dir", str(tmp_path / "run"),
          "--max-train-steps", "3", "--eval-steps", "2", "--checkpointing-steps", "2", "--per-device-train-batch-size", "4",
@@ -680,18 +724,9 @@ def test_top_layers_beyond_the_encoder_are_refused():
 
 @pytest.mark.slow
 def test_a_run_stopped_by_its_time_budget_saves_a_state_to_resume_from(tmp_path, tokenizer):
-    from storyeval_training import build_negatives, train_union
+    from storyeval_training import train_union
 
-    encoder_dir = tmp_path / "encoder"
-    BertModel(tiny_encoder_config()).save_pretrained(encoder_dir)
-    tokenizer.save_pretrained(encoder_dir)
-    rows = {
-        "id": [f"s{i}" for i in range(8)], "context": ["he sat ."] * 8, "human": [f"he sat . he ate {i} apples ." for i in range(8)],
-        "negative": [f"he sat . he ate ate {i} apples ." for i in range(8)], "original": [f"he sat . he ate {i} apples ." for i in range(8)],
-        "techniques": [["repetition"]] * 8,
-    }
-    pairs = datasets.Dataset.from_dict(rows, features=build_negatives.PAIR_FEATURES)
-    datasets.DatasetDict({"train": pairs, "validation": pairs.select(range(2))}).save_to_disk(tmp_path / "pairs")
+    encoder_dir = save_tiny_training_inputs(tmp_path, tokenizer, 8)
     common = ["--pairs-dir", str(tmp_path / "pairs"), "--model-name-or-path", str(encoder_dir), "--max-train-steps", "4",
               "--per-device-train-batch-size", "2", "--max-length", "32", "--eval-steps", "2", "--checkpointing-steps", "100",
               "--output-dir", str(tmp_path / "run")]

@@ -28,7 +28,8 @@ class UnionConfig(PreTrainedConfig):
     """``encoder`` is the backbone's config; the rest are UNION's own settings.
 
     ``max_length`` is the scoring window in tokens and ``window_stride`` the
-    step between windows for stories longer than that (see the scorer).
+    step between windows for stories longer than that (see the scorer), and
+    ``window_aggregation`` how their scores make the story's ("mean" or "min").
     ``delexicalize`` says whether the training stories had their person names
     replaced by placeholders, so that the scorer prepares text the same way.
     ``metric`` names the storyeval metric the checkpoint backs: the
@@ -44,6 +45,7 @@ class UnionConfig(PreTrainedConfig):
     has_reconstruction_head: bool = True
     max_length: int = 512
     window_stride: int = 256
+    window_aggregation: str = "mean"
     classifier_dropout: float = 0.1
     delexicalize: bool = True
     metric: str = "union"
@@ -58,6 +60,10 @@ class UnionConfig(PreTrainedConfig):
     def validate_recon_weight(self):
         if self.recon_weight < 0:
             raise ValueError(f"recon_weight must not be negative (0: no reconstruction loss), got {self.recon_weight}")
+
+    def validate_window_aggregation(self):
+        if self.window_aggregation not in ("mean", "min"):  # storyeval.scoring.WINDOW_AGGREGATIONS; models do not import the scorer
+            raise ValueError(f"window_aggregation must be 'mean' or 'min', got {self.window_aggregation!r}")
 
     def validate_max_length(self):
         """A window longer than the encoder's position table would fail deep in the forward pass."""
