@@ -3,10 +3,11 @@
     python -m benchmarks.cross_metric
     python -m benchmarks.cross_metric --checkpoint union:union-roc=hub_cards/union-roc \
         --checkpoint plot_coherence:plot-coherence-roc=hub_cards/plot-coherence-roc
+    python -m benchmarks.cross_metric --checkpoint plot_coherence:plot-coherence-wp=<folder> --output plot_coherence_wp_correlation
 
 Sets: UNION's ``union_roc`` (400 stories) and ``union_wp`` (200), scored as the
 mean of 7 binary votes, and the plot paper's AMT ROC set (300 stories), scored as
-the mean of 5 ratings (0-5). Results go to ``benchmarks/results/cross_metric.json``.
+the mean of 5 ratings (0-5). Results go to ``benchmarks/results/cross_metric.json`` (``--output``: another name).
 These are test sets: nothing here may be used to choose a checkpoint.
 """
 from __future__ import annotations
@@ -27,6 +28,7 @@ def main(argv=None):
     parser.add_argument("--checkpoint", action="append", default=[], type=metric_checkpoint_spec,
                         help="metric:label=folder_or_config (repeatable)")
     parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--output", default="cross_metric", help="name of the results file (a new checkpoint's keeps the bundled rows' file)")
     args = parser.parse_args(argv)
 
     from storyeval.checkpoints import resolve_checkpoint
@@ -41,7 +43,7 @@ def main(argv=None):
         for human_set in human_sets:
             entry["sets"][human_set.name] = score_set(scorer, human_set, args.batch_size)
             print(f"{label} on {human_set.name}: " + format_row(entry["sets"][human_set.name], decimals=3, p_values=False))
-    print("wrote", write_results("cross_metric", payload))
+    print("wrote", write_results(args.output, payload))
 
 
 if __name__ == "__main__":
