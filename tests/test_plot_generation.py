@@ -205,6 +205,18 @@ def test_a_generation_stopped_by_its_budget_resumes_to_what_one_run_writes(train
 
 
 @pytest.mark.slow
+def test_a_minimum_length_keeps_the_end_token_away(trained_generator):
+    run, _ = trained_generator
+    model, tokenizer = generator.build_generator(str(run / "out" / "best"))
+    stories = generator.generate_stories(model, tokenizer, [PLOT], num_candidates=3, max_new_tokens=6, min_new_tokens=6, seed=0)
+    assert all(len(tokenizer(story, add_special_tokens=False)["input_ids"]) >= 5 for story in stories[0])
+    with pytest.raises(ValueError, match="min_new_tokens must be in 0..max_new_tokens"):
+        generator.generate_stories(model, tokenizer, [PLOT], max_new_tokens=3, min_new_tokens=4)
+    with pytest.raises(SystemExit):
+        generator.parse_generate_args(["--plots-dir", "p", "--model-name-or-path", "m", "--output-dir", "o", "--max-new-tokens", "3", "--min-new-tokens", "4"])
+
+
+@pytest.mark.slow
 def test_generation_rejects_empty_and_overlong_plots(trained_generator):
     run, _ = trained_generator
     model, tokenizer = generator.build_generator(str(run / "out" / "best"))

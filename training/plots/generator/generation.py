@@ -47,6 +47,7 @@ def generate_stories(
     top_k: int = TOP_K,
     temperature: float = TEMPERATURE,
     max_new_tokens: int | None = None,
+    min_new_tokens: int = 0,
     max_source_length: int = MAX_SOURCE_LENGTH["roc"],
     batch_size: int = 8,
     seed: int | None = None,
@@ -57,6 +58,8 @@ def generate_stories(
     ``max_new_tokens`` defaults to the checkpoint's generation config (set at
     training: 200 for ROC, 1024 for WP), capped by the decoder's positions.
     ``batch_size`` counts plots: each call samples ``batch_size * num_candidates``.
+    ``min_new_tokens`` keeps the end token away until a story has that many, for a generator
+    that learned to stop sooner than the stories it should imitate.
     """
     if not plots:
         return []
@@ -65,6 +68,8 @@ def generate_stories(
     if max_new_tokens is None:
         max_new_tokens = model.generation_config.max_new_tokens or MAX_NEW_TOKENS["roc"]
     max_new_tokens = clamp(max_new_tokens, decoder_length_limit(model), "max_new_tokens")
+    if not 0 <= min_new_tokens <= max_new_tokens:
+        raise ValueError(f"min_new_tokens must be in 0..max_new_tokens ({max_new_tokens}), got {min_new_tokens}")
     max_source_length = clamp(max_source_length, encoder_length_limit(model), "max_source_length")
     sources = [plot_to_text(p) for p in plots]
     empty = [i for i, plot in enumerate(plots) if not has_phrases(plot)]
@@ -94,6 +99,7 @@ def generate_stories(
             top_k=top_k,
             temperature=temperature,
             max_new_tokens=max_new_tokens,
+            min_new_tokens=min_new_tokens,
             num_return_sequences=num_candidates,
             num_beams=1,  # plain sampling, even where a checkpoint's defaults ask for beams (BART's do)
         )
@@ -109,7 +115,7 @@ def generate_stories(
 DEFAULT_CHUNK_SIZE = 64
 PARTS = "parts"
 # what must match for --resume to continue a run's parts (the rest only changes speed or where it stops)
-RUN_SETTINGS = ("plots_dir", "model_name_or_path", "num_candidates", "top_k", "temperature", "max_new_tokens", "max_source_length",
+RUN_SETTINGS = ("plots_dir", "model_name_or_path", "num_candidates", "top_k", "temperature", "max_new_tokens", "min_new_tokens", "max_source_length",
                 "splits", "max_examples", "keep_generator_train_stories", "seed", "chunk_size")
 
 
@@ -122,6 +128,7 @@ def parse_generate_args(argv=None):
     p.add_argument("--top-k", type=int, default=TOP_K)
     p.add_argument("--temperature", type=float, default=TEMPERATURE)
     p.add_argument("--max-new-tokens", type=int, default=None, help="default: the generator's own (200 ROC, 1024 WP)")
+    p.add_argument("--min-new-tokens", type=int, default=0, help="no end token before this many (stories as long as the human ones)")
     p.add_argument("--max-source-length", type=int, default=None, help="default: the generator's training setting")
     p.add_argument("--batch-size", type=int, default=8, help="plots per generate call")
     p.add_argument("--splits", nargs="*", default=None, help="splits of a DatasetDict to process (default: all)")
@@ -138,6 +145,8 @@ def parse_generate_args(argv=None):
     args = p.parse_args(argv)
     if args.num_candidates < 1 or args.batch_size < 1 or args.chunk_size < 1 or (args.max_examples is not None and args.max_examples < 1):
         p.error("--num-candidates, --batch-size, --chunk-size and --max-examples must be positive")
+    if args.min_new_tokens < 0 or (args.max_new_tokens is not None and args.min_new_tokens > args.max_new_tokens):
+        p.error("--min-new-tokens must be in 0..--max-new-tokens")
     if args.time_budget_minutes is not None and args.time_budget_minutes <= 0:
         p.error("--time-budget-minutes must be positive")
     parts = Path(args.output_dir) / PARTS
@@ -220,7 +229,8 @@ def generate_negatives(args) -> dict:
                 started = time.perf_counter()
                 candidates = generate_stories(
                     model, tokenizer, list(chunk["manipulated_plot"]), num_candidates=args.num_candidates, top_k=args.top_k,
-                    temperature=args.temperature, max_new_tokens=args.max_new_tokens, max_source_length=max_source_length,
+                    temperature=args.temperature, max_new_tokens=args.max_new_tokens, min_new_tokens=args.min_new_tokens,
+                    max_source_length=max_source_length,
                     batch_size=args.batch_size, seed=args.seed + 100_000 * offset + index,
                 )
                 _write_part(part_file, {"id": list(chunk["id"]), "story": list(chunk["story"]), "candidates": candidates,
