@@ -201,7 +201,8 @@ def test_a_generation_stopped_by_its_budget_resumes_to_what_one_run_writes(train
     resumed = generate("stopped", "--resume")
     assert resumed["splits"]["validation"]["complete"] and resumed["splits"]["validation"]["generated_this_sitting"] == 4
     assert whole["splits"]["validation"]["generated"] == resumed["splits"]["validation"]["generated"] == 6
-    assert datasets.load_from_disk(str(tmp_path / "stopped"))["validation"].to_dict() == datasets.load_from_disk(str(tmp_path / "whole"))["validation"].to_dict()
+    stopped_rows = datasets.load_from_disk(str(tmp_path / "stopped"))["validation"].to_dict()
+    assert stopped_rows == datasets.load_from_disk(str(tmp_path / "whole"))["validation"].to_dict()
 
 
 @pytest.mark.slow
