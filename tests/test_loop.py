@@ -30,7 +30,7 @@ def test_loop_arguments_round_trip_through_the_command_line():
     assert loop.LoopArguments.from_namespace(parser.parse_args(["--output-dir", "out"])) == loop.LoopArguments(output_dir="out")
     given = loop.LoopArguments(
         output_dir="out", per_device_train_batch_size=3, per_device_eval_batch_size=5, learning_rate=1e-3, weight_decay=0.01,
-        num_train_epochs=1.5, max_train_steps=7, time_budget_minutes=2.5, gradient_accumulation_steps=2, lr_scheduler_type="cosine",
+        num_train_epochs=1.5, max_train_steps=7, time_budget_minutes=2.5, stop_after_steps=3, gradient_accumulation_steps=2, lr_scheduler_type="cosine",
         num_warmup_steps=4, eval_steps=6, checkpointing_steps=8, seed=1,
     )
     argv = []

@@ -735,3 +735,29 @@ def test_a_run_stopped_by_its_time_budget_saves_a_state_to_resume_from(tmp_path,
     assert (tmp_path / "run" / "step_1" / "trainer_state.json").is_file()  # not a checkpointing step: saved because it stopped
     resumed = train_union.train(train_union.parse_args(common + ["--resume-from-checkpoint", "latest"]))
     assert resumed["completed_steps"] == 4 and not resumed["stopped_by_time_budget"]
+
+
+@pytest.mark.slow
+def test_a_run_stopped_at_a_step_continues_as_the_whole_run(tmp_path, tokenizer):
+    from storyeval_training import train_union
+
+    encoder_dir = save_tiny_training_inputs(tmp_path, tokenizer, 8)
+
+    def run(folder, *extra):
+        return train_union.train(train_union.parse_args(
+            ["--pairs-dir", str(tmp_path / "pairs"), "--model-name-or-path", str(encoder_dir), "--max-train-steps", "4",
+             "--per-device-train-batch-size", "2", "--max-length", "32", "--eval-steps", "2", "--checkpointing-steps", "100",
+             "--output-dir", str(tmp_path / folder), *extra]))
+
+    whole = run("whole")
+    stopped = run("parts", "--stop-after-steps", "2")
+    assert stopped["stopped_by_step_limit"] and not stopped["stopped_by_time_budget"] and stopped["completed_steps"] == 2
+    assert (tmp_path / "parts" / "step_2" / "trainer_state.json").is_file()  # not a checkpointing step: saved because it stopped
+    again = run("parts", "--stop-after-steps", "2", "--resume-from-checkpoint", "latest")
+    assert again["completed_steps"] == 2 and again["stopped_by_step_limit"]  # already there: nothing trained twice
+    resumed = run("parts", "--resume-from-checkpoint", "latest")
+    assert resumed["completed_steps"] == 4 and not resumed["stopped_by_step_limit"]
+    # the schedule was the 4-step run's throughout, so stopping and resuming changed nothing
+    ignore = ("minutes",)
+    assert [{k: v for k, v in h.items() if k not in ignore} for h in resumed["history"]] == \
+        [{k: v for k, v in h.items() if k not in ignore} for h in whole["history"]]

@@ -59,6 +59,7 @@ class LoopArguments:
     num_train_epochs: float = 3
     max_train_steps: int | None = None
     time_budget_minutes: float | None = None
+    stop_after_steps: int | None = None
     gradient_accumulation_steps: int = 1
     lr_scheduler_type: str = "linear"
     num_warmup_steps: int = 0
@@ -77,7 +78,7 @@ class LoopArguments:
 # training (a division by zero) or, as a falsy limit, mean no limit at all
 POSITIVE = (
     "per_device_train_batch_size", "per_device_eval_batch_size", "learning_rate", "num_train_epochs", "max_train_steps",
-    "time_budget_minutes", "gradient_accumulation_steps", "eval_steps", "checkpointing_steps",
+    "time_budget_minutes", "stop_after_steps", "gradient_accumulation_steps", "eval_steps", "checkpointing_steps",
 )
 NON_NEGATIVE = ("weight_decay", "num_warmup_steps")
 
@@ -85,6 +86,9 @@ _HELP = {
     "max_train_steps": "overrides --num-train-epochs",
     "time_budget_minutes": "stop (after a final evaluation, saving a resumable state) when this invocation has trained this long; "
                            "a resumed run gets the budget again",
+    "stop_after_steps": "stop (after a final evaluation, saving a resumable state) at this step, with the learning-rate schedule "
+                        "still that of --max-train-steps: runs compared at equal steps, or a cost curve, stop where the full run "
+                        "would have been; a rerun with a larger value (or none) continues the same run",
     "checkpointing_steps": "save resumable state every N steps",
     "resume_from_checkpoint": "a step_N folder written by --checkpointing-steps, or 'latest': the newest one in --output-dir "
                               "(a fresh start if none)",
@@ -228,6 +232,7 @@ class LoopResult:
     completed_steps: int
     stopped_by_time_budget: bool
     minutes: float
+    stopped_by_step_limit: bool = False
 
 
 class TrainingLoop:
@@ -313,10 +318,13 @@ class TrainingLoop:
         logger.info("training on %d examples, %d steps, batch %d x %d processes",
                     len(train_set), max_train_steps, args.per_device_train_batch_size, accelerator.num_processes)
         bar = tqdm(range(max_train_steps), initial=completed_steps, disable=not accelerator.is_local_main_process, desc="training")
-        out_of_time = False
+        out_of_time = at_step_limit = False
         model.train()
         for epoch in range(start_epoch, num_epochs):
             if completed_steps >= max_train_steps:  # resumed from the last step: nothing left to train
+                break
+            if args.stop_after_steps and completed_steps >= args.stop_after_steps:  # resumed at (or past) the step limit
+                at_step_limit = True
                 break
             generator.manual_seed(args.seed + epoch)  # each epoch's order from its number alone, so a resumed run sees the same
             skipped = resume_step if resume_step is not None and epoch == start_epoch else 0
@@ -334,7 +342,8 @@ class TrainingLoop:
                 bar.set_postfix(progress(outputs))
                 if args.time_budget_minutes and time.perf_counter() - self.started > 60 * args.time_budget_minutes:
                     out_of_time = True
-                last = completed_steps >= max_train_steps or out_of_time
+                at_step_limit = bool(args.stop_after_steps) and completed_steps >= args.stop_after_steps
+                last = completed_steps >= max_train_steps or out_of_time or at_step_limit
                 if completed_steps % args.eval_steps == 0 or last:
                     metrics = evaluate(model, eval_loaders)
                     metrics.update(step=completed_steps, epoch=epoch, minutes=round(self._minutes(earlier_minutes), 1))
@@ -345,14 +354,14 @@ class TrainingLoop:
                         accelerator.wait_for_everyone()
                         if accelerator.is_main_process:
                             save_best(accelerator.unwrap_model(model), self.output_dir / "best")
-                # on time: a state where it stopped, so a rerun resumes there and repeats no step
-                if completed_steps % args.checkpointing_steps == 0 or out_of_time:
+                # stopped early: a state where it stopped, so a rerun resumes there and repeats no step
+                if completed_steps % args.checkpointing_steps == 0 or out_of_time or at_step_limit:
                     save_training_state(accelerator, self.output_dir, completed_steps, best, history, self._minutes(earlier_minutes))
                 if last:
                     break
-            if completed_steps >= max_train_steps or out_of_time:
+            if completed_steps >= max_train_steps or out_of_time or at_step_limit:
                 break
-        return LoopResult(best, history, completed_steps, out_of_time, round(self._minutes(earlier_minutes), 1))
+        return LoopResult(best, history, completed_steps, out_of_time, round(self._minutes(earlier_minutes), 1), at_step_limit)
 
     def results(self, run: LoopResult, args, **fields) -> dict:
         """What a run writes to all_results.json: the loop's record around a script's own ``fields``."""
@@ -362,6 +371,7 @@ class TrainingLoop:
             "history": run.history,
             "completed_steps": run.completed_steps,
             "stopped_by_time_budget": run.stopped_by_time_budget,
+            "stopped_by_step_limit": run.stopped_by_step_limit,
             "training_minutes": run.minutes,
             "args": vars(args),
             "environment": self.environment,
