@@ -6,6 +6,7 @@ import sys
 import pytest
 
 from benchmarks import (
+    cli_cold_start,
     common,
     continuation_quality,
     generation_speed,
@@ -56,6 +57,20 @@ def test_scoring_speed_rejects_zero_repeats(capsys):
     with pytest.raises(SystemExit):
         scoring_speed.main(["--repeats", "0"])
     assert "--repeats must be at least 1" in capsys.readouterr().err
+
+
+def test_cold_start_attributes_import_time_to_packages_and_rejects_zero_repeats(capsys):
+    log = "\n".join([
+        "import time: self [us] | cumulative | imported package",
+        "import time:       100 |        200 |     scipy.stats",
+        "import time:        10 |     300000 |   nltk.collocations",
+        "import time:        50 |    1250000 | nltk",
+        "import time:        20 |     900000 | torch",
+    ])
+    assert cli_cold_start.import_costs(log) == {"torch": 0.9, "nltk": 1.25, "scipy": 0.0}
+    with pytest.raises(SystemExit):
+        cli_cold_start.main(["--repeats", "0"])
+    assert "--repeats must be positive" in capsys.readouterr().err
 
 
 def test_score_agreement_reports_the_gap_to_float32():
