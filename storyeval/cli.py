@@ -108,7 +108,12 @@ def score_chunk(scorer, metric: str, rows, args) -> list[list[float]]:
         scores = scorer.score([row.texts[args.context_column] for row in rows], [row.texts[args.column] for row in rows],
                               batch_size=args.batch_size, dtype=args.dtype)
         return [list(values) for values in zip(*scores.values())]
-    return [[value] for value in scorer.score([row.texts[args.column] for row in rows], batch_size=args.batch_size, dtype=args.dtype)]
+    from storyeval.scoring import StoryTooLongError
+
+    try:
+        return [[value] for value in scorer.score([row.texts[args.column] for row in rows], batch_size=args.batch_size, dtype=args.dtype)]
+    except StoryTooLongError as error:
+        raise InputError(f"{args.input}:{rows[error.index].line}: {error.problem}") from None
 
 
 def score_file(args) -> dict:

@@ -7,6 +7,8 @@ cut into overlapping windows (``window_stride`` tokens apart, each wrapped in
 the model's special tokens), every window is scored, and the story's score is
 the mean over its windows, or their minimum where the checkpoint's
 ``window_aggregation`` says so (a story is then as plausible as its weakest part).
+A story that needs more than ``MAX_WINDOWS`` windows is refused with an error
+naming the limit, before anything is scored.
 
 Scores are computed in float32 by default. ``dtype="bfloat16"`` runs a
 bfloat16 copy of the model instead: on CPUs with bfloat16 instructions
@@ -31,6 +33,17 @@ from storyeval.signature import settings_string
 from storyeval.text import normalize_story
 
 WINDOW_AGGREGATIONS = {"mean": lambda values: sum(values) / len(values), "min": min}
+# per story: about 16,000 tokens at a 512-token window (256 apart), 4,000 at 128 (64 apart), well past the
+# 2,100 words of the longest human-judged WP story; past it a text is more likely a file mistake than a story
+MAX_WINDOWS = 64
+
+
+class StoryTooLongError(ValueError):
+    """A story needs more windows than :data:`MAX_WINDOWS`; ``index`` is its position in the input."""
+
+    def __init__(self, index: int, problem: str):
+        super().__init__(f"predictions[{index}] {problem}")
+        self.index, self.problem = index, problem
 
 
 class SequenceScorer:
@@ -62,17 +75,17 @@ class SequenceScorer:
         return settings_string(self.name, dtype)
 
     def windows(self, story: str) -> list[list[int]]:
-        """Token-id windows of at most ``max_length`` tokens covering the whole story."""
+        """Token-id windows of at most ``max_length`` tokens covering the whole story
+        (a ValueError when it needs more than :data:`MAX_WINDOWS`)."""
         text = normalize_story(story, self.delexicalize) if self.preprocess else story
         ids = self.tokenizer(text, add_special_tokens=False, verbose=False)["input_ids"]
         room = self.max_length - len(self._prefix) - len(self._suffix)
-        starts = range(0, max(len(ids) - room, 0) + self.window_stride, self.window_stride) if len(ids) > room else [0]
-        windows = []
-        for start in starts:
-            windows.append(self._prefix + ids[start : start + room] + self._suffix)
-            if start + room >= len(ids):
-                break
-        return windows
+        needed = 1 + max(0, -(-(len(ids) - room) // self.window_stride))
+        if needed > MAX_WINDOWS:
+            longest = room + (MAX_WINDOWS - 1) * self.window_stride
+            raise ValueError(f"is {len(ids):,} tokens long and needs {needed} windows of {self.max_length} tokens; a story may "
+                             f"have at most {MAX_WINDOWS} ({longest:,} tokens): score it in parts")
+        return [self._prefix + ids[start : start + room] + self._suffix for start in range(0, needed * self.window_stride, self.window_stride)]
 
     def model_in(self, dtype: torch.dtype, device: torch.device | None = None):
         """The model with weights in ``dtype`` on ``device`` (default: where the scorer loaded)."""
@@ -96,7 +109,12 @@ class SequenceScorer:
         dtype = resolve_dtype(dtype)
         device = self.device if device is None else resolve_device(device)
         model = self.model_in(dtype, device)
-        windows = [(i, w) for i, story in enumerate(stories) for w in self.windows(story)]
+        windows = []
+        for i, story in enumerate(stories):
+            try:
+                windows += [(i, w) for w in self.windows(story)]
+            except ValueError as error:
+                raise StoryTooLongError(i, str(error)) from None
         # longest first: an out-of-memory error shows up on the first batch, not the last
         order = sorted(range(len(windows)), key=lambda k: -len(windows[k][1]))
         window_scores = [0.0] * len(windows)

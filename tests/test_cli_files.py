@@ -288,6 +288,18 @@ def test_an_unscorable_line_stops_the_run_or_scores_nan_with_skip_invalid(tiny_c
     assert "2 unscorable row(s) written as NaN, at line(s) 2, 4" in err and ": 2 stories" in err
 
 
+def test_a_story_past_the_window_limit_stops_the_run_naming_its_line_and_the_limit(tiny_checkpoint, tmp_path, capsys, monkeypatch):
+    from storyeval import scoring
+
+    monkeypatch.setattr(scoring, "MAX_WINDOWS", 3)  # STORY needs 3 of the tiny checkpoint's 16-token windows
+    stories = tmp_path / "s.txt"
+    stories.write_text(f"{STORY}\n{' '.join(f'word{i} .' for i in range(40))}\n")
+    output = tmp_path / "scores.txt"
+    code, out, err = score(stories, tiny_checkpoint, capsys, "--output", str(output))
+    assert_clean_error(code, err, "s.txt:2: is ", "a story may have at most 3 (", "score it in parts")
+    assert not output.exists() and not Path(str(output) + ".partial").exists()
+
+
 def test_continuation_quality_scores_a_file_with_a_context_field(tmp_path, capsys):
     pairs = tmp_path / "pairs.jsonl"
     pairs.write_text("".join(json.dumps({"id": i, "prompt": "Ken found a phone at the bar.", "story": s}) + "\n"

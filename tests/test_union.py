@@ -111,6 +111,21 @@ def test_long_stories_are_windowed_not_truncated(tiny_checkpoint):
     assert scorer.score([long_story])[0] == pytest.approx(sum(per_window) / len(per_window), abs=0.02)
 
 
+def test_a_story_needing_more_windows_than_the_limit_is_refused_naming_it(tiny_checkpoint, monkeypatch):
+    from storyeval import scoring
+
+    scorer = load_union_scorer(tiny_checkpoint, device="cpu")
+    long_story = " ".join(f"word{i} ." for i in range(40))
+    needed = len(scorer.windows(long_story))
+    monkeypatch.setattr(scoring, "MAX_WINDOWS", needed)
+    assert len(scorer.windows(long_story)) == needed  # at the limit: scored
+    monkeypatch.setattr(scoring, "MAX_WINDOWS", needed - 1)
+    with pytest.raises(scoring.StoryTooLongError, match=rf"predictions\[1\] is .* tokens long and needs {needed} windows of 16 tokens; "
+                                                        rf"a story may have at most {needed - 1} \(") as raised:
+        scorer.score(["A short story .", long_story])
+    assert raised.value.index == 1
+
+
 def test_a_checkpoint_can_score_a_long_story_by_its_weakest_window(tmp_path):
     from conftest import save_tiny_checkpoint
 
