@@ -202,7 +202,10 @@ def test_quiet_draws_no_bar_while_the_weights_load(tmp_path, capsys):
         transformers_logging.enable_progress_bar()  # the CLI switched it off for the whole process
 
 
-def test_a_csv_story_longer_than_the_csv_modules_default_field_limit_is_scored(tiny_checkpoint, tmp_path, capsys):
+def test_a_csv_story_longer_than_the_csv_modules_default_field_limit_is_scored(tiny_checkpoint, tmp_path, capsys, monkeypatch):
+    from storyeval import scoring
+
+    monkeypatch.setattr(scoring, "MAX_WINDOWS", 10**6)  # the tiny checkpoint's windows are 16 tokens
     long_story = " ".join([STORY] * 2000)  # about 170,000 characters; the default limit is 131,072
     table = tmp_path / "s.csv"
     with table.open("w", newline="") as handle:
