@@ -138,12 +138,13 @@ def correlation_table(reader: ResultsReader, rows: list[CorrelationRow]) -> list
 
 
 def continuation_table(reader: ResultsReader, rows: list[ContinuationRow]) -> list[str]:
-    lines = ["| checkpoint | held-out pairs (contexts) | Spearman, held-out: overall / relevance / interestingness "
+    lines = ["| checkpoint | held-out pairs (contexts) | Spearman, held-out [95% bootstrap CI]: overall / relevance / interestingness "
              "| Story Cloze items | Story Cloze accuracy: overall / relevance / interestingness | pairs/s | measured at |",
              "|---|---|---|---|---|---|---|"]
     for row in rows:
         full = reader.get(row.results, "full")
         spearman = " / ".join(f"{full['spearman'][c]['rho']:.3f}" + (NOT_SIGNIFICANT if full["spearman"][c]["p"] >= 0.05 else "")
+                              + (" [{:.2f}, {:.2f}]".format(*full["spearman"][c]["ci95"]) if "ci95" in full["spearman"][c] else "")
                               for c in STORY_CLOZE_CRITERIA)
         accuracy = " / ".join(f"{full['story_cloze_accuracy'][c]:.3f}" for c in STORY_CLOZE_CRITERIA)
         lines.append(f"| `{row.checkpoint}` | {full['heldout_pairs']} ({full['heldout_contexts']}) | {spearman} | {full['story_cloze_items']:,} "
