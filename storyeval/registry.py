@@ -40,7 +40,8 @@ METRICS: dict[str, MetricSpec] = {
         # "-base": the base-size tier (MPNet-base; the backbone is installed apart, see storyeval.backbones)
         MetricSpec("union", {"roc": "union-roc", "wp": "union-wp", "roc-base": "union-roc-base"}, "roc",
                    "storyeval.scoring:SequenceScorer", "storyeval.scoring:load_story_classifier"),
-        MetricSpec("plot_coherence", {"roc": "plot-coherence-roc", "wp": "plot-coherence-wp"}, "roc",
+        MetricSpec("plot_coherence", {"roc": "plot-coherence-roc", "wp": "plot-coherence-wp", "roc-base": "plot-coherence-roc-base",
+                                      "wp-base": "plot-coherence-wp-base"}, "roc",
                    "storyeval.scoring:SequenceScorer", "storyeval.scoring:load_story_classifier"),
         MetricSpec("continuation_quality", {"deltascore": "continuation-quality"}, "deltascore",
                    "storyeval.continuation.scorer:ContinuationScorer", "storyeval.continuation.scorer:load_continuation_scorer",
@@ -55,6 +56,17 @@ UNPUBLISHED = {
         "Train one with the README's plot-coherence stages run with --dataset wp (build-plots, train-plot-generator, "
         "generate-negatives, adversarial-filter), then `storyeval-train-plot-coherence --dataset wp --negatives generated "
         "--generated-dir <adversarial-filter output> --output-dir <run> --export-dir <folder>`"
+    ),
+    "plot-coherence-roc-base": (
+        "its first run (MPNet-base, top 3 layers, started from union-roc-base) agreed with people less than the MiniLM "
+        "`roc` checkpoint, so it was not shipped (benchmarks/experiments/base_tier.md); use `roc`, or train one with "
+        "`storyeval-train-plot-coherence --dataset roc --negatives paper --model-name-or-path <union-roc-base folder> "
+        "--train-top-layers 3 --output-dir <run> --export-dir <folder>`"
+    ),
+    "plot-coherence-wp-base": (
+        "no base-size WP plot-coherence checkpoint has been trained: it needs the WP negatives that `wp` needs (see "
+        "plot-coherence-wp) and a ROC base checkpoint to start from; train one as `wp` with --model-name-or-path "
+        "<a roc-base plot-coherence folder> --train-top-layers 3"
     ),
 }
 

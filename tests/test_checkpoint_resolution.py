@@ -126,9 +126,14 @@ def test_plot_coherence_wp_says_none_is_bundled_and_how_to_train_one(hub_calls, 
     assert same_files(checkpoints.resolve_checkpoint("plot_coherence", "wp"), plot_checkpoint)
 
 
-def test_plot_coherence_wp_is_still_a_valid_config_name():
-    with pytest.raises(FileNotFoundError, match="no plot-coherence-wp checkpoint"):
-        evaluate.load(str(METRICS / "plot_coherence"), "wp")
+@pytest.mark.parametrize("config, checkpoint, reason", [
+    ("wp", "plot-coherence-wp", "no WP negatives are released"),
+    ("roc-base", "plot-coherence-roc-base", "its first run .* agreed with people less than the MiniLM `roc` checkpoint"),
+    ("wp-base", "plot-coherence-wp-base", "no base-size WP plot-coherence checkpoint has been trained"),
+])
+def test_unpublished_plot_coherence_configs_are_valid_names_that_say_why(config, checkpoint, reason):
+    with pytest.raises(FileNotFoundError, match=f"no {checkpoint} checkpoint is bundled or published: {reason}"):
+        evaluate.load(str(METRICS / "plot_coherence"), config)
 
 
 def test_a_checkpoint_of_another_metric_is_refused(union_checkpoint, plot_checkpoint):
