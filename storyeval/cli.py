@@ -295,7 +295,7 @@ def build_parser() -> argparse.ArgumentParser:
     score.add_argument("--device", default=None, help="e.g. cpu, cuda, cuda:1 (default: CUDA if available)")
     score.add_argument(
         "--dtype", default=None, choices=DTYPE_NAMES,
-        help="weights' precision (default: float32); bfloat16 is faster on CPUs with bf16 instructions, scores move slightly; "
+        help="weights' precision (default: float32); bfloat16 is faster on some CPUs with bf16 instructions (time it), scores move slightly; "
         "int8 (union and plot_coherence, CPU only) runs an int8 copy in CTranslate2 and moves scores more "
         "(Spearman with float32 about 0.998, not 0.999)",
     )

@@ -46,7 +46,7 @@ def runtime_options_doc(batch_size: int, unit: str, int8: bool = True) -> str:
     device (`str`, optional): e.g. "cpu", "cuda:1"; defaults to CUDA when available.
     progress_bar (`bool`, defaults to False): show a progress bar.
     dtype (`str`, optional): "float32" (default), {names}. bfloat16 is
-        about 2x faster on CPUs with bfloat16 instructions; scores move slightly, so
+        about 2x faster on some CPUs with bfloat16 instructions, slower on others (time it); scores move slightly, so
         compare scores computed in one dtype only (the settings string records it).
 {int8_doc}    on_invalid (`str`, defaults to "raise"): what a text with no letters or digits does:
         "raise" stops with an error naming it; "nan" scores the others, gives it NaN and

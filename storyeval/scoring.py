@@ -11,8 +11,8 @@ A story that needs more than ``MAX_WINDOWS`` windows is refused with an error
 naming the limit, before anything is scored.
 
 Scores are computed in float32 by default. ``dtype="bfloat16"`` runs a
-bfloat16 copy of the model instead: on CPUs with bfloat16 instructions
-(AVX512-BF16, AMX) it is much faster, and scores move slightly (see
+bfloat16 copy of the model instead: on some CPUs with bfloat16 instructions
+(AVX512-BF16, AMX) it is much faster, on others slower, and scores move slightly (see
 BENCHMARKS.md), so compare scores only within one dtype.
 """
 from __future__ import annotations
