@@ -22,7 +22,7 @@ def _rerender(name: str, tmp_path: Path) -> Path:
     results = json.loads((folder / "training_results.json").read_text())
     if name == "continuation-quality":
         # the card's figures: the benchmark run its Evaluation section names
-        run = json.loads((CHECKOUT / "benchmarks" / "results" / "continuation_quality_remeasured.json").read_text())
+        run = json.loads((CHECKOUT / "benchmarks" / "results" / "continuation_quality.json").read_text())
         model_card.write_continuation_card(folder, results, {**run["full"], "command": run["command"]})
     elif name.startswith("union"):
         model_card.write_union_card(folder, results)
