@@ -34,8 +34,9 @@ RUNTIME = [
 ]
 
 # inflect: "a" or "an" before a substituted word; gender-guesser: which capitalised words are first names
-# jinja2: the model and dataset cards render through huggingface_hub's templates
-TRAIN = ["accelerate>=1.0", "yake>=0.4.8", "inflect>=7.0", "gender-guesser>=0.4", "jinja2>=3.0"]
+# jinja2: the model and dataset cards render through huggingface_hub's templates; peft: --lora-rank
+# (scoring a LoRA export needs no peft: its adapters are merged on load)
+TRAIN = ["accelerate>=1.0", "yake>=0.4.8", "inflect>=7.0", "gender-guesser>=0.4", "jinja2>=3.0", "peft>=0.13"]
 # the Gradio demo, and Playwright to drive a system Chromium in its browser test
 DEMO = ["gradio>=5.0", "playwright>=1.45"]
 DEV = ["pytest>=8", "hypothesis>=6.100", "ruff>=0.6"]

@@ -79,6 +79,81 @@ def test_a_fully_trained_model_is_not_saved_as_a_partial_one(tmp_path):
         model.save_trained_parameters(tmp_path / "export", base_model="x")
 
 
+@pytest.fixture
+def adapted(tmp_path):
+    backbone = tiny_mpnet(tmp_path / "backbone")
+    model = UnionModel.from_encoder(str(backbone), max_length=32, window_stride=16, recon_weight=0.0)
+    model.add_lora_adapters(4)
+    with torch.no_grad():  # stand-in for training: move what training may move (LoRA's B starts at zero)
+        for parameter in model.parameters():
+            if parameter.requires_grad:
+                parameter.add_(0.05 * torch.randn_like(parameter))
+    return backbone, model.eval()
+
+
+def test_a_lora_checkpoint_ships_adapters_and_head_and_loads_merged_in_one_call(tmp_path, adapted):
+    backbone, model = adapted
+    assert model.config.lora_target_modules == ["dense", "k", "o", "q", "v"]  # every linear layer of MPNet's transformer layers
+    trainable = [name for name, parameter in model.named_parameters() if parameter.requires_grad]
+    assert trainable and all((".lora_" in name) == name.startswith("encoder.") for name in trainable)
+    ids = torch.randint(5, 1000, (2, 12))
+    expected = model(ids).logits
+    # a run's best/ keeps its adapters unmerged, and round-trips through save_pretrained
+    model.save_pretrained(tmp_path / "best")
+    assert torch.allclose(UnionModel.from_pretrained(tmp_path / "best")(ids).logits, expected, atol=1e-5)
+    save_top_layer_checkpoint(model, backbone, tmp_path / "export")
+    from safetensors import safe_open
+
+    with safe_open(str(tmp_path / "export" / "model.safetensors"), "pt") as saved:
+        names = list(saved.keys())
+    assert names and all(".lora_" in n or n.startswith("classifier.") for n in names)
+    loaded = UnionModel.from_pretrained(tmp_path / "export", dtype=torch.float32)
+    assert torch.allclose(loaded(ids).logits, expected, atol=2e-3)
+    # merged on load: plain linear layers, no adapters left to run
+    assert loaded.config.lora_rank is None and type(loaded.encoder.encoder.layer[0].attention.attn.q) is torch.nn.Linear
+    other = tiny_mpnet(tmp_path / "other", seed=1)
+    with pytest.raises(ValueError, match="not the backbone .* was trained on"):
+        UnionModel.from_pretrained(tmp_path / "export", base_model_path=str(other))
+    scores = load_union_scorer(tmp_path / "export", device="cpu", preprocess=False).score(["he sat down . he ate ."])
+    assert 0.0 <= scores[0] <= 1.0
+
+
+def test_adapters_and_top_layers_do_not_mix(tmp_path, adapted, capsys):
+    _, model = adapted
+    with pytest.raises(ValueError, match="train them, or its top layers, not both"):
+        model.train_top_layers_only(1)
+    with pytest.raises(ValueError, match="already trains a part of its encoder"):
+        model.add_lora_adapters(2)
+    from storyeval_training import train_union
+
+    for extra, message in ((["--lora-rank", "2", "--train-top-layers", "1"], "give --lora-rank or --train-top-layers, not both"),
+                           (["--lora-alpha", "4"], "give --lora-rank too"), (["--lora-rank", "0"], "must be positive: --lora-rank 0")):
+        with pytest.raises(SystemExit):
+            train_union.parse_args(["--dataset", "roc", "--output-dir", str(tmp_path / "run"), *extra])
+        assert message in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.slow
+def test_plot_coherence_with_lora_adapters_exports_them_on_its_backbone_and_refuses_a_union_start(tmp_path, trained):
+    from test_plot_coherence import tiny_af_data_root
+
+    from storyeval_training import train_plot_coherence
+
+    data_root = tiny_af_data_root(tmp_path)
+    backbone, model = trained
+    common = ["--data-dir", str(data_root), "--max-train-steps", "2", "--eval-steps", "2", "--max-length", "32", "--lora-rank", "2"]
+    train_plot_coherence.main([*common, "--model-name-or-path", str(backbone), "--output-dir", str(tmp_path / "run"),
+                               "--export-dir", str(tmp_path / "export")])
+    config = json.loads((tmp_path / "export" / "config.json").read_text())
+    assert (config["metric"], config["lora_rank"], config["lora_alpha"], config["base_model"]) == ("plot_coherence", 2, 4.0, str(backbone))
+    assert "LoRA adapters of rank 2" in (tmp_path / "export" / "README.md").read_text()
+    assert UnionModel.from_pretrained(tmp_path / "export").config.metric == "plot_coherence"
+    save_top_layer_checkpoint(model, backbone, tmp_path / "union")
+    with pytest.raises(ValueError, match="--lora-rank adapts a plain encoder"):
+        train_plot_coherence.main([*common, "--model-name-or-path", str(tmp_path / "union"), "--output-dir", str(tmp_path / "run2")])
+
+
 def split_fake_backbone(tmp_path):
     """A zip laid out like the released one, split into five parts, and their SHA-256."""
     archive = tmp_path / "whole.zip"

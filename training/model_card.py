@@ -62,6 +62,11 @@ def _export_text(folder: Path) -> str:
         return (f"Exported in fp16: only the top {config['trained_top_layers']} encoder layers and the head, the layers training "
                 f"changed. It loads onto `{_hub_id(config['base_model'])}` in one call and refuses any other weights, by the "
                 "SHA-256 of the untrained layers recorded in `config.json`.")
+    if config.get("lora_rank"):
+        return (f"Exported in fp16: only LoRA adapters of rank {config['lora_rank']} on the encoder's linear layers "
+                f"({', '.join(config['lora_target_modules'])}) and the head. It loads onto `{_hub_id(config['base_model'])}` in one "
+                "call, adapters merged into the weights, and refuses any other weights, by the SHA-256 of the backbone's weights "
+                "recorded in `config.json`.")
     if config.get("has_reconstruction_head"):
         return "Exported in fp16 with its reconstruction head (scorers drop it when they load; training can resume from it)."
     return "Exported in fp16."

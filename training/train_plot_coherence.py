@@ -159,6 +159,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--train-top-layers", type=int, default=None,
                    help="train only the encoder's top N layers and the head, as storyeval-train-union does (a base-size "
                         "backbone: faster steps, and an export of those layers only)")
+    p.add_argument("--lora-rank", type=int, default=None,
+                   help="train LoRA adapters of this rank on the encoder's linear layers and the head, as storyeval-train-union "
+                        "does (from a plain encoder: an export of the adapters and head only)")
+    p.add_argument("--lora-alpha", type=float, default=None, help="the adapters' scale (default: twice --lora-rank)")
     p.add_argument("--base-model-name", default=None)
     p.add_argument("--data-dir", default=None, help="data root (default: $STORYEVAL_DATA or ../shared/data)")
     p.add_argument("--pairs-only", action="store_true",
@@ -173,7 +177,7 @@ def parse_args(argv=None):
         p.error("--negatives generated needs --generated-dir")
     if args.negatives == "paper" and args.dataset != "roc":
         p.error("the paper released AF_ManPlts negatives for ROC only; use --negatives generated for wp")
-    check_loop_arguments(p, args, positive=("max_length", "max_train_pairs", "train_top_layers"))
+    check_loop_arguments(p, args, positive=("max_length", "max_train_pairs", "train_top_layers", "lora_rank", "lora_alpha"))
     return args
 
 
@@ -210,7 +214,7 @@ def train(argv=None) -> dict:
         LoopArguments.from_namespace(args), pairs_dir=str(pairs_dir), model_name_or_path=args.model_name_or_path,
         max_length=args.max_length or DEFAULT_MAX_LENGTH[args.dataset], max_eval_pairs=0, recon_weight=0.0,
         max_train_pairs=args.max_train_pairs, base_model_name=args.base_model_name or args.model_name_or_path, export_dir=args.export_dir,
-        train_top_layers=args.train_top_layers,
+        train_top_layers=args.train_top_layers, lora_rank=args.lora_rank, lora_alpha=args.lora_alpha,
     )
     # recorded in all_results.json and the model card
     union_args.dataset, union_args.negatives, union_args.leakage_dropped_groups = args.dataset, args.negatives, dropped

@@ -32,7 +32,7 @@ logger = logging.getLogger("storyeval_training.train_union")
 
 
 # UNION's own options that must be positive when set (the loop checks its own)
-POSITIVE_OPTIONS = ("max_length", "train_top_layers", "max_train_pairs")
+POSITIVE_OPTIONS = ("max_length", "train_top_layers", "max_train_pairs", "lora_rank", "lora_alpha")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -48,6 +48,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="train only the encoder's top N layers and the heads (embeddings and lower layers frozen): faster steps, "
                         "and an export that ships only those layers (default: all layers; continuing a top-layer checkpoint: its N, "
                         "and no fewer)")
+    p.add_argument("--lora-rank", type=int, default=None,
+                   help="train LoRA adapters of this rank (peft) on every linear layer of the encoder's transformer layers, the "
+                        "rest of the encoder frozen, and the heads: an export of the adapters and heads only; from a plain encoder")
+    p.add_argument("--lora-alpha", type=float, default=None, help="the adapters' scale (default: twice --lora-rank)")
     p.add_argument("--max-train-pairs", type=int, default=None)
     p.add_argument("--max-eval-pairs", type=int, default=2000, help="validation pairs evaluated (0: all)")
     p.add_argument("--selection-pairs-dir", default=None,
@@ -73,6 +77,10 @@ def check_args(p: argparse.ArgumentParser, args) -> None:
     check_loop_arguments(p, args, positive=POSITIVE_OPTIONS)
     if args.max_eval_pairs < 0 or args.recon_weight < 0:
         p.error("--max-eval-pairs (0: all) and --recon-weight (0: no reconstruction) must not be negative")
+    if args.lora_rank and args.train_top_layers:
+        p.error("give --lora-rank or --train-top-layers, not both")
+    if args.lora_alpha and not args.lora_rank:
+        p.error("--lora-alpha scales LoRA adapters: give --lora-rank too")
     if len(set(args.negative_seeds)) != len(args.negative_seeds):
         p.error(f"--negative-seeds repeats a seed ({args.negative_seeds}): each seed's pairs would be trained on twice")
 
@@ -255,7 +263,12 @@ def train(args, config_overrides: dict | None = None, write_card=write_union_car
     # classifier's start), and scoring must see the inputs this run trains on
     settings = {"recon_weight": args.recon_weight, "max_length": args.max_length, "window_stride": args.max_length // 2,
                 **(config_overrides or {})}
-    if (Path(encoder_path) / "config.json").is_file() and "storyeval-union" in (Path(encoder_path) / "config.json").read_text():
+    from_checkpoint = (Path(encoder_path) / "config.json").is_file() and "storyeval-union" in (Path(encoder_path) / "config.json").read_text()
+    if from_checkpoint and args.lora_rank:
+        # an export records the backbone its adapters sit on; on a fine-tuned start that would be this checkpoint, not a backbone
+        raise ValueError(f"--lora-rank adapts a plain encoder (a backbone such as all-mpnet-base-v2); {args.model_name_or_path} "
+                         "is a UNION checkpoint: continue it with --train-top-layers, or fine-tune it whole")
+    if from_checkpoint:
         # continue from a UNION checkpoint; bundled ones are fp16 on disk, train in fp32
         model = UnionModel.from_pretrained(encoder_path, dtype=torch.float32)
         if not settings.pop("has_reconstruction_head", True):
@@ -275,6 +288,8 @@ def train(args, config_overrides: dict | None = None, write_card=write_union_car
                          f"{args.train_top_layers} would freeze some of them and export without them; use {started_top} or more")
     if args.train_top_layers:
         model.train_top_layers_only(args.train_top_layers)
+    if args.lora_rank:
+        model.add_lora_adapters(args.lora_rank, args.lora_alpha)
     with accelerator.main_process_first():
         pairs = load_pairs(args)
         selection, selection_overlap = None, 0
@@ -338,12 +353,12 @@ def export(best_dir: Path, export_dir: Path, results: dict, keep_reconstruction_
     so it adds only ~0.2M parameters, and it lets training resume from the
     export with reconstruction. Scorers drop it when they load.
 
-    A model trained only in its top layers exports just those layers and the heads,
-    on top of ``base_model`` (the backbone it started from, by a name
+    A model trained only in its top layers, or through LoRA adapters, exports just those layers
+    (or adapters) and the heads, on top of ``base_model`` (the backbone it started from, by a name
     :mod:`storyeval.backbones` resolves, or a folder), without the reconstruction head.
     """
     model = UnionModel.from_pretrained(best_dir)
-    if model.config.trained_top_layers is not None:
+    if model.config.trained_top_layers is not None or model.config.lora_rank:
         model.save_trained_parameters(export_dir, base_model=model.config.base_model or base_model)
     else:
         if not keep_reconstruction_head:

@@ -52,6 +52,11 @@ class UnionConfig(PreTrainedConfig):
     # how many of the encoder's top layers were trained (None: all, with the embeddings); the rest
     # stayed the backbone's, so an export can ship only what differs from it
     trained_top_layers: int | None = None
+    # LoRA adapters (peft) on the encoder's linear layers, everything else of the encoder frozen: their rank,
+    # scale and the layer names they wrap (see UnionModel.add_lora_adapters); an export ships only them and the head
+    lora_rank: int | None = None
+    lora_alpha: float | None = None
+    lora_target_modules: list[str] | None = None
     # set on a checkpoint that ships only its trained parameters: the backbone the rest comes from
     # (a name storyeval.backbones resolves, or a folder) and the SHA-256 of those untrained weights
     base_model: str | None = None
@@ -98,6 +103,8 @@ class UnionModel(PreTrainedModel):
             self.recon_transform = nn.Sequential(nn.Linear(hidden, hidden), nn.GELU(), nn.LayerNorm(hidden))
             # the output projection reuses the input embeddings (as BERT's MLM head does), so only a bias is new
             self.recon_bias = nn.Parameter(torch.zeros(config.encoder.vocab_size))
+        if config.lora_rank:  # a checkpoint saved while its adapters were unmerged (a run's best/): the same modules
+            self._inject_lora()
         self.post_init()
 
     @classmethod
@@ -130,9 +137,12 @@ class UnionModel(PreTrainedModel):
 
     def trained_parameter_names(self, top_layers: int | None = None) -> list[str]:
         """Names of the parameters trained when only the top ``top_layers`` encoder layers are (None: all):
-        those layers, the heads, and nothing below them (embeddings, lower layers, shared position biases)."""
-        top_layers = self.config.trained_top_layers if top_layers is None else top_layers
+        those layers, the heads, and nothing below them (embeddings, lower layers, shared position biases).
+        With LoRA adapters: the adapters and the heads."""
         names = [name for name, _ in self.named_parameters()]
+        if top_layers is None and self.config.lora_rank:
+            return [name for name in names if not name.startswith("encoder.") or ".lora_" in name]
+        top_layers = self.config.trained_top_layers if top_layers is None else top_layers
         if top_layers is None:
             return names
         layers = self.config.encoder.num_hidden_layers
@@ -144,6 +154,8 @@ class UnionModel(PreTrainedModel):
 
     def train_top_layers_only(self, top_layers: int) -> None:
         """Freeze the embeddings and all but the top ``top_layers`` encoder layers."""
+        if self.config.lora_rank:
+            raise ValueError("this model trains LoRA adapters: train them, or its top layers, not both")
         trained = set(self.trained_parameter_names(top_layers))
         for name, parameter in self.named_parameters():
             parameter.requires_grad_(name in trained)
@@ -151,14 +163,59 @@ class UnionModel(PreTrainedModel):
 
     def untrained_weights_sha256(self) -> str:
         """SHA-256 over the float32 bytes of every parameter and buffer that training left as the backbone had them,
-        in name order: what a checkpoint shipping only its trained parameters must be put back on top of."""
+        in name order: what a checkpoint shipping only its trained parameters must be put back on top of.
+        A layer wrapped by a LoRA adapter counts under the backbone's name for it."""
         trained = set(self.trained_parameter_names())
+        untrained = {name.replace(".base_layer.", "."): tensor for name, tensor in self.state_dict().items()
+                     if name.startswith("encoder.") and name not in trained}
         digest = hashlib.sha256()
-        for name, tensor in sorted(self.state_dict().items()):
-            if name.startswith("encoder.") and name not in trained:
-                digest.update(name.encode())
-                digest.update(tensor.detach().to(torch.float32).contiguous().cpu().numpy().tobytes())
+        for name, tensor in sorted(untrained.items()):
+            digest.update(name.encode())
+            digest.update(tensor.detach().to(torch.float32).contiguous().cpu().numpy().tobytes())
         return digest.hexdigest()
+
+    def linear_layer_names(self) -> list[str]:
+        """The names, within a transformer layer, of the encoder's linear layers (query, key, ... in BERT; q, k, ... in MPNet)."""
+        prefix = self.encoder_layer_prefix()
+        return sorted({name.rpartition(".")[2] for name, module in self.encoder.named_modules()
+                       if isinstance(module, nn.Linear) and name.startswith(prefix)})
+
+    def add_lora_adapters(self, rank: int, alpha: float | None = None, target_modules: list[str] | None = None) -> None:
+        """Wrap the encoder's linear layers (default: all of those in its transformer layers) in LoRA adapters of
+        ``rank`` (scale ``alpha``, default twice the rank) and freeze the rest of the encoder; the heads still train."""
+        if self.config.lora_rank or self.config.trained_top_layers is not None:
+            raise ValueError("this model already trains a part of its encoder (adapters or top layers): add adapters to a whole model")
+        if rank < 1:
+            raise ValueError(f"the LoRA rank must be positive, got {rank}")
+        self.config.lora_rank, self.config.lora_alpha = rank, float(alpha or 2 * rank)
+        self.config.lora_target_modules = sorted(target_modules or self.linear_layer_names())
+        self._inject_lora()
+        trained = set(self.trained_parameter_names())
+        for name, parameter in self.named_parameters():
+            parameter.requires_grad_(name in trained)
+
+    def _inject_lora(self) -> None:
+        from peft import LoraConfig, inject_adapter_in_model
+
+        lora = LoraConfig(r=self.config.lora_rank, lora_alpha=self.config.lora_alpha, target_modules=self.config.lora_target_modules,
+                          lora_dropout=0.0, bias="none")
+        inject_adapter_in_model(lora, self.encoder)
+
+    def _merge_adapters(self, adapters: dict[str, torch.Tensor], folder: Path) -> None:
+        """Fold saved LoRA adapters into the weights they adapt, W + (alpha / rank) B A, as peft's merge does; done
+        here so that scoring needs no peft and runs a plain model, as fast as the backbone."""
+        weights = dict(self.named_parameters())
+        scale = self.config.lora_alpha / self.config.lora_rank
+        for name in [k for k in adapters if ".lora_A." in k]:
+            layer = name.split(".lora_A.")[0]
+            down, up = adapters.pop(name), adapters.pop(name.replace(".lora_A.", ".lora_B."), None)
+            if up is None or f"{layer}.weight" not in weights:
+                raise ValueError(f"{folder}/model.safetensors: the adapter {layer} has no matching pair or layer")
+            with torch.no_grad():
+                weights[f"{layer}.weight"].add_(scale * (up @ down))
+        if adapters:
+            raise ValueError(f"{folder}/model.safetensors: adapters without a pair: {sorted(adapters)[:3]}")
+        self.config.lora_rank = self.config.lora_alpha = self.config.lora_target_modules = None
 
     def save_trained_parameters(self, folder: str | Path, base_model: str) -> None:
         """Save only what training changed (fp16), with the config naming ``base_model`` and the hash of its weights.
@@ -168,7 +225,7 @@ class UnionModel(PreTrainedModel):
         """
         from safetensors.torch import save_file
 
-        if self.config.trained_top_layers is None:
+        if self.config.trained_top_layers is None and not self.config.lora_rank:
             raise ValueError("this model trained all its parameters: save it with save_pretrained")
         self.drop_reconstruction_head()  # training-only, and most of its size is the vocabulary bias
         folder = Path(folder)
@@ -207,7 +264,9 @@ class UnionModel(PreTrainedModel):
 
         config = UnionConfig.from_pretrained(folder)
         backbone = base_model_path or resolve_backbone(config.base_model)
-        model = cls(config)
+        lora_rank, config.lora_rank = config.lora_rank, None
+        model = cls(config)  # without adapters, so that the backbone's weights load under their own names
+        model.config.lora_rank = lora_rank
         encoder = AutoModel.from_pretrained(backbone, dtype=torch.float32)
         weights = {k: v for k, v in encoder.state_dict().items() if not k.startswith("pooler.")}
         missing, unexpected = model.encoder.load_state_dict(weights, strict=False)
@@ -218,11 +277,13 @@ class UnionModel(PreTrainedModel):
                 f"{backbone} is not the backbone {folder} was trained on: its weights hash differently from the recorded "
                 f"{config.base_model} ({config.base_model_sha256[:12]}...); give the right one with base_model_path"
             )
-        trained = load_file(str(folder / "model.safetensors"))
-        expected = set(model.trained_parameter_names())
-        if set(trained) != expected:
+        trained = {k: v.to(torch.float32) for k, v in load_file(str(folder / "model.safetensors")).items()}
+        adapters = {k: trained.pop(k) for k in [k for k in trained if ".lora_" in k]}
+        if set(trained) != set(model.trained_parameter_names()) or bool(adapters) != bool(lora_rank):
             raise ValueError(f"{folder}/model.safetensors does not hold the parameters its config says were trained")
-        model.load_state_dict({k: v.to(torch.float32) for k, v in trained.items()}, strict=False)
+        model.load_state_dict(trained, strict=False)
+        if lora_rank:
+            model._merge_adapters(adapters, folder)
         # complete in memory now: save_pretrained writes all its weights, so the hash no longer applies
         model.config.base_model_sha256 = None
         model.eval()
