@@ -66,7 +66,9 @@ def export_state(state: Path, export_dir: Path, run: argparse.Namespace, base_mo
         "stopped_by_time_budget": False,
         "training_minutes": round(trainer_state["minutes"], 1),
         "exported_from_state": {"step": step, "run_code_commit": code_commit},
-        "notes": [f"Exported from the run's resumable state at step {step:,} of {run.max_train_steps or 'an epoch-length schedule'}, "
+        "notes": [f"Exported from the run's final state, step {step:,}; the selected step is the best evaluation of the whole run."
+                  if run.max_train_steps and step >= run.max_train_steps else
+                  f"Exported from the run's resumable state at step {step:,} of {run.max_train_steps or 'an epoch-length schedule'}, "
                   "while the run went on; the selected step is the best evaluation up to that state."],
         "args": vars(run),
         # this machine, but the run's code: the checkout exporting may have moved on since the run started
