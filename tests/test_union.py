@@ -710,12 +710,16 @@ def test_top_layer_training_leaves_the_rest_of_the_backbone_as_it_was(tmp_path, 
     ids = torch.randint(5, 1000, (1, 9))
     assert torch.allclose(UnionModel.from_pretrained(tmp_path / "export")(ids).logits,
                           UnionModel.from_pretrained(tmp_path / "run" / "best").eval()(ids).logits, atol=2e-3)
-    # a state's best weights export with a card while the run goes on
+    # a state's best weights export with a card: while the run goes on, or from its final state
     from storyeval_training import export_state
 
     export_state.main(["--state", str(tmp_path / "run" / "step_2"), "--export-dir", str(tmp_path / "from-state"), "--"] + common
+                      + ["--max-train-steps", "4"])
+    assert "Exported from the run's resumable state at step 2 of 4, while the run went on" in (tmp_path / "from-state" / "README.md").read_text()
+    export_state.main(["--state", str(tmp_path / "run" / "step_2"), "--export-dir", str(tmp_path / "final"), "--"] + common
                       + ["--max-train-steps", "2"])
-    assert "Exported from the run's resumable state at step 2" in (tmp_path / "from-state" / "README.md").read_text()
+    assert "Exported from the run's final state, step 2; the selected step is the best evaluation of the whole run" in \
+        (tmp_path / "final" / "README.md").read_text()
     assert UnionModel.from_pretrained(tmp_path / "from-state").config.base_model == str(encoder_dir)
     for bad, message in ((["--state", str(tmp_path / "run"), "--export-dir", str(tmp_path / "x"), "--"] + common, "expected a step_N folder"),
                          (["--state", str(tmp_path / "run" / "step_2"), "--export-dir", str(tmp_path / "from-state"), "--"] + common, "exists"),
