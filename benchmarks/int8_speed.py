@@ -35,7 +35,7 @@ from .common import CHECKOUT, command_line, correlations, machine, write_results
 from .correlation import load_human_set
 from .scoring_speed import add_workload_arguments, roc_test_stories, score_agreement, workload_checkpoint
 
-BACKENDS = ("ctranslate2", "ctranslate2-int16", "ctranslate2-float32", "onnxruntime")  # the first is what dtype="int8" runs
+BACKENDS = ("ctranslate2", "ctranslate2-int16", "ctranslate2-float32", "onnxruntime", "openvino")  # the first is what dtype="int8" runs
 COEFFICIENTS = ("pearson", "spearman", "kendall")
 def row_name(backend: str) -> str:
     """A results row: int8_<backend> for the int8 ones, the name itself (ctranslate2-int16) for the wider types."""

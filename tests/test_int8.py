@@ -224,8 +224,20 @@ def test_int8_benchmark_drift_runs_every_backend(tiny_checkpoint, shared_data, t
     pytest.importorskip("onnxruntime", reason="the benchmark's second backend")
     common, int8_speed = benchmark()
     monkeypatch.setattr(common, "RESULTS", tmp_path / "results")
-    int8_speed.main(["--checkpoint", str(tiny_checkpoint), "--stories", "5", "--drift-only", "--output", "drift"])
+    backends = ["ctranslate2", "ctranslate2-int16", "ctranslate2-float32", "onnxruntime"]
+    int8_speed.main(["--checkpoint", str(tiny_checkpoint), "--stories", "5", "--drift-only", "--output", "drift", "--backends", *backends])
     drift = json.loads((tmp_path / "results" / "drift.json").read_text())["agreement_with_float32"]
     assert set(drift) == {"bfloat16", "int8_ctranslate2", "ctranslate2-int16", "ctranslate2-float32", "int8_onnxruntime"}
     assert drift["ctranslate2-float32"]["max_abs_difference"] < 1e-4  # the same runtime without int8: float32's scores
     assert all(row["max_abs_difference"] < 0.05 for row in drift.values())
+
+
+@needs_int8_cpu
+def test_int8_benchmark_drift_runs_openvino(tiny_checkpoint, shared_data, tmp_path, monkeypatch):
+    pytest.importorskip("openvino", reason="the benchmark's third backend")
+    pytest.importorskip("nncf", reason="it compresses the OpenVINO model's weights")
+    common, int8_speed = benchmark()
+    monkeypatch.setattr(common, "RESULTS", tmp_path / "results")
+    int8_speed.main(["--checkpoint", str(tiny_checkpoint), "--stories", "5", "--drift-only", "--output", "drift", "--backends", "openvino"])
+    drift = json.loads((tmp_path / "results" / "drift.json").read_text())["agreement_with_float32"]
+    assert set(drift) == {"bfloat16", "int8_openvino"} and drift["int8_openvino"]["max_abs_difference"] < 0.05
