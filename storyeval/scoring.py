@@ -100,9 +100,14 @@ class SequenceScorer:
                 self._models[key] = copy.deepcopy(self.model).to(device=key[0], dtype=dtype).requires_grad_(False)
         return self._models[key]
 
-    @torch.inference_mode()
     def score(self, stories, batch_size: int = 16, device=None, progress_bar: bool = False, dtype=None) -> list[float]:
-        """One score in [0, 1] per story, in input order."""
+        """One score in [0, 1] per story, in input order: its window scores aggregated as the checkpoint says."""
+        aggregate = WINDOW_AGGREGATIONS[self.window_aggregation]
+        return [aggregate(values) for values in self.window_scores(stories, batch_size, device, progress_bar, dtype)]
+
+    @torch.inference_mode()
+    def window_scores(self, stories, batch_size: int = 16, device=None, progress_bar: bool = False, dtype=None) -> list[list[float]]:
+        """Each story's window scores in [0, 1], in window order (one for a story that fits one window)."""
         stories = check_texts(stories, "predictions")
         batch_size = check_batch_size(batch_size)
         check_progress_bar(progress_bar)
@@ -134,8 +139,7 @@ class SequenceScorer:
         per_story: list[list[float]] = [[] for _ in stories]
         for (story_index, _), value in zip(windows, window_scores):
             per_story[story_index].append(value)
-        aggregate = WINDOW_AGGREGATIONS[self.window_aggregation]
-        return [aggregate(values) for values in per_story]
+        return per_story
 
 
 def _special_token_frame(tokenizer) -> tuple[list[int], list[int]]:

@@ -6,10 +6,12 @@
 A story longer than the scoring window is scored window by window (see
 :mod:`storyeval.scoring`). Whether the story's score should be the windows' mean
 or their minimum is a modelling choice, so it is made like any other: by pair
-accuracy (the human story scored above its negative) on the validation pairs the
+accuracy (the human story scored above its negative, a tie counting half, as in
+training) on the validation pairs the
 run held out. Those stories may fit one window of the checkpoint's own size, so
 they are scored here with a smaller ``--window`` (stride half of it), where most
-span several; the checkpoint keeps its own window. Ties keep "mean", the default.
+span several; the checkpoint keeps its own window. Each window is scored once and
+every aggregation reads those scores. Ties keep "mean", the default.
 ``--compare-with`` adds the pair accuracy of other checkpoints (a run's start,
 say) and of this one after the choice, each at its own settings, on the same pairs.
 """
@@ -21,24 +23,30 @@ import logging
 from pathlib import Path
 
 import datasets
+import torch
 
 from storyeval import scoring
 from storyeval.scoring import WINDOW_AGGREGATIONS, SequenceScorer, load_story_classifier
+from storyeval_training.train_union import pair_accuracy as interleaved_pair_accuracy
 
 logger = logging.getLogger("storyeval_training.window_aggregation")
 
 
+def ranked_above(humans: list[float], negatives: list[float]) -> float:
+    """The share of pairs whose human story scores above its negative, by the training loop's definition."""
+    scores = torch.tensor([score for pair in zip(humans, negatives) for score in pair])
+    return interleaved_pair_accuracy(scores, torch.tensor([1, 0] * len(humans)))
+
+
 def pair_accuracy(scorer: SequenceScorer, pairs: datasets.Dataset, batch_size: int = 32) -> float:
-    """The share of pairs whose human story scores above its negative."""
-    humans = scorer.score(list(pairs["human"]), batch_size=batch_size)
-    negatives = scorer.score(list(pairs["negative"]), batch_size=batch_size)
-    return sum(h > n for h, n in zip(humans, negatives)) / len(pairs)
+    """:func:`ranked_above` for ``scorer``'s scores of the pairs."""
+    return ranked_above(scorer.score(list(pairs["human"]), batch_size=batch_size), scorer.score(list(pairs["negative"]), batch_size=batch_size))
 
 
-def windowed(scorer: SequenceScorer, window: int, aggregation: str) -> SequenceScorer:
-    """The same model and text preparation with another window and aggregation."""
+def windowed(scorer: SequenceScorer, window: int) -> SequenceScorer:
+    """The same model and text preparation with another window (stride: half of it)."""
     return SequenceScorer(scorer.model, scorer.tokenizer, window, window // 2, scorer.device, scorer.preprocess, scorer.delexicalize,
-                          name=scorer.name, window_aggregation=aggregation)
+                          name=scorer.name)
 
 
 def choose(checkpoint: str, pairs: datasets.Dataset, window: int, batch_size: int = 32) -> dict:
@@ -46,10 +54,12 @@ def choose(checkpoint: str, pairs: datasets.Dataset, window: int, batch_size: in
     scorer = load_story_classifier(checkpoint, device="cpu")
     if not 2 < window <= scorer.max_length:
         raise ValueError(f"--window must be in 3..{scorer.max_length} (the checkpoint's own window), got {window}")
-    probe = windowed(scorer, window, "mean")
-    stories = list(pairs["human"]) + list(pairs["negative"])
-    several = sum(len(probe.windows(story)) > 1 for story in stories) / len(stories)
-    accuracy = {name: pair_accuracy(windowed(scorer, window, name), pairs, batch_size) for name in WINDOW_AGGREGATIONS}
+    probe = windowed(scorer, window)
+    humans = probe.window_scores(list(pairs["human"]), batch_size=batch_size)
+    negatives = probe.window_scores(list(pairs["negative"]), batch_size=batch_size)
+    several = sum(len(windows) > 1 for windows in humans + negatives) / (len(humans) + len(negatives))
+    accuracy = {name: ranked_above([aggregate(windows) for windows in humans], [aggregate(windows) for windows in negatives])
+                for name, aggregate in WINDOW_AGGREGATIONS.items()}
     chosen = max(accuracy, key=lambda name: (accuracy[name], name == "mean"))
     return {"window": window, "stride": window // 2, "pairs": len(pairs), "share_of_stories_over_one_window": round(several, 4),
             "pair_accuracy": accuracy, "chosen": chosen}
