@@ -102,8 +102,8 @@ def add_extra_train_examples(train: datasets.Dataset, folder: str, limit: int | 
     extra = extra.filter(lambda ex: any(ex["plot"]), desc="dropping extra stories without a plot").shuffle(seed=seed)
     if limit:
         extra = extra.select(range(min(limit, len(extra))))
-    columns = ["id", "plot", "story"]
-    combined = datasets.concatenate_datasets([train.select_columns(columns), extra.select_columns(columns).cast(train.select_columns(columns).features)])
+    train = train.select_columns(["id", "plot", "story"])
+    combined = datasets.concatenate_datasets([train, extra.select_columns(train.column_names).cast(train.features)])
     return combined.shuffle(seed=seed)
 
 
