@@ -31,8 +31,8 @@ PACKAGES = ("torch", "transformers", "nltk", "scipy", "sklearn", "storyeval", "c
 
 
 def import_costs(importtime_log: str) -> dict[str, float]:
-    """Seconds per top-level package: the largest cumulative time of a module of that package
-    imported from outside it (so a package imported inside another counts for both)."""
+    """Seconds per top-level package: the largest cumulative time of any of its modules, which is its
+    outermost import (so a package imported inside another counts for both)."""
     costs: dict[str, float] = {}
     for line in importtime_log.splitlines():
         if not line.startswith("import time:") or "self [us]" in line:
