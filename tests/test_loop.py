@@ -66,6 +66,7 @@ def test_the_training_commands_keep_their_loop_defaults():
     [
         (["--gradient-accumulation-steps", "0"], "must be positive: --gradient-accumulation-steps 0"),
         (["--time-budget-minutes", "-1"], "must be positive: --time-budget-minutes -1"),
+        (["--stop-after-steps", "0"], "must be positive: --stop-after-steps 0"),
         (["--weight-decay", "-1"], "must not be negative: --weight-decay -1"),
         # a state without its trainer_state.json (or still under its temporary name) is not one to resume
         (["--resume-from-checkpoint", "{tmp}/old/step_2"], "expected a step_N folder"),

@@ -152,6 +152,26 @@ def test_extra_training_stories_need_plots_and_stories(tmp_path):
         generator.parse_args(["--plots-dir", "p", "--output-dir", "o", "--max-extra-train-examples", "3"])
 
 
+@pytest.mark.parametrize("options, message", [
+    (["--chunk-size", "0"], "--chunk-size and --max-examples must be positive"),
+    (["--time-budget-minutes", "0"], "--time-budget-minutes must be positive"),
+    (["--min-new-tokens", "-1"], "--min-new-tokens must be in 0..--max-new-tokens"),
+])
+def test_bad_generation_options_are_usage_errors(options, message, tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        generator.parse_generate_args(["--plots-dir", "p", "--model-name-or-path", "m", "--output-dir", str(tmp_path / "out"), *options])
+    assert message in capsys.readouterr().err and not (tmp_path / "out").exists()
+
+
+def test_generation_refuses_an_output_folder_that_is_not_one_of_its_runs(tmp_path, capsys):
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "notes.txt").write_text("mine")
+    with pytest.raises(SystemExit):
+        generator.parse_generate_args(["--plots-dir", "p", "--model-name-or-path", "m", "--output-dir", str(tmp_path / "out")])
+    assert "exists and is not a run of this command" in capsys.readouterr().err
+    assert [p.name for p in (tmp_path / "out").iterdir()] == ["notes.txt"]
+
+
 @pytest.mark.slow
 def test_generate_command_writes_candidates(trained_generator, tmp_path):
     run, _ = trained_generator
