@@ -27,7 +27,7 @@ STORIES = (
     "Anna lost her keys. She looked everywhere. She found them in her bag.",
     "The dog barked at night. The neighbours complained. Its owner bought it a bed.",
 )
-PACKAGES = ("torch", "transformers", "nltk", "scipy", "sklearn", "storyeval", "ctranslate2", "tokenizers", "numpy")
+PACKAGES = ("torch", "transformers", "nltk", "scipy", "sklearn", "storyeval", "openvino", "ctranslate2", "tokenizers", "numpy")
 
 
 def import_costs(importtime_log: str) -> dict[str, float]:

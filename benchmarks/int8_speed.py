@@ -7,8 +7,8 @@
 
 Speed: each scorer runs in a fresh process, through ``scoring_speed.py``'s own
 measurement, on the stories of that benchmark: torch float32, torch bfloat16, every int8 backend
-(CTranslate2, the shipped one, and ONNX Runtime from ``int8_backends.py``), CTranslate2 in
-int16 and float32 (how much comes from int8 and how much from the runtime) and
+(OpenVINO, the shipped one, CTranslate2, which shipped first, and ONNX Runtime from
+``int8_backends.py``), CTranslate2 in int16 and float32 (how much comes from int8 and how much from the runtime) and
 a BERT-base-sized torch scorer (random weights, same code path, float32), each
 ``--repeats`` times, the median kept. The int8 export is made in an untimed run
 first; the timed runs read it from the cache in their warm-up. Drift: Spearman, max and
@@ -35,7 +35,7 @@ from .common import CHECKOUT, command_line, correlations, machine, write_results
 from .correlation import load_human_set
 from .scoring_speed import add_workload_arguments, roc_test_stories, score_agreement, workload_checkpoint
 
-BACKENDS = ("ctranslate2", "ctranslate2-int16", "ctranslate2-float32", "onnxruntime", "openvino")  # the first is what dtype="int8" runs
+BACKENDS = ("openvino", "ctranslate2", "ctranslate2-int16", "ctranslate2-float32", "onnxruntime")  # the first is what dtype="int8" runs
 COEFFICIENTS = ("pearson", "spearman", "kendall")
 def row_name(backend: str) -> str:
     """A results row: int8_<backend> for the int8 ones, the name itself (ctranslate2-int16) for the wider types."""

@@ -1,4 +1,4 @@
-"""dtype="int8": the CTranslate2 runtime on tiny random checkpoints, its export cache, fallback and errors."""
+"""dtype="int8": the OpenVINO runtime (and CTranslate2, opt-in) on tiny random checkpoints, its export cache, fallback and errors."""
 import json
 import sys
 from pathlib import Path
@@ -13,7 +13,8 @@ from storyeval.int8_runtime import Int8Model, Int8RuntimeMissingError, int8_mode
 from storyeval.models import UnionModel
 from storyeval.scoring import SequenceScorer, load_union_scorer
 
-pytest.importorskip("ctranslate2", reason="the int8 runtime is optional: pip install ctranslate2")
+for module in ("openvino", "nncf", "onnx"):
+    pytest.importorskip(module, reason="the int8 runtime is optional: pip install openvino nncf onnx")
 needs_int8_cpu = pytest.mark.skipif(not int8_runtime.cpu_has_int8_dot_product(), reason="this CPU has no int8 dot-product instructions")
 
 METRIC_DIR = str(Path(__file__).resolve().parent.parent / "metrics" / "union")
@@ -119,11 +120,11 @@ def test_an_interrupted_export_leaves_nothing_that_is_read(tiny_checkpoint, priv
 
 def test_missing_runtime_is_one_line_with_the_install_command(tiny_checkpoint, monkeypatch, tmp_path, capsys):
     monkeypatch.setattr(int8_runtime, "cpu_has_int8_dot_product", lambda: True)
-    monkeypatch.setitem(sys.modules, "ctranslate2", None)  # import fails as if not installed
+    monkeypatch.setitem(sys.modules, "nncf", None)  # found nowhere, as if not installed
     with pytest.raises(Int8RuntimeMissingError) as error:
         fresh_scorer(tiny_checkpoint).score(STORIES, dtype="int8")
     message = str(error.value)
-    assert "\n" not in message and "python -m pip install ctranslate2" in message
+    assert "\n" not in message and "(nncf is missing): python -m pip install openvino nncf onnx" in message
     txt = tmp_path / "s.txt"
     txt.write_text(f"{STORY}\n")
     code = cli.main(["score", str(txt), "--config", str(_copy_of(tiny_checkpoint, tmp_path)), "--dtype", "int8", "--quiet"])
@@ -163,7 +164,7 @@ def test_bad_int8_options(tiny_checkpoint):
 def test_int8_scorer_takes_its_thread_count_and_scores_int8_by_default(tiny_checkpoint):
     scorer = load_int8_scorer(tiny_checkpoint, num_threads=1)
     model = scorer.model_in(torch.int8)
-    assert isinstance(model, Int8Model) and model.num_threads == 1 and model.backend == "ctranslate2"
+    assert isinstance(model, Int8Model) and model.num_threads == 1 and model.backend == "openvino"
     assert scorer.score(STORIES) == scorer.score(STORIES, dtype="int8")
     assert scorer.score(STORIES, dtype="float32") == pytest.approx(scorer.score(STORIES), abs=TOLERANCE)
 
@@ -221,7 +222,8 @@ def test_int8_benchmark_refuses_bad_arguments_before_writing(args, message, tmp_
 
 @needs_int8_cpu
 def test_int8_benchmark_drift_runs_every_backend(tiny_checkpoint, shared_data, tmp_path, monkeypatch):
-    pytest.importorskip("onnxruntime", reason="the benchmark's second backend")
+    pytest.importorskip("ctranslate2", reason="the runtime that shipped first, measured against OpenVINO")
+    pytest.importorskip("onnxruntime", reason="the benchmark's third backend")
     common, int8_speed = benchmark()
     monkeypatch.setattr(common, "RESULTS", tmp_path / "results")
     backends = ["ctranslate2", "ctranslate2-int16", "ctranslate2-float32", "onnxruntime"]
@@ -233,11 +235,38 @@ def test_int8_benchmark_drift_runs_every_backend(tiny_checkpoint, shared_data, t
 
 
 @needs_int8_cpu
-def test_int8_benchmark_drift_runs_openvino(tiny_checkpoint, shared_data, tmp_path, monkeypatch):
-    pytest.importorskip("openvino", reason="the benchmark's third backend")
-    pytest.importorskip("nncf", reason="it compresses the OpenVINO model's weights")
+def test_int8_benchmark_drift_runs_the_shipped_backend(tiny_checkpoint, shared_data, tmp_path, monkeypatch):
     common, int8_speed = benchmark()
     monkeypatch.setattr(common, "RESULTS", tmp_path / "results")
     int8_speed.main(["--checkpoint", str(tiny_checkpoint), "--stories", "5", "--drift-only", "--output", "drift", "--backends", "openvino"])
     drift = json.loads((tmp_path / "results" / "drift.json").read_text())["agreement_with_float32"]
     assert set(drift) == {"bfloat16", "int8_openvino"} and drift["int8_openvino"]["max_abs_difference"] < 0.05
+
+
+@needs_int8_cpu
+def test_an_mpnet_checkpoint_scores_in_int8(tmp_path):
+    """The base tier's encoder: OpenVINO takes any encoder the exporter traces; CTranslate2 refuses all but BERT."""
+    from transformers import AutoTokenizer, MPNetConfig
+
+    from storyeval import checkpoints
+    from storyeval.models import UnionConfig
+
+    torch.manual_seed(0)
+    encoder = MPNetConfig(hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32, max_position_embeddings=66)
+    folder = tmp_path / "mpnet"
+    UnionModel(UnionConfig(encoder=encoder.to_dict(), has_reconstruction_head=False, max_length=16, window_stride=8)).save_pretrained(folder)
+    AutoTokenizer.from_pretrained(checkpoints.backbone_path()).save_pretrained(folder)
+    scorer = fresh_scorer(folder)
+    low = scorer.score(STORIES, dtype="int8")
+    assert isinstance(scorer.model_in(torch.int8), Int8Model) and low == pytest.approx(scorer.score(STORIES), abs=TOLERANCE)
+    pytest.importorskip("ctranslate2")
+    with pytest.raises(ValueError, match="converts BERT encoders, not mpnet"):
+        int8_model(scorer.model, scorer.tokenizer, torch.device("cpu"), backend="ctranslate2")
+
+
+@needs_int8_cpu
+def test_ctranslate2_stays_selectable(tiny_checkpoint):
+    pytest.importorskip("ctranslate2")
+    scorer = load_int8_scorer(tiny_checkpoint, backend="ctranslate2", num_threads=1)
+    assert scorer.model_in(torch.int8).backend == "ctranslate2"
+    assert scorer.score(STORIES) == pytest.approx(scorer.score(STORIES, dtype="float32"), abs=TOLERANCE)
