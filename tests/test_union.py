@@ -710,12 +710,23 @@ def test_top_layer_training_leaves_the_rest_of_the_backbone_as_it_was(tmp_path, 
     ids = torch.randint(5, 1000, (1, 9))
     assert torch.allclose(UnionModel.from_pretrained(tmp_path / "export")(ids).logits,
                           UnionModel.from_pretrained(tmp_path / "run" / "best").eval()(ids).logits, atol=2e-3)
-    # a state's best weights export with a card: while the run goes on, or from its final state
+    # a state's best weights export with a card: while the run goes on, from its final state, or after it ended
     from storyeval_training import export_state
 
+    finished = (tmp_path / "run" / "all_results.json").read_text()
+    (tmp_path / "run" / "all_results.json").unlink()  # as if the run were still going
     export_state.main(["--state", str(tmp_path / "run" / "step_2"), "--export-dir", str(tmp_path / "from-state"), "--"] + common
                       + ["--max-train-steps", "4"])
     assert "Exported from the run's resumable state at step 2 of 4, while the run went on" in (tmp_path / "from-state" / "README.md").read_text()
+    # the run ended two steps after its last saved state, with no better evaluation: the card says so, with the whole history
+    ended = json.loads(finished)
+    ended.update(completed_steps=4, history=ended["history"] + [{**ended["history"][-1], "accuracy": -1.0, "step": 4}])
+    (tmp_path / "run" / "all_results.json").write_text(json.dumps(ended))
+    export_state.main(["--state", str(tmp_path / "run" / "step_2"), "--export-dir", str(tmp_path / "ended"), "--"] + common
+                      + ["--max-train-steps", "4"])
+    assert "from the run's last saved state, step 2, after the run ended at step 4" in (tmp_path / "ended" / "README.md").read_text()
+    assert json.loads((tmp_path / "ended" / "training_results.json").read_text())["completed_steps"] == 4
+    (tmp_path / "run" / "all_results.json").write_text(finished)
     export_state.main(["--state", str(tmp_path / "run" / "step_2"), "--export-dir", str(tmp_path / "final"), "--"] + common
                       + ["--max-train-steps", "2"])
     assert "Exported from the run's final state, step 2; the selected step is the best evaluation of the whole run" in \

@@ -57,17 +57,23 @@ def export_state(state: Path, export_dir: Path, run: argparse.Namespace, base_mo
     trainer_state = json.loads((state / TRAINER_STATE).read_text())
     metric = json.loads((state / "best" / "config.json").read_text()).get("metric", "union")
     step = int(state.name.split("_")[-1])
+    ended = _ended_run(run, state, trainer_state)
+    if ended is not None:  # the run finished after this state without a better evaluation: its whole history is known
+        trainer_state = {**trainer_state, "history": ended["history"], "minutes": ended["training_minutes"]}
     results = {
         "best_validation": trainer_state["best"],
         # as the loop chose: held-out selection pairs where the run had them, else its validation pairs
         "selected_by": "selection_pair_accuracy" if getattr(run, "selection_pairs_dir", None) else "accuracy",
         "history": trainer_state["history"],
-        "completed_steps": step,
+        "completed_steps": step if ended is None else ended["completed_steps"],
         "stopped_by_time_budget": False,
         "training_minutes": round(trainer_state["minutes"], 1),
         "exported_from_state": {"step": step, "run_code_commit": code_commit},
         "notes": [f"Exported from the run's final state, step {step:,}; the selected step is the best evaluation of the whole run."
                   if run.max_train_steps and step >= run.max_train_steps else
+                  f"Exported from the run's last saved state, step {step:,}, after the run ended at step {ended['completed_steps']:,}; "
+                  "the selected step is the best evaluation of the whole run."
+                  if ended is not None else
                   f"Exported from the run's resumable state at step {step:,} of {run.max_train_steps or 'an epoch-length schedule'}, "
                   "while the run went on; the selected step is the best evaluation up to that state."],
         "args": vars(run),
@@ -81,6 +87,16 @@ def export_state(state: Path, export_dir: Path, run: argparse.Namespace, base_mo
     train_union.export(state / "best", export_dir, results, write_card=CARDS[metric],
                        base_model=base_model or run.base_model_name or run.model_name_or_path)
     return results
+
+
+def _ended_run(run: argparse.Namespace, state: Path, trainer_state: dict) -> dict | None:
+    """The run's own final results (``all_results.json``, written when it ends), if the run has ended and
+    its selection is the one ``state`` holds; else None (the run goes on, or chose a later step)."""
+    path = Path(run.output_dir) / "all_results.json"
+    if not path.is_file():
+        return None
+    ended = json.loads(path.read_text())
+    return ended if ended["best_validation"] == trainer_state["best"] else None
 
 
 def main(argv=None) -> None:
