@@ -38,7 +38,7 @@ METRICS: dict[str, MetricSpec] = {
     spec.name: spec
     for spec in (
         # "-base": the base-size tier (MPNet-base; the backbone is installed apart, see storyeval.backbones)
-        MetricSpec("union", {"roc": "union-roc", "wp": "union-wp", "roc-base": "union-roc-base"}, "roc",
+        MetricSpec("union", {"roc": "union-roc", "wp": "union-wp", "roc-base": "union-roc-base", "wp-base": "union-wp-base"}, "roc",
                    "storyeval.scoring:SequenceScorer", "storyeval.scoring:load_story_classifier"),
         MetricSpec("plot_coherence", {"roc": "plot-coherence-roc", "wp": "plot-coherence-wp", "roc-base": "plot-coherence-roc-base",
                                       "wp-base": "plot-coherence-wp-base"}, "roc",

@@ -12,7 +12,8 @@ Components per config (the checkpoint's corpus is the config's):
 * ``wp``: UNION (union-wp) and, with ``contexts``, continuation quality. No
   plot-coherence checkpoint for WP is published, so it is not part of ``wp``;
 * ``roc-base``: ``roc`` with the base tier's UNION (union-roc-base); plot coherence
-  is the MiniLM ``plot-coherence-roc`` until a base-size one ships.
+  is the MiniLM ``plot-coherence-roc`` until a base-size one ships;
+* ``wp-base``: ``wp`` with the base tier's UNION (union-wp-base).
 
 Each score is turned into a percentile with the checkpoint's reference
 distribution for the config's corpus (``storyeval.percentiles``): the share, in
@@ -44,6 +45,7 @@ SUITE_CONFIGS: dict[str, tuple[tuple[str, str], ...]] = {
     "wp": (("union", "wp"), ("continuation_quality", "deltascore")),
     # the base tier where it has a checkpoint (union-roc-base); plot coherence stays MiniLM until its base checkpoint ships
     "roc-base": (("union", "roc-base"), ("plot_coherence", "roc"), ("continuation_quality", "deltascore")),
+    "wp-base": (("union", "wp-base"), ("continuation_quality", "deltascore")),
 }
 DEFAULT_SUITE_CONFIG = "roc"
 # continuation quality's criterion that enters ``combined``: the overall rating, which the other two refine

@@ -93,12 +93,12 @@ def test_a_missing_benchmarks_md_is_a_usage_error(tmp_path, capsys):
 
 
 def test_a_new_checkpoint_needs_one_entry(copies):
-    """e.g. a future union-wp-base: its results file and one CURRENT entry give it a row."""
+    """e.g. a future union-roc-large: its results file and one CURRENT entry give it a row."""
     _, results = copies
     data = json.loads((results / "union_correlation.json").read_text())
-    data["checkpoints"] = {"union-wp-base": data["checkpoints"]["union-wp"]}
-    (results / "union_wp_base_correlation.json").write_text(json.dumps(data))
-    row = report.CorrelationRow("union", "union-wp-base", "union_wp", "union_wp_base_correlation", "checkpoints/union-wp-base/sets/wp")
+    data["checkpoints"] = {"union-roc-large": data["checkpoints"]["union-wp"]}
+    (results / "union_roc_large_correlation.json").write_text(json.dumps(data))
+    row = report.CorrelationRow("union", "union-roc-large", "union_wp", "union_roc_large_correlation", "checkpoints/union-roc-large/sets/wp")
     summary = report.render_summary(results, current=(*report.CURRENT, row))
-    assert sum("`union-wp-base`" in line for line in summary.splitlines()) == 1
+    assert sum("`union-roc-large`" in line for line in summary.splitlines()) == 1
 

@@ -59,7 +59,7 @@ def test_bundled_checkpoints_carry_their_reference_with_provenance():
     from storyeval.checkpoints import HUB_CARDS
 
     for folder, corpus in [("union-roc", "roc"), ("union-wp", "wp"), ("plot-coherence-roc", "roc"), ("continuation-quality", "wp"),
-                           ("union-roc-base", "roc")]:
+                           ("union-roc-base", "roc"), ("union-wp-base", "wp")]:
         reference = percentiles.load_reference(HUB_CARDS / folder, corpus)
         assert reference.provenance["split"] == "test" and reference.provenance["items"] > 100
         assert {"commit", "storyeval_version", "command"} <= set(reference.provenance["provenance"])
@@ -126,6 +126,13 @@ def test_evaluate_module_matches_the_python_suite(roc_suite):
         module.compute(predictions=STORIES, temperature=1)
     with pytest.raises(ValueError, match="reference-free"):
         module.compute(predictions=STORIES, references=STORIES)
+
+
+def test_the_wp_base_config_is_union_wp_base_against_wp_references():
+    suite = StoryQuality("wp-base")
+    assert suite.corpus == "wp"
+    assert [(metric, reference.corpus) for metric, _, _, reference in suite.components] == [("union", "wp"), ("continuation_quality", "wp")]
+    assert "union-wp-base" in str(suite.components[0][1])
 
 
 def test_the_base_config_scores_with_union_roc_base_against_roc_references():
