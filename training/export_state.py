@@ -57,7 +57,7 @@ def export_state(state: Path, export_dir: Path, run: argparse.Namespace, base_mo
     trainer_state = json.loads((state / TRAINER_STATE).read_text())
     metric = json.loads((state / "best" / "config.json").read_text()).get("metric", "union")
     step = int(state.name.split("_")[-1])
-    ended = _ended_run(run, state, trainer_state)
+    ended = _ended_run(run, trainer_state)
     if ended is not None:  # the run finished after this state without a better evaluation: its whole history is known
         trainer_state = {**trainer_state, "history": ended["history"], "minutes": ended["training_minutes"]}
     results = {
@@ -89,9 +89,9 @@ def export_state(state: Path, export_dir: Path, run: argparse.Namespace, base_mo
     return results
 
 
-def _ended_run(run: argparse.Namespace, state: Path, trainer_state: dict) -> dict | None:
+def _ended_run(run: argparse.Namespace, trainer_state: dict) -> dict | None:
     """The run's own final results (``all_results.json``, written when it ends), if the run has ended and
-    its selection is the one ``state`` holds; else None (the run goes on, or chose a later step)."""
+    its selection is the state's; else None (the run goes on, or chose a later step)."""
     path = Path(run.output_dir) / "all_results.json"
     if not path.is_file():
         return None
