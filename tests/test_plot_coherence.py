@@ -1,5 +1,6 @@
 """Plot-coherence classifier: AF data reading, leakage rule, training smoke run, evaluate module."""
 import csv
+import json
 import math
 from pathlib import Path
 
@@ -197,6 +198,23 @@ def test_wp_card_names_its_corpus(tmp_path):
     write_plot_coherence_card(tmp_path, results)
     card = (tmp_path / "README.md").read_text()
     assert "# plot-coherence-wp" in card and "Positives: human-written WritingPrompts stories" in card and "ROC stories" not in card
+    assert "The training stories carry no prompt" in card and "scores are averaged" in card
+
+
+def test_card_states_the_window_aggregation_chosen_for_the_checkpoint(tmp_path):
+    from storyeval_training.window_aggregation import write_choice
+
+    UnionModel(UnionConfig(encoder=BertConfig(hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32,
+                                              max_position_embeddings=64).to_dict(), metric="plot_coherence", max_length=64)).save_pretrained(tmp_path)
+    results = {"args": {"dataset": "wp", "negatives": "generated", "model_name_or_path": "m", "per_device_train_batch_size": 8,
+                        "learning_rate": 2e-5, "max_length": 512, "num_train_epochs": 1, "seed": 42, "delexicalize": True},
+               "completed_steps": 1, "train_pairs": 2, "training_minutes": 1}
+    (tmp_path / "training_results.json").write_text(json.dumps(results))
+    write_plot_coherence_card(tmp_path, results)
+    assert "scores are averaged" in (tmp_path / "README.md").read_text()
+    write_choice(str(tmp_path), "min")  # the choice re-renders the card
+    card = (tmp_path / "README.md").read_text()
+    assert "the story's\n  score is the lowest window's" in card and "scores are averaged" not in card
 
 
 @pytest.mark.slow

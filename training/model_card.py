@@ -169,9 +169,10 @@ def write_plot_coherence_card(folder: Path, results: dict) -> None:
     if (folder / "config.json").is_file():
         from storyeval.models import UnionConfig  # here: the other cards need no torch
 
-        delexicalize = UnionConfig.from_pretrained(folder).delexicalize
+        config = UnionConfig.from_pretrained(folder)
+        delexicalize, window_aggregation = config.delexicalize, config.window_aggregation
     else:
-        delexicalize = args.get("delexicalize", False)
+        delexicalize, window_aggregation = args.get("delexicalize", False), "mean"
     negatives = args.get("negatives", "paper")
     # runs before it was recorded: the released stories keep names, our own data came from the builders' placeholders
     trained_delexicalized = args.get("delexicalize", negatives != "paper")
@@ -181,7 +182,7 @@ def write_plot_coherence_card(folder: Path, results: dict) -> None:
                            [CORPORA[dataset]], eval_results)
     _render(ModelCard, card_data, "plot_coherence", folder, name=name, dataset=dataset, corpus={"roc": "ROC", "wp": "WritingPrompts"}[dataset],
             negatives=negatives, args=args, results=results, best=_best(results), base_model=base_model, machine=_machine_text(results),
-            notes=results.get("notes", []), delexicalize=delexicalize, trained_delexicalized=trained_delexicalized,
+            notes=results.get("notes", []), delexicalize=delexicalize, trained_delexicalized=trained_delexicalized, window_aggregation=window_aggregation,
             evaluation=evaluation, exported=_export_text(folder), encoder=_encoder_text(folder, "RoBERTa-base"), citation=citations.PLOT_COHERENCE)
 
 

@@ -27,6 +27,7 @@ import torch
 
 from storyeval import scoring
 from storyeval.scoring import WINDOW_AGGREGATIONS, SequenceScorer, load_story_classifier
+from storyeval_training.model_card import write_plot_coherence_card
 from storyeval_training.train_union import pair_accuracy as interleaved_pair_accuracy
 
 logger = logging.getLogger("storyeval_training.window_aggregation")
@@ -66,11 +67,15 @@ def choose(checkpoint: str, pairs: datasets.Dataset, window: int, batch_size: in
 
 
 def write_choice(checkpoint: str, aggregation: str) -> None:
-    """Set ``window_aggregation`` in the checkpoint's config.json (the only field changed)."""
+    """Set ``window_aggregation`` in the checkpoint's config.json (the only field changed), and re-render
+    a plot-coherence checkpoint's model card, which states it, where the folder has its training record."""
     config_file = Path(checkpoint) / "config.json"
     config = json.loads(config_file.read_text())
     config["window_aggregation"] = aggregation
     config_file.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
+    results_file = Path(checkpoint) / "training_results.json"
+    if config.get("metric") == "plot_coherence" and results_file.is_file():
+        write_plot_coherence_card(Path(checkpoint), json.loads(results_file.read_text()))
 
 
 def parse_args(argv=None):
