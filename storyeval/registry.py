@@ -58,8 +58,9 @@ UNPUBLISHED = {
         "--generated-dir <adversarial-filter output> --output-dir <run> --export-dir <folder>`"
     ),
     "plot-coherence-roc-base": (
-        "its first run (MPNet-base, top 3 layers, started from union-roc-base) agreed with people less than the MiniLM "
-        "`roc` checkpoint, so it was not shipped (benchmarks/experiments/base_tier.md); use `roc`, or train one with "
+        "neither of its two runs (MPNet-base, top 3 layers, started from union-roc-base) agreed with people more than the "
+        "MiniLM `roc` checkpoint on all three coefficients, so none was shipped (benchmarks/experiments/base_tier.md); "
+        "use `roc`, or train one with "
         "`storyeval-train-plot-coherence --dataset roc --negatives paper --model-name-or-path <union-roc-base folder> "
         "--train-top-layers 3 --output-dir <run> --export-dir <folder>`"
     ),
