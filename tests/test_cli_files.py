@@ -328,7 +328,7 @@ def test_version_and_help_show_what_the_defaults_are(capsys):
     with pytest.raises(SystemExit):
         cli.main(["score", "--help"])
     text = " ".join(capsys.readouterr().out.split())
-    assert "union: roc, wp, roc-base (default roc)" in text and "16 for union" in text and "256 for continuation_quality" in text
+    assert "union: roc, wp, roc-base, wp-base (default roc)" in text and "16 for union" in text and "256 for continuation_quality" in text
     assert "(default: union)" in text and "(default: None)" not in text and "(default: False)" not in text
     with pytest.raises(SystemExit):
         cli.main(["demo", "--help"])
