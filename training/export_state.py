@@ -69,13 +69,7 @@ def export_state(state: Path, export_dir: Path, run: argparse.Namespace, base_mo
         "stopped_by_time_budget": False,
         "training_minutes": round(trainer_state["minutes"], 1),
         "exported_from_state": {"step": step, "run_code_commit": code_commit},
-        "notes": [f"Exported from the run's final state, step {step:,}; the selected step is the best evaluation of the whole run."
-                  if run.max_train_steps and step >= run.max_train_steps else
-                  f"Exported from the run's last saved state, step {step:,}, after the run ended at step {ended['completed_steps']:,}; "
-                  "the selected step is the best evaluation of the whole run."
-                  if ended is not None else
-                  f"Exported from the run's resumable state at step {step:,} of {run.max_train_steps or 'an epoch-length schedule'}, "
-                  "while the run went on; the selected step is the best evaluation up to that state."],
+        "notes": [_export_note(step, run.max_train_steps, ended)],
         "args": vars(run),
         # this machine, but the run's code: the checkout exporting may have moved on since the run started
         "environment": {**environment(), "commit": code_commit or "unknown", "uncommitted_changes": []},
@@ -87,6 +81,17 @@ def export_state(state: Path, export_dir: Path, run: argparse.Namespace, base_mo
     train_union.export(state / "best", export_dir, results, write_card=CARDS[metric],
                        base_model=base_model or run.base_model_name or run.model_name_or_path)
     return results
+
+
+def _export_note(step: int, max_train_steps: int | None, ended: dict | None) -> str:
+    """Where in the run the exported state sits, for the card."""
+    if max_train_steps and step >= max_train_steps:
+        return f"Exported from the run's final state, step {step:,}; the selected step is the best evaluation of the whole run."
+    if ended is not None:
+        return (f"Exported from the run's last saved state, step {step:,}, after the run ended at step {ended['completed_steps']:,}; "
+                "the selected step is the best evaluation of the whole run.")
+    return (f"Exported from the run's resumable state at step {step:,} of {max_train_steps or 'an epoch-length schedule'}, "
+            "while the run went on; the selected step is the best evaluation up to that state.")
 
 
 def _ended_run(run: argparse.Namespace, trainer_state: dict) -> dict | None:

@@ -186,19 +186,27 @@ def write_plot_coherence_card(folder: Path, results: dict) -> None:
             evaluation=evaluation, exported=_export_text(folder), encoder=_encoder_text(folder, "RoBERTa-base"), citation=citations.PLOT_COHERENCE)
 
 
+# the story classifiers' cards, which read evaluation.json and the checkpoint's config when rendered
+CHECKPOINT_CARD_WRITERS = {"union": write_union_card, "plot_coherence": write_plot_coherence_card}
+
+
 def update_evaluation(folder: Path, metric: str, command: str, correlations: dict) -> None:
     """``--update-card``: write a benchmark's figures to ``evaluation.json`` and re-render the card,
     if the folder has its training record."""
-    writers = {"union": write_union_card, "plot_coherence": write_plot_coherence_card}
-    if metric not in writers:  # before anything is written
-        raise KeyError(f"no card with evaluation.json for metric {metric!r}; choose from {', '.join(writers)}")
+    if metric not in CHECKPOINT_CARD_WRITERS:  # before anything is written
+        raise KeyError(f"no card with evaluation.json for metric {metric!r}; choose from {', '.join(CHECKPOINT_CARD_WRITERS)}")
     folder = Path(folder)
     if not folder.is_dir():
         raise FileNotFoundError(f"no checkpoint folder at {folder}")
     (folder / "evaluation.json").write_text(json.dumps({"command": command, "correlations": correlations}, indent=2) + "\n")
-    results_path = folder / "training_results.json"
+    rerender_card(folder, metric)
+
+
+def rerender_card(folder: Path, metric: str) -> None:
+    """Render ``metric``'s card in the checkpoint folder again from its files, if it has its training record."""
+    results_path = Path(folder) / "training_results.json"
     if results_path.is_file():
-        writers[metric](folder, json.loads(results_path.read_text()))
+        CHECKPOINT_CARD_WRITERS[metric](Path(folder), json.loads(results_path.read_text()))
 
 
 def _size_category(total: int) -> str:

@@ -27,7 +27,7 @@ import torch
 
 from storyeval import scoring
 from storyeval.scoring import WINDOW_AGGREGATIONS, SequenceScorer, load_story_classifier
-from storyeval_training.model_card import write_plot_coherence_card
+from storyeval_training.model_card import rerender_card
 from storyeval_training.train_union import pair_accuracy as interleaved_pair_accuracy
 
 logger = logging.getLogger("storyeval_training.window_aggregation")
@@ -73,9 +73,8 @@ def write_choice(checkpoint: str, aggregation: str) -> None:
     config = json.loads(config_file.read_text())
     config["window_aggregation"] = aggregation
     config_file.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
-    results_file = Path(checkpoint) / "training_results.json"
-    if config.get("metric") == "plot_coherence" and results_file.is_file():
-        write_plot_coherence_card(Path(checkpoint), json.loads(results_file.read_text()))
+    if config.get("metric") == "plot_coherence":  # UNION's card does not state the aggregation
+        rerender_card(Path(checkpoint), "plot_coherence")
 
 
 def parse_args(argv=None):
