@@ -1,4 +1,4 @@
-"""Export the best checkpoint saved with a resumable state of a UNION or plot-coherence run, while the run goes on.
+"""Export the best checkpoint saved with a resumable state of a UNION or plot-coherence run, while it goes on or after it stopped.
 
     python -m storyeval_training.export_state --state outputs/union-roc-base/step_4000 \
         --export-dir hub_cards/union-roc-base --base-model sentence-transformers/all-mpnet-base-v2 \
@@ -24,7 +24,7 @@ from storyeval_training.provenance import environment
 
 
 def parse_args(argv=None) -> tuple[argparse.Namespace, argparse.Namespace]:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])  # every default is stated in its help
     p.add_argument("--state", required=True, help="a step_N folder the run saved")
     p.add_argument("--export-dir", required=True, help="where the checkpoint and its card go (must not exist yet)")
     p.add_argument("--base-model", default=None,
@@ -90,8 +90,8 @@ def _export_note(step: int, max_train_steps: int | None, ended: dict | None) -> 
     if ended is not None:
         return (f"Exported from the run's last saved state, step {step:,}, after the run ended at step {ended['completed_steps']:,}; "
                 "the selected step is the best evaluation of the whole run.")
-    return (f"Exported from the run's resumable state at step {step:,} of {max_train_steps or 'an epoch-length schedule'}, "
-            "while the run went on; the selected step is the best evaluation up to that state.")
+    return (f"Exported from the run's resumable state at step {step:,} of {max_train_steps or 'an epoch-length schedule'}; "
+            "the selected step is the best evaluation up to that state.")
 
 
 def _ended_run(run: argparse.Namespace, trainer_state: dict) -> dict | None:
