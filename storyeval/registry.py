@@ -52,7 +52,9 @@ METRICS: dict[str, MetricSpec] = {
 # registered checkpoints that are neither bundled nor on the Hub, and how to make one
 UNPUBLISHED = {
     "plot-coherence-wp": (
-        "no WP negatives are released and generating them needs a GPU (see metrics/plot_coherence/README.md). "
+        "no WP negatives are released, and the ones a generator trained on this project's CPU writes are told from human "
+        "stories by fluency alone: the classifier trained on them agreed with people on WP no better than `roc` "
+        "(benchmarks/experiments/wp.md), so none was shipped; fluent negatives need a stronger generator, trained on a GPU. "
         "Train one with the README's plot-coherence stages run with --dataset wp (build-plots, train-plot-generator, "
         "generate-negatives, adversarial-filter), then `storyeval-train-plot-coherence --dataset wp --negatives generated "
         "--generated-dir <adversarial-filter output> --output-dir <run> --export-dir <folder>`"

@@ -717,7 +717,8 @@ def test_top_layer_training_leaves_the_rest_of_the_backbone_as_it_was(tmp_path, 
     (tmp_path / "run" / "all_results.json").unlink()  # as if the run were still going
     export_state.main(["--state", str(tmp_path / "run" / "step_2"), "--export-dir", str(tmp_path / "from-state"), "--"] + common
                       + ["--max-train-steps", "4"])
-    assert "Exported from the run's resumable state at step 2 of 4; the selected step is the best evaluation up to that state" in (tmp_path / "from-state" / "README.md").read_text()
+    card = (tmp_path / "from-state" / "README.md").read_text()
+    assert "Exported from the run's resumable state at step 2 of 4; the selected step is the best evaluation up to that state" in card
     # the run ended two steps after its last saved state, with no better evaluation: the card says so, with the whole history
     ended = json.loads(finished)
     ended.update(completed_steps=4, history=ended["history"] + [{**ended["history"][-1], "accuracy": -1.0, "step": 4}])
