@@ -29,7 +29,7 @@ import logging
 from pathlib import Path
 
 from storyeval import bundled
-from storyeval.registry import METRICS, UNPUBLISHED
+from storyeval.registry import METRICS, UNION_MODEL_TYPE, UNPUBLISHED
 
 # where the bundled checkpoints are: the package's data, else the checkout's hub_cards/ (see storyeval.bundled)
 HUB_CARDS = bundled.CHECKPOINTS_ROOT
@@ -111,10 +111,8 @@ def recorded_metric(folder: str | Path) -> str | None:
     if (folder / "scorer_config.json").is_file():
         return "continuation_quality"
     if (folder / "config.json").is_file():
-        from storyeval.models import UnionConfig
-
         config = json.loads((folder / "config.json").read_text())
-        if config.get("model_type") == UnionConfig.model_type:
+        if config.get("model_type") == UNION_MODEL_TYPE:
             # plot-coherence exports always write `metric`; checkpoints from before the field are UNION's
             return config.get("metric", "union")
     return None

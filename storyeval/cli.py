@@ -34,7 +34,7 @@ from tqdm.auto import tqdm
 
 from storyeval import checkpoints, compare
 from storyeval.files import InputError, Writer, count_records, csv_header, file_format, read_rows
-from storyeval.inputs import DTYPE_NAMES, positive_int
+from storyeval.inputs import DTYPE_NAMES, PROBE_STORY, positive_int
 from storyeval.registry import CORPORA as REFERENCE_CORPORA
 from storyeval.registry import METRICS, metric_spec
 from storyeval.version import __version__
@@ -44,13 +44,48 @@ CHUNK = 1024  # stories read, scored and written at a time
 DEMO_INSTALL = 'python -m pip install "gradio>=5.0" (in a checkout: python -m pip install -e ".[demo]")'
 
 
-def load_scorer(metric: str, config: str, device, num_threads: int | None = None):
+def load_scorer(metric: str, config: str, device, num_threads: int | None = None, dtype: str | None = None, quiet: bool = False):
+    folder = checkpoints.resolve_checkpoint(metric, config)
+    import_nltk_without_unused_statistics()
+    if dtype == "int8" and device == "cpu" and metric_spec(metric).loader == "storyeval.scoring:load_story_classifier":
+        from storyeval.int8_cached import load_cached_int8_scorer
+
+        checkpoints.check_metric(metric, folder)
+        scorer = load_cached_int8_scorer(folder, num_threads)
+        if scorer is not None:  # the export is cached: no torch, no transformers (cold start)
+            scorer.windows(PROBE_STORY)  # missing NLTK data fails here, as in the torch scorer's load
+            return scorer
     from storyeval import scoring
     from storyeval.devices import set_num_threads
 
     set_num_threads(num_threads)
+    if quiet:  # transformers draws its own bar while it reads the weights
+        from transformers.utils import logging as transformers_logging
 
-    return scoring.load_scorer(metric, checkpoints.resolve_checkpoint(metric, config), device=device)
+        transformers_logging.disable_progress_bar()
+    return scoring.load_scorer(metric, folder, device=device)
+
+
+
+def import_nltk_without_unused_statistics() -> None:
+    """Import NLTK with scipy and scikit-learn hidden, when none of the three is imported yet.
+
+    NLTK's package ``__init__`` imports scipy.stats and scikit-learn for collocation statistics and
+    classifier wrappers that the scorers never use: about 1.1 s of the command's start (speed.md).
+    NLTK imports both inside ``try: ... except ImportError``, so hiding them only leaves those NLTK
+    features without their backend in this process, which the command line owns; scipy and
+    scikit-learn themselves import as usual afterwards (``sys.modules[name] = None`` is Python's own
+    way to make an import fail).
+    """
+    if any(name in sys.modules for name in ("nltk", "scipy", "sklearn")):
+        return
+    hidden = ("scipy", "sklearn")
+    sys.modules.update(dict.fromkeys(hidden))
+    try:
+        import nltk  # noqa: F401
+    finally:
+        for name in hidden:
+            del sys.modules[name]
 
 
 def score_columns(metric: str, score_field: str) -> list[str]:
@@ -108,7 +143,7 @@ def score_chunk(scorer, metric: str, rows, args) -> list[list[float]]:
         scores = scorer.score([row.texts[args.context_column] for row in rows], [row.texts[args.column] for row in rows],
                               batch_size=args.batch_size, dtype=args.dtype)
         return [list(values) for values in zip(*scores.values())]
-    from storyeval.scoring import StoryTooLongError
+    from storyeval.windows import StoryTooLongError
 
     try:
         return [[value] for value in scorer.score([row.texts[args.column] for row in rows], batch_size=args.batch_size, dtype=args.dtype)]
@@ -137,11 +172,7 @@ def score_file(args) -> dict:
             raise InputError("--percentile adds a column per score: use a .jsonl or .csv input")
         reference = load_percentile_reference(args.metric, args.config, args.percentile)
         columns += [f"{column}_percentile" for column in columns]
-    if args.quiet:  # transformers draws its own bar while it reads the weights
-        from transformers.utils import logging as transformers_logging
-
-        transformers_logging.disable_progress_bar()
-    scorer = load_scorer(args.metric, args.config, args.device, args.num_threads)
+    scorer = load_scorer(args.metric, args.config, args.device, args.num_threads, args.dtype, args.quiet)
     settings = scorer.settings(args.dtype)
     # an output file appears only when scoring succeeds: a bad line never truncates an old result
     partial = Path(str(args.output) + ".partial") if args.output else None
@@ -345,10 +376,13 @@ def main(argv=None) -> int:
     if not args.config.strip():  # a blank name would mean the current folder
         print("storyeval: error: --config must be a config name, a folder or a Hub repo id", file=sys.stderr)
         return 2
+    if args.dtype == "int8" and args.device is None:
+        args.device = "cpu"  # int8 runs on the CPU only: not CUDA by default
     try:
-        from storyeval.devices import resolve_device
+        if args.device != "cpu":  # the CPU is always there, and checking it would import torch
+            from storyeval.devices import resolve_device
 
-        resolve_device(args.device)  # a bad --device fails before the model loads or the input is read
+            resolve_device(args.device)  # a bad --device fails before the model loads or the input is read
         score_file(args)
     except IndexError:
         raise  # a LookupError too, but a bug here, not bad input: keep its traceback

@@ -6,8 +6,6 @@ import torch
 from storyeval.inputs import DTYPE_NAMES
 
 DTYPES = {name: getattr(torch, name) for name in DTYPE_NAMES}
-# short names for the settings string (bert_score's hash idea): fp32, bf16, fp16, int8
-DTYPE_TAGS = {torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16", torch.int8: "int8"}
 
 
 def resolve_device(device: str | torch.device | None) -> torch.device:

@@ -13,6 +13,8 @@ DTYPE_NAMES = (*FLOAT_DTYPE_NAMES, "int8")
 
 # marks sentence ends in the plot-guided releases; the scorers split on it and drop it
 SENTENCE_SEPARATOR = "</s>"
+# run through a scorer's text side when it loads, so that missing NLTK data is an error then, not at its first score
+PROBE_STORY = "Ken went home. He slept."
 
 
 def has_words(text: str) -> bool:

@@ -11,8 +11,10 @@ from pathlib import Path
 
 import torch
 
-from storyeval.int8_runtime import INT8, get_backend, int8_model
+from storyeval.int8_runtime import get_backend, int8_model
 from storyeval.scoring import SequenceScorer, load_union_scorer
+
+INT8 = torch.int8  # the dtype the scorers resolve "int8" to
 
 
 class Int8Scorer(SequenceScorer):

@@ -38,16 +38,19 @@ import importlib.util
 import io
 import json
 import logging
+import os
 import platform
 import shutil
 import tempfile
 import warnings
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
 
-INT8 = torch.int8  # the dtype the scorers resolve "int8" to
+if TYPE_CHECKING:
+    import torch
+
 MANIFEST = "storyeval-int8.json"  # written last into an export folder: its presence means the export is complete
 
 
@@ -86,7 +89,8 @@ class Int8Backend:
     def export(self, model, tokenizer, folder: Path) -> None:
         raise NotImplementedError
 
-    def load(self, folder: Path, num_threads: int):
+    def load(self, folder: Path, num_threads: int | None):
+        """``run`` for an exported folder, on ``num_threads`` threads (None: the runtime's default)."""
         raise NotImplementedError
 
 
@@ -123,6 +127,7 @@ class CTranslate2Backend(Int8Backend):
         return None
 
     def export(self, model, tokenizer, folder: Path) -> None:
+        import torch
         from ctranslate2.converters import TransformersConverter
         from safetensors.torch import save_file
         from transformers import BertModel
@@ -146,10 +151,11 @@ class CTranslate2Backend(Int8Backend):
         head = model.classifier
         np.savez(folder / "head.npz", weight=head.weight.detach().float().numpy().ravel(), bias=head.bias.detach().float().numpy())
 
-    def load(self, folder: Path, num_threads: int):
+    def load(self, folder: Path, num_threads: int | None):
         import ctranslate2
 
-        encoder = ctranslate2.Encoder(str(folder / "encoder"), device="cpu", compute_type=self.compute_type, intra_threads=num_threads, inter_threads=1)
+        # intra_threads 0: CTranslate2's default
+        encoder = ctranslate2.Encoder(str(folder / "encoder"), device="cpu", compute_type=self.compute_type, intra_threads=num_threads or 0, inter_threads=1)
         with np.load(folder / "head.npz") as head:
             weight, bias = head["weight"], head["bias"]
 
@@ -183,11 +189,11 @@ class OpenVinoBackend(Int8Backend):
         openvino.save_model(compressed, str(folder / "model.xml"))
         float_path.unlink()
 
-    def load(self, folder: Path, num_threads: int):
+    def load(self, folder: Path, num_threads: int | None):
         import openvino
 
         compiled = openvino.Core().compile_model(str(folder / "model.xml"), "CPU", {
-            "INFERENCE_NUM_THREADS": num_threads,
+            **({"INFERENCE_NUM_THREADS": num_threads} if num_threads else {}),  # default: one per physical core, as torch's
             "INFERENCE_PRECISION_HINT": "f32",  # not bf16 on a CPU that has it: only the int8 products are low precision
             "DYNAMIC_QUANTIZATION_GROUP_SIZE": 32,  # the setting measured to hold the drift bound (speed.md)
         })
@@ -199,19 +205,18 @@ class OpenVinoBackend(Int8Backend):
         return run
 
 
-class _LogitsOnly(torch.nn.Module):
-    """The scoring model as a function of ids and mask to logits, the graph an exporter traces."""
-
-    def __init__(self, model):
-        super().__init__()
-        self.model = model
-
-    def forward(self, input_ids, attention_mask):
-        return self.model(input_ids=input_ids, attention_mask=attention_mask).logits
-
-
 def export_logits_graph(model, path: Path) -> None:
     """An ONNX graph of ``model`` (ids, mask -> logits) with free batch and width."""
+    import torch
+
+    class LogitsOnly(torch.nn.Module):  # the scoring model as a function of ids and mask to logits: the traced graph
+        def __init__(self, model):
+            super().__init__()
+            self.model = model
+
+        def forward(self, input_ids, attention_mask):
+            return self.model(input_ids=input_ids, attention_mask=attention_mask).logits
+
     model = copy.deepcopy(model).float().eval()
     with contextlib.suppress(ValueError, AttributeError):
         # the explicit attention graph, which runtimes fuse; torch's fused attention exports as parts they do not
@@ -224,7 +229,7 @@ def export_logits_graph(model, path: Path) -> None:
     with warnings.catch_warnings(), torch.inference_mode(False), torch.no_grad():
         warnings.simplefilter("ignore")  # tracer and deprecation notices about the exporter itself
         torch.onnx.export(
-            _LogitsOnly(model), (ids, mask), str(path), dynamo=False, opset_version=17,
+            LogitsOnly(model), (ids, mask), str(path), dynamo=False, opset_version=17,
             input_names=["input_ids", "attention_mask"], output_names=["logits"], dynamic_axes=axes,
         )
 
@@ -259,12 +264,24 @@ def get_backend(name: str | None = None) -> Int8Backend:
 
 def cpu_has_int8_dot_product() -> bool:
     """Whether this CPU has the instructions int8 runtimes use for their products."""
-    machine = platform.machine().lower()
+    known = cpu_has_int8_dot_product_by_flags()
+    if known is not None:
+        return known
+    import torch
+
+    check = getattr(torch.cpu, "_is_vnni_supported", None)  # AVX512-VNNI or AVX-VNNI, through torch's cpuinfo
+    return bool(check()) if check is not None else False
+
+
+def cpu_has_int8_dot_product_by_flags() -> bool | None:
+    """:func:`cpu_has_int8_dot_product` where the answer needs no torch (Linux's CPU flags, Apple arm64); None elsewhere."""
+    machine, flags = platform.machine().lower(), _linux_cpu_flags()
     if machine in ("x86_64", "amd64"):
-        check = getattr(torch.cpu, "_is_vnni_supported", None)  # AVX512-VNNI or AVX-VNNI, through torch's cpuinfo
-        return bool(check()) if check is not None else bool({"avx512_vnni", "avx_vnni"} & _linux_cpu_flags())
+        return bool({"avx512_vnni", "avx_vnni"} & flags) if flags else None
     if machine in ("arm64", "aarch64"):
-        return platform.system() == "Darwin" or "asimddp" in _linux_cpu_flags()  # every Apple arm64 CPU has it
+        if platform.system() == "Darwin":
+            return True  # every Apple arm64 CPU has it
+        return "asimddp" in flags if flags else None
     return False
 
 
@@ -284,6 +301,8 @@ def cache_root() -> Path:
 
 def weights_sha256(model) -> str:
     """SHA-256 over the model's encoder config and every parameter and buffer (name, dtype, shape, bytes)."""
+    import torch
+
     digest = hashlib.sha256()
     encoder = {k: v for k, v in model.config.encoder.to_dict().items() if k not in ("_name_or_path", "transformers_version")}
     digest.update(json.dumps(encoder, sort_keys=True, default=str).encode())
@@ -294,7 +313,59 @@ def weights_sha256(model) -> str:
     return digest.hexdigest()
 
 
+def checkpoint_files(folder: Path) -> list[Path]:
+    """The files of a checkpoint folder that its scoring model is built from: its config and weights."""
+    return sorted([folder / "config.json", *folder.glob("*.safetensors")])
+
+
+def checkpoint_stat(folder: Path) -> tuple:
+    """Name, size and modification time of each of :func:`checkpoint_files`: whether they changed, cheaply."""
+    return tuple((path.name, path.stat().st_size, path.stat().st_mtime_ns) for path in checkpoint_files(folder))
+
+
+def checkpoint_sha256(folder: Path) -> str:
+    """SHA-256 over :func:`checkpoint_files` (name and bytes): what finds a folder's export without loading its model."""
+    digest = hashlib.sha256()
+    for path in checkpoint_files(folder):
+        digest.update(path.name.encode() + b"\0")
+        with path.open("rb") as stream:
+            for block in iter(lambda: stream.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()
+
+
+def record_checkpoint(model, folder: Path, stat: tuple) -> None:
+    """Note on ``model`` the checkpoint folder it was loaded from, with its :func:`checkpoint_stat` taken
+    before the load, so that its export can be found by the folder's files later (:func:`find_export`).
+    The scorers never change their model's weights."""
+    model.storyeval_checkpoint = (str(folder), stat)
+
+
+def _loaded_checkpoint_sha256(model) -> str | None:
+    """:func:`checkpoint_sha256` of the folder ``model`` was loaded from, if its files are unchanged since; else None."""
+    folder, stat = getattr(model, "storyeval_checkpoint", (None, None))
+    if folder is None or not Path(folder).is_dir() or checkpoint_stat(Path(folder)) != stat:
+        return None
+    return checkpoint_sha256(Path(folder))
+
+
 EXPORT_FORMAT = 1  # raise when the export steps change, so old exports are not reused
+
+
+def find_export(folder: Path, backend: Int8Backend) -> Path | None:
+    """``backend``'s cached export of the checkpoint in ``folder`` (by its files' hash), made in this
+    format with the installed libraries' versions; None if there is none yet. Needs neither torch nor the model."""
+    root = cache_root()
+    if not root.is_dir():
+        return None
+    wanted = {"backend": backend.name, "format": EXPORT_FORMAT, "versions": backend.versions()}
+    files = checkpoint_sha256(folder)
+    for manifest in root.glob(f"{backend.name}-*/{MANIFEST}"):
+        with contextlib.suppress(OSError, ValueError):
+            recorded = json.loads(manifest.read_text())
+            if all(recorded.get(k) == v for k, v in wanted.items()) and files in recorded.get("checkpoints_sha256", []):
+                return manifest.parent
+    return None
 
 
 def exported_folder(model, tokenizer, backend: Int8Backend) -> Path:
@@ -303,7 +374,9 @@ def exported_folder(model, tokenizer, backend: Int8Backend) -> Path:
     name = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:24]
     root = cache_root()
     folder = root / f"{backend.name}-{name}"
+    checkpoint = _loaded_checkpoint_sha256(model)
     if (folder / MANIFEST).is_file():
+        _add_checkpoint(folder / MANIFEST, checkpoint)
         return folder
     root.mkdir(parents=True, exist_ok=True)
     # exported beside its final place and renamed when complete, so an interrupted export is never read
@@ -311,7 +384,8 @@ def exported_folder(model, tokenizer, backend: Int8Backend) -> Path:
     try:
         backend.export(model, tokenizer, staging)
         source = str(getattr(model.config, "_name_or_path", "") or "")
-        (staging / MANIFEST).write_text(json.dumps({**key, "source": source}, indent=2) + "\n")
+        manifest = {**key, "source": source, "checkpoints_sha256": [checkpoint] if checkpoint else []}
+        (staging / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
         try:
             staging.rename(folder)
         except OSError:  # another process finished the same export first
@@ -321,6 +395,19 @@ def exported_folder(model, tokenizer, backend: Int8Backend) -> Path:
         shutil.rmtree(staging, ignore_errors=True)
     _remove_stale_exports(root, folder, backend.name, source)
     return folder
+
+
+def _add_checkpoint(manifest: Path, checkpoint: str | None) -> None:
+    """Record in an export the files of another checkpoint folder it serves (the same weights saved
+    elsewhere), or of its first one if it was made before :func:`find_export` existed; written whole, by a
+    rename, so a reader never sees half of it."""
+    recorded = json.loads(manifest.read_text())
+    known = recorded.get("checkpoints_sha256", [])
+    if checkpoint is None or checkpoint in known:
+        return
+    partial = manifest.with_name(f".{manifest.name}.{os.getpid()}")
+    partial.write_text(json.dumps({**recorded, "checkpoints_sha256": [*known, checkpoint]}, indent=2) + "\n")
+    os.replace(partial, manifest)
 
 
 def _remove_stale_exports(root: Path, kept: Path, backend: str, source: str) -> None:
@@ -348,6 +435,8 @@ class Int8Model:
         self._run, self.backend, self.folder, self.num_threads = run, backend, folder, num_threads
 
     def __call__(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> Int8Output:
+        import torch
+
         logits = self._run(input_ids.cpu().numpy().astype(np.int64), attention_mask.cpu().numpy().astype(np.int64))
         return Int8Output(logits=torch.from_numpy(np.asarray(logits, dtype=np.float32).reshape(-1)))
 
@@ -367,6 +456,8 @@ def int8_model(model, tokenizer, device: torch.device, backend: str | None = Non
 
     An encoder type in :data:`DRIFT_BOUND_MISSED` is refused, or with ``require_drift_bound=False`` (the
     benchmarks measure it so) exported with a warning."""
+    import torch
+
     if torch.device(device).type != "cpu":
         raise ValueError(f"dtype='int8' runs on the CPU only, not on {device}; pass device='cpu'")
     encoder_type = model.config.encoder.model_type

@@ -15,6 +15,9 @@ from dataclasses import dataclass
 
 # the corpora the checkpoints are trained on and their references are drawn from, by the builders' names
 CORPORA = ("roc", "wp")
+# the model_type in the config.json of a UNION-architecture checkpoint (storyeval.models.UnionConfig), union's and
+# plot coherence's: here, so that telling a checkpoint's metric from its files needs no torch
+UNION_MODEL_TYPE = "storyeval-union"
 
 
 @dataclass(frozen=True)

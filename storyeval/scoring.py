@@ -3,12 +3,11 @@
 Load once, score many times: a scorer keeps its model and tokenizer, sorts
 its inputs by length so that batches waste little padding, and restores the
 input order. A story longer than the model's window is never truncated: it is
-cut into overlapping windows (``window_stride`` tokens apart, each wrapped in
-the model's special tokens), every window is scored, and the story's score is
-the mean over its windows, or their minimum where the checkpoint's
-``window_aggregation`` says so (a story is then as plausible as its weakest part).
-A story that needs more than ``MAX_WINDOWS`` windows is refused with an error
-naming the limit, before anything is scored.
+cut into overlapping windows (:mod:`storyeval.windows`), every window is scored,
+and the story's score is the mean over its windows, or their minimum where the
+checkpoint's ``window_aggregation`` says so (a story is then as plausible as its
+weakest part). A story that needs more than ``MAX_WINDOWS`` windows is refused
+with an error naming the limit, before anything is scored.
 
 Scores are computed in float32 by default. ``dtype="bfloat16"`` runs a
 bfloat16 copy of the model instead: on some CPUs with bfloat16 instructions
@@ -22,28 +21,15 @@ import functools
 from pathlib import Path
 
 import torch
-from tqdm.auto import tqdm
 from transformers import AutoTokenizer
 
-from storyeval import checkpoints
+from storyeval import checkpoints, int8_runtime, windows
 from storyeval.devices import DTYPES, resolve_device, resolve_dtype  # noqa: F401 (DTYPES: part of this module's API)
-from storyeval.inputs import check_batch_size, check_progress_bar, check_texts
+from storyeval.inputs import PROBE_STORY, check_batch_size, check_progress_bar, check_texts
 from storyeval.registry import metric_spec
 from storyeval.signature import settings_string
 from storyeval.text import normalize_story
-
-WINDOW_AGGREGATIONS = {"mean": lambda values: sum(values) / len(values), "min": min}
-# per story: about 65,000 tokens at a 512-token window (256 apart), 16,000 at 128 (64 apart), far past the
-# 2,100 words of the longest human-judged WP story; past it a text is more likely a file mistake than a story
-MAX_WINDOWS = 256
-
-
-class StoryTooLongError(ValueError):
-    """A story needs more windows than :data:`MAX_WINDOWS`; ``index`` is its position in the input."""
-
-    def __init__(self, index: int, problem: str):
-        super().__init__(f"predictions[{index}] {problem}")
-        self.index, self.problem = index, problem
+from storyeval.windows import MAX_WINDOWS, WINDOW_AGGREGATIONS, StoryTooLongError  # noqa: F401 (part of this module's API)
 
 
 class SequenceScorer:
@@ -79,21 +65,14 @@ class SequenceScorer:
         (a ValueError when it needs more than :data:`MAX_WINDOWS`)."""
         text = normalize_story(story, self.delexicalize) if self.preprocess else story
         ids = self.tokenizer(text, add_special_tokens=False, verbose=False)["input_ids"]
-        room = self.max_length - len(self._prefix) - len(self._suffix)
-        needed = 1 + max(0, -(-(len(ids) - room) // self.window_stride))
-        if needed > MAX_WINDOWS:
-            longest = room + (MAX_WINDOWS - 1) * self.window_stride
-            raise ValueError(f"is {len(ids):,} tokens long and needs {needed} windows of {self.max_length} tokens; a story may "
-                             f"have at most {MAX_WINDOWS} ({longest:,} tokens): score it in parts")
-        return [self._prefix + ids[start : start + room] + self._suffix for start in range(0, needed * self.window_stride, self.window_stride)]
+        return windows.split_into_windows(ids, self._prefix, self._suffix, self.max_length, self.window_stride)
 
     def model_in(self, dtype: torch.dtype, device: torch.device | None = None):
         """The model with weights in ``dtype`` on ``device`` (default: where the scorer loaded)."""
         key = (device or self.device, dtype)
         if key not in self._models and dtype == torch.int8:
-            from storyeval.int8_runtime import int8_model  # an int8 runtime's copy; float32 on a CPU without int8 instructions
-
-            self._models[key] = int8_model(self.model, self.tokenizer, key[0])
+            # an int8 runtime's copy; float32 on a CPU without int8 instructions
+            self._models[key] = int8_runtime.int8_model(self.model, self.tokenizer, key[0])
         if key not in self._models:
             # copied outside inference mode, or the copy's weights would be inference tensors that forward rejects
             with torch.inference_mode(False):
@@ -114,42 +93,19 @@ class SequenceScorer:
         dtype = resolve_dtype(dtype)
         device = self.device if device is None else resolve_device(device)
         model = self.model_in(dtype, device)
-        windows = []
-        for i, story in enumerate(stories):
-            try:
-                windows += [(i, w) for w in self.windows(story)]
-            except ValueError as error:
-                raise StoryTooLongError(i, str(error)) from None
-        # longest first: an out-of-memory error shows up on the first batch, not the last
-        order = sorted(range(len(windows)), key=lambda k: -len(windows[k][1]))
-        window_scores = [0.0] * len(windows)
-        pad_id = self.tokenizer.pad_token_id or 0
-        for begin in tqdm(range(0, len(order), batch_size), disable=not progress_bar, desc="scoring", unit="batch"):
-            chunk = order[begin : begin + batch_size]
-            width = len(windows[chunk[0]][1])
-            ids = torch.full((len(chunk), width), pad_id, dtype=torch.long)
-            mask = torch.zeros((len(chunk), width), dtype=torch.long)
-            for row, k in enumerate(chunk):
-                seq = windows[k][1]
-                ids[row, : len(seq)] = torch.tensor(seq)
-                mask[row, : len(seq)] = 1
-            logits = model(input_ids=ids.to(device), attention_mask=mask.to(device)).logits
-            for k, value in zip(chunk, torch.sigmoid(logits.float()).tolist()):
+        story_windows = windows.all_windows(stories, self.windows)
+        window_scores = [0.0] * len(story_windows)
+        for chunk, ids, mask in windows.padded_batches(story_windows, batch_size, self.tokenizer.pad_token_id or 0, progress_bar):
+            logits = model(input_ids=torch.from_numpy(ids).to(device), attention_mask=torch.from_numpy(mask).to(device)).logits
+            # the sigmoid in float64, rounded to float32: exact to the last bit, so the int8 scorer without torch
+            # (storyeval.int8_cached) gives the same scores
+            for k, value in zip(chunk, torch.sigmoid(logits.double()).float().tolist()):
                 window_scores[k] = value
-        per_story: list[list[float]] = [[] for _ in stories]
-        for (story_index, _), value in zip(windows, window_scores):
-            per_story[story_index].append(value)
-        return per_story
+        return windows.by_story(story_windows, window_scores, len(stories))
 
 
 def _special_token_frame(tokenizer) -> tuple[list[int], list[int]]:
-    """The special tokens the tokenizer puts before and after a text ([CLS] / [SEP], <s> / </s>)."""
-    framed = tokenizer("a", add_special_tokens=True)["input_ids"]
-    bare = tokenizer("a", add_special_tokens=False)["input_ids"]
-    for start in range(len(framed) - len(bare) + 1):
-        if framed[start : start + len(bare)] == bare:
-            return framed[:start], framed[start + len(bare) :]
-    raise ValueError(f"cannot find how {type(tokenizer).__name__} frames a text with special tokens")
+    return windows.special_token_frame(lambda text, special: tokenizer(text, add_special_tokens=special)["input_ids"])
 
 
 def load_story_classifier(checkpoint: str | Path, device=None, preprocess: bool = True) -> SequenceScorer:
@@ -174,12 +130,16 @@ def _load_story_classifier(checkpoint: str, device: str, preprocess: bool) -> Se
     # transformers draws a "Loading weights" bar on stderr for every load; a scorer's output is its scores
     bar_was_enabled = transformers_logging.is_progress_bar_enabled()
     transformers_logging.disable_progress_bar()
+    folder = Path(checkpoint)
+    files = int8_runtime.checkpoint_stat(folder) if folder.is_dir() else None  # before the load: a file changed during it shows
     try:
         model = UnionModel.from_pretrained(checkpoint, dtype=torch.float32)
         tokenizer = AutoTokenizer.from_pretrained(checkpoint)
     finally:
         if bar_was_enabled:
             transformers_logging.enable_progress_bar()
+    if files is not None:
+        int8_runtime.record_checkpoint(model, folder, files)  # so its int8 export is found by the folder's files
     if model.config.has_reconstruction_head:
         model.drop_reconstruction_head()  # scoring never needs it
     config = model.config
@@ -209,5 +169,3 @@ def load_scorer(metric: str, checkpoint: str | Path, device=None):
         scorer.windows(PROBE_STORY)
     return scorer
 
-
-PROBE_STORY = "Ken went home. He slept."

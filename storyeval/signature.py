@@ -7,6 +7,7 @@ code that turned text into scores. Scores with the same string are comparable.
 from __future__ import annotations
 
 import re
+from importlib import metadata
 
 from storyeval.version import __version__
 
@@ -17,13 +18,23 @@ def major_minor(version: str) -> str:
     return match.group(0) if match else version
 
 
+# short names for the settings string (bert_score's hash idea), by dtype name
+DTYPE_TAGS = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16", "int8": "int8"}
+
+
+def installed_version(distribution: str) -> str:
+    """A package's installed version, read from its metadata: the int8 scorer that runs without torch
+    names the same versions as the torch scorers without importing torch or transformers."""
+    return metadata.version(distribution)
+
+
 def settings_string(checkpoint: str, dtype=None) -> str:
-    import torch
-    import transformers
-
-    from storyeval.devices import DTYPE_TAGS, resolve_dtype
-
+    """The settings string of ``checkpoint``'s scores in ``dtype`` (a name or a torch dtype; None: float32)."""
+    # a torch dtype prints as "torch.<name>"
+    name = "float32" if dtype is None else dtype if isinstance(dtype, str) else str(dtype).removeprefix("torch.")
+    if name not in DTYPE_TAGS:
+        raise ValueError(f"unsupported dtype {dtype!r}; choose from {sorted(DTYPE_TAGS)}")
     return (
-        f"{checkpoint}_{DTYPE_TAGS[resolve_dtype(dtype)]}_storyeval-{__version__}"
-        f"_transformers-{major_minor(transformers.__version__)}_torch-{major_minor(torch.__version__)}"
+        f"{checkpoint}_{DTYPE_TAGS[name]}_storyeval-{__version__}"
+        f"_transformers-{major_minor(installed_version('transformers'))}_torch-{major_minor(installed_version('torch'))}"
     )

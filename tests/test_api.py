@@ -1,7 +1,6 @@
 """The COMET-style API (download_model, load_from_checkpoint), the metric registry and the settings string."""
 import pytest
 import torch
-import transformers
 
 import storyeval
 from storyeval import checkpoints, registry, signature
@@ -9,8 +8,8 @@ from storyeval.scoring import SequenceScorer
 
 
 def test_settings_string_names_checkpoint_precision_and_versions(monkeypatch):
-    monkeypatch.setattr(transformers, "__version__", "5.24.0")
-    monkeypatch.setattr(torch, "__version__", "2.13.0+cpu")
+    versions = {"transformers": "5.24.0", "torch": "2.13.0+cpu"}
+    monkeypatch.setattr(signature, "installed_version", versions.__getitem__)
     monkeypatch.setattr(signature, "__version__", "0.1.0.dev0")  # the string pins it, not the release
     assert signature.settings_string("union-roc") == "union-roc_fp32_storyeval-0.1.0.dev0_transformers-5.24_torch-2.13"
     assert signature.settings_string("union-roc", "bfloat16") == "union-roc_bf16_storyeval-0.1.0.dev0_transformers-5.24_torch-2.13"

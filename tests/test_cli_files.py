@@ -203,9 +203,9 @@ def test_quiet_draws_no_bar_while_the_weights_load(tmp_path, capsys):
 
 
 def test_a_csv_story_longer_than_the_csv_modules_default_field_limit_is_scored(tiny_checkpoint, tmp_path, capsys, monkeypatch):
-    from storyeval import scoring
+    from storyeval import windows
 
-    monkeypatch.setattr(scoring, "MAX_WINDOWS", 10**6)  # the tiny checkpoint's windows are 16 tokens
+    monkeypatch.setattr(windows, "MAX_WINDOWS", 10**6)  # the tiny checkpoint's windows are 16 tokens
     long_story = " ".join([STORY] * 2000)  # about 170,000 characters; the default limit is 131,072
     table = tmp_path / "s.csv"
     with table.open("w", newline="") as handle:
@@ -292,9 +292,9 @@ def test_an_unscorable_line_stops_the_run_or_scores_nan_with_skip_invalid(tiny_c
 
 
 def test_a_story_past_the_window_limit_stops_the_run_naming_its_line_and_the_limit(tiny_checkpoint, tmp_path, capsys, monkeypatch):
-    from storyeval import scoring
+    from storyeval import windows
 
-    monkeypatch.setattr(scoring, "MAX_WINDOWS", 3)  # STORY needs 3 of the tiny checkpoint's 16-token windows
+    monkeypatch.setattr(windows, "MAX_WINDOWS", 3)  # STORY needs 3 of the tiny checkpoint's 16-token windows
     stories = tmp_path / "s.txt"
     stories.write_text(f"{STORY}\n{' '.join(f'word{i} .' for i in range(40))}\n")
     output = tmp_path / "scores.txt"

@@ -112,14 +112,14 @@ def test_long_stories_are_windowed_not_truncated(tiny_checkpoint):
 
 
 def test_a_story_needing_more_windows_than_the_limit_is_refused_naming_it(tiny_checkpoint, monkeypatch):
-    from storyeval import scoring
+    from storyeval import scoring, windows
 
     scorer = load_union_scorer(tiny_checkpoint, device="cpu")
     long_story = " ".join(f"word{i} ." for i in range(40))
     needed = len(scorer.windows(long_story))
-    monkeypatch.setattr(scoring, "MAX_WINDOWS", needed)
+    monkeypatch.setattr(windows, "MAX_WINDOWS", needed)
     assert len(scorer.windows(long_story)) == needed  # at the limit: scored
-    monkeypatch.setattr(scoring, "MAX_WINDOWS", needed - 1)
+    monkeypatch.setattr(windows, "MAX_WINDOWS", needed - 1)
     with pytest.raises(scoring.StoryTooLongError, match=rf"predictions\[1\] is .* tokens long and needs {needed} windows of 16 tokens; "
                                                         rf"a story may have at most {needed - 1} \(") as raised:
         scorer.score(["A short story .", long_story])

@@ -22,6 +22,8 @@ from transformers import AutoConfig, AutoModel, PreTrainedConfig, PreTrainedMode
 from transformers.configuration_utils import SubConfigSpec
 from transformers.utils import ModelOutput
 
+from storyeval.registry import UNION_MODEL_TYPE
+
 
 @strict
 class UnionConfig(PreTrainedConfig):
@@ -37,7 +39,7 @@ class UnionConfig(PreTrainedConfig):
     head, trained on implausible stories generated from manipulated plots.
     """
 
-    model_type = "storyeval-union"
+    model_type = UNION_MODEL_TYPE
     sub_configs_defaults = {"encoder": SubConfigSpec(config_class=AutoConfig, model_type="bert")}
 
     encoder: PreTrainedConfig | dict | None = None
