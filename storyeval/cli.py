@@ -323,7 +323,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="the column (.csv) or field (.jsonl) the scores go in (continuation_quality: <name>_overall ...); must not already be in the input",
     )
     score.add_argument("--batch-size", type=int, default=None, help=f"windows or pairs per forward pass (default: {batch_sizes})")
-    score.add_argument("--device", default=None, help="e.g. cpu, cuda, cuda:1 (default: CUDA if available)")
+    score.add_argument("--device", default=None, help="e.g. cpu, cuda, cuda:1 (default: CUDA if available; the CPU with --dtype int8)")
     score.add_argument(
         "--dtype", default=None, choices=DTYPE_NAMES,
         help="weights' precision (default: float32); bfloat16 is faster on some CPUs with bf16 instructions (time it), scores move slightly; "
