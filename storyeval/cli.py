@@ -66,7 +66,6 @@ def load_scorer(metric: str, config: str, device, num_threads: int | None = None
     return scoring.load_scorer(metric, folder, device=device)
 
 
-
 def import_nltk_without_unused_statistics() -> None:
     """Import NLTK with scipy and scikit-learn hidden, when none of the three is imported yet.
 

@@ -315,7 +315,7 @@ def weights_sha256(model) -> str:
 
 def checkpoint_files(folder: Path) -> list[Path]:
     """The files of a checkpoint folder that its scoring model is built from: its config and weights."""
-    return sorted([folder / "config.json", *folder.glob("*.safetensors")])
+    return sorted([*folder.glob("config.json"), *folder.glob("*.safetensors")])  # those there: the loader reports missing ones
 
 
 def checkpoint_stat(folder: Path) -> tuple:

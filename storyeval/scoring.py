@@ -168,4 +168,3 @@ def load_scorer(metric: str, checkpoint: str | Path, device=None):
     else:
         scorer.windows(PROBE_STORY)
     return scorer
-
