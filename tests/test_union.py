@@ -733,7 +733,11 @@ def test_top_layer_training_leaves_the_rest_of_the_backbone_as_it_was(tmp_path, 
     assert "Exported from the run's final state, step 2; the selected step is the best evaluation of the whole run" in \
         (tmp_path / "final" / "README.md").read_text()
     assert UnionModel.from_pretrained(tmp_path / "from-state").config.base_model == str(encoder_dir)
-    for bad, message in ((["--state", str(tmp_path / "run"), "--export-dir", str(tmp_path / "x"), "--"] + common, "expected a step_N folder"),
+    # an ended run's own folder exports its selection, with the run's record
+    export_state.main(["--state", str(tmp_path / "run"), "--export-dir", str(tmp_path / "whole-run"), "--"] + common)
+    exported = json.loads((tmp_path / "whole-run" / "training_results.json").read_text())
+    assert exported["best_validation"] == json.loads(finished)["best_validation"] and exported["completed_steps"] == 2
+    for bad, message in ((["--state", str(tmp_path), "--export-dir", str(tmp_path / "x"), "--"] + common, "expected a step_N folder"),
                          (["--state", str(tmp_path / "run" / "step_2"), "--export-dir", str(tmp_path / "from-state"), "--"] + common, "exists"),
                          (["--state", str(tmp_path / "run" / "step_2"), "--export-dir", str(tmp_path / "x")], "the run's own arguments")):
         with pytest.raises(SystemExit):

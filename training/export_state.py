@@ -25,7 +25,7 @@ from storyeval_training.provenance import environment
 
 def parse_args(argv=None) -> tuple[argparse.Namespace, argparse.Namespace]:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])  # every default is stated in its help
-    p.add_argument("--state", required=True, help="a step_N folder the run saved")
+    p.add_argument("--state", required=True, help="a step_N folder the run saved, or the run's output folder once it has ended")
     p.add_argument("--export-dir", required=True, help="where the checkpoint and its card go (must not exist yet)")
     p.add_argument("--base-model", default=None,
                    help="the backbone a top-layer checkpoint sits on, by a name storyeval.backbones "
@@ -35,8 +35,9 @@ def parse_args(argv=None) -> tuple[argparse.Namespace, argparse.Namespace]:
                                                               "(storyeval-train-union or storyeval-train-plot-coherence)")
     args = p.parse_args(argv)
     state = Path(args.state)
-    if not (state / TRAINER_STATE).is_file() or not (state / "best" / "config.json").is_file():
-        p.error(f"--state {state}: expected a step_N folder with {TRAINER_STATE} and best/ (written by --checkpointing-steps)")
+    if not ((state / TRAINER_STATE).is_file() or (state / RUN_RESULTS).is_file()) or not (state / "best" / "config.json").is_file():
+        p.error(f"--state {state}: expected a step_N folder with {TRAINER_STATE} and best/ (written by --checkpointing-steps), "
+                f"or the output folder of a run that ended, with {RUN_RESULTS} and best/")
     if Path(args.export_dir).exists():
         p.error(f"--export-dir {args.export_dir} exists; choose a new folder")
     run_args = args.run_args[1:] if args.run_args[:1] == ["--"] else args.run_args
@@ -53,11 +54,19 @@ TRAINERS = {"union": train_union, "plot_coherence": train_plot_coherence}
 CARDS = {"union": write_union_card, "plot_coherence": write_plot_coherence_card}
 
 
+RUN_RESULTS = "all_results.json"  # what a run writes into its output folder when it ends
+
+
 def export_state(state: Path, export_dir: Path, run: argparse.Namespace, base_model: str | None = None, code_commit: str | None = None) -> dict:
-    trainer_state = json.loads((state / TRAINER_STATE).read_text())
     metric = json.loads((state / "best" / "config.json").read_text()).get("metric", "union")
-    step = int(state.name.split("_")[-1])
-    ended = _ended_run(run, trainer_state)
+    if (state / TRAINER_STATE).is_file():
+        trainer_state = json.loads((state / TRAINER_STATE).read_text())
+        step = int(state.name.split("_")[-1])
+        ended = _ended_run(run, trainer_state)
+    else:  # an ended run's own folder: its best/ is the selection of the whole run, which its results record
+        ended = json.loads((state / RUN_RESULTS).read_text())
+        trainer_state = {"best": ended["best_validation"]}
+        step = ended["completed_steps"]
     if ended is not None:  # the run finished after this state without a better evaluation: its whole history is known
         trainer_state = {**trainer_state, "history": ended["history"], "minutes": ended["training_minutes"]}
     results = {
@@ -87,6 +96,8 @@ def _export_note(step: int, max_train_steps: int | None, ended: dict | None) -> 
     """Where in the run the exported state sits, for the card."""
     if max_train_steps and step >= max_train_steps:
         return f"Exported from the run's final state, step {step:,}; the selected step is the best evaluation of the whole run."
+    if ended is not None and step == ended["completed_steps"]:
+        return f"Exported from the run's output folder after it ended at step {step:,}; the selected step is the best evaluation of the whole run."
     if ended is not None:
         return (f"Exported from the run's last saved state, step {step:,}, after the run ended at step {ended['completed_steps']:,}; "
                 "the selected step is the best evaluation of the whole run.")
@@ -97,7 +108,7 @@ def _export_note(step: int, max_train_steps: int | None, ended: dict | None) -> 
 def _ended_run(run: argparse.Namespace, trainer_state: dict) -> dict | None:
     """The run's own final results (``all_results.json``, written when it ends), if the run has ended and
     its selection is the state's; else None (the run goes on, or chose a later step)."""
-    path = Path(run.output_dir) / "all_results.json"
+    path = Path(run.output_dir) / RUN_RESULTS
     if not path.is_file():
         return None
     ended = json.loads(path.read_text())
