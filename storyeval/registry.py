@@ -62,17 +62,9 @@ UNPUBLISHED = {
         "generate-negatives, adversarial-filter), then `storyeval-train-plot-coherence --dataset wp --negatives generated "
         "--generated-dir <adversarial-filter output> --output-dir <run> --export-dir <folder>`"
     ),
-    "plot-coherence-roc-base": (
-        "neither of its two runs (MPNet-base, top 3 layers, started from union-roc-base) agreed with people more than the "
-        "MiniLM `roc` checkpoint on all three coefficients, so none was shipped (benchmarks/experiments/base_tier.md); "
-        "use `roc`, or train one with "
-        "`storyeval-train-plot-coherence --dataset roc --negatives paper --model-name-or-path <union-roc-base folder> "
-        "--train-top-layers 3 --output-dir <run> --export-dir <folder>`"
-    ),
     "plot-coherence-wp-base": (
         "no base-size WP plot-coherence checkpoint has been trained: it needs the WP negatives that `wp` needs (see "
-        "plot-coherence-wp) and a ROC base checkpoint to start from; train one as `wp` with --model-name-or-path "
-        "<a roc-base plot-coherence folder> --train-top-layers 3"
+        "plot-coherence-wp); train one as `wp`, started from the `roc-base` checkpoint (--model-name-or-path <its folder>)"
     ),
 }
 

@@ -11,8 +11,8 @@ Components per config (the checkpoint's corpus is the config's):
   ``contexts``, continuation quality (its ``overall`` criterion);
 * ``wp``: UNION (union-wp) and, with ``contexts``, continuation quality. No
   plot-coherence checkpoint for WP is published, so it is not part of ``wp``;
-* ``roc-base``: ``roc`` with the base tier's UNION (union-roc-base); plot coherence
-  is the MiniLM ``plot-coherence-roc`` until a base-size one ships;
+* ``roc-base``: ``roc`` with the base tier's UNION and plot coherence
+  (union-roc-base, plot-coherence-roc-base);
 * ``wp-base``: ``wp`` with the base tier's UNION (union-wp-base).
 
 Each score is turned into a percentile with the checkpoint's reference
@@ -43,8 +43,7 @@ from storyeval.inputs import check_batch_size, check_progress_bar, check_same_le
 SUITE_CONFIGS: dict[str, tuple[tuple[str, str], ...]] = {
     "roc": (("union", "roc"), ("plot_coherence", "roc"), ("continuation_quality", "deltascore")),
     "wp": (("union", "wp"), ("continuation_quality", "deltascore")),
-    # the base tier where it has a checkpoint (union-roc-base); plot coherence stays MiniLM until its base checkpoint ships
-    "roc-base": (("union", "roc-base"), ("plot_coherence", "roc"), ("continuation_quality", "deltascore")),
+    "roc-base": (("union", "roc-base"), ("plot_coherence", "roc-base"), ("continuation_quality", "deltascore")),
     "wp-base": (("union", "wp-base"), ("continuation_quality", "deltascore")),
 }
 DEFAULT_SUITE_CONFIG = "roc"

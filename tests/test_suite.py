@@ -59,7 +59,7 @@ def test_bundled_checkpoints_carry_their_reference_with_provenance():
     from storyeval.checkpoints import HUB_CARDS
 
     for folder, corpus in [("union-roc", "roc"), ("union-wp", "wp"), ("plot-coherence-roc", "roc"), ("continuation-quality", "wp"),
-                           ("union-roc-base", "roc"), ("union-wp-base", "wp")]:
+                           ("union-roc-base", "roc"), ("union-wp-base", "wp"), ("plot-coherence-roc-base", "roc")]:
         reference = percentiles.load_reference(HUB_CARDS / folder, corpus)
         assert reference.provenance["split"] == "test" and reference.provenance["items"] > 100
         assert {"commit", "storyeval_version", "command"} <= set(reference.provenance["provenance"])
@@ -135,12 +135,13 @@ def test_the_wp_base_config_is_union_wp_base_against_wp_references():
     assert "union-wp-base" in str(suite.components[0][1])
 
 
-def test_the_base_config_scores_with_union_roc_base_against_roc_references():
+def test_the_base_config_scores_with_the_base_tier_against_roc_references():
     suite = StoryQuality("roc-base")
     assert suite.corpus == "roc"
     assert [(metric, reference.corpus) for metric, _, _, reference in suite.components] == [
         ("union", "roc"), ("plot_coherence", "roc"), ("continuation_quality", "roc")]
     assert suite.components[0][1].name != "union-roc" and "union-roc-base" in str(suite.components[0][1])
+    assert "plot-coherence-roc-base" in str(suite.components[1][1])
     result = suite.score(["Ken went to the bar. He found a phone. He gave it to the bartender."])
     assert set(result) == {"union", "union_percentile", "plot_coherence", "plot_coherence_percentile", "combined", "mean_combined"}
 
