@@ -16,7 +16,9 @@ The export is cached under ``$STORYEVAL_CACHE/int8`` (default
 ``~/.cache/storyeval/int8``) in a folder named by a hash of the model's
 weights and encoder config, the exporter's format and the versions of the
 libraries that wrote it, so a changed checkpoint or library is exported anew
-and the old export of that checkpoint is removed.
+and the old export of that checkpoint is removed. Its manifest also records a
+hash of the checkpoint folder's files the model was loaded from, by which
+:mod:`storyeval.int8_cached` finds the export without loading the model.
 
 Int8 products are fast and exact only with the CPU's int8 dot-product
 instructions (VNNI on x86, dot product on ARM). Without them the scorer falls

@@ -22,6 +22,8 @@ from storyeval_training.loop import TRAINER_STATE
 from storyeval_training.model_card import write_plot_coherence_card, write_union_card
 from storyeval_training.provenance import environment
 
+RUN_RESULTS = "all_results.json"  # what a run writes into its output folder when it ends
+
 
 def parse_args(argv=None) -> tuple[argparse.Namespace, argparse.Namespace]:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])  # every default is stated in its help
@@ -52,9 +54,6 @@ def parse_args(argv=None) -> tuple[argparse.Namespace, argparse.Namespace]:
 # the script whose arguments a run was started with, and its card, by the metric its checkpoint records
 TRAINERS = {"union": train_union, "plot_coherence": train_plot_coherence}
 CARDS = {"union": write_union_card, "plot_coherence": write_plot_coherence_card}
-
-
-RUN_RESULTS = "all_results.json"  # what a run writes into its output folder when it ends
 
 
 def export_state(state: Path, export_dir: Path, run: argparse.Namespace, base_model: str | None = None, code_commit: str | None = None) -> dict:
