@@ -67,7 +67,7 @@ CURRENT: tuple[CorrelationRow | ContinuationRow, ...] = (
     CorrelationRow("plot_coherence", "plot-coherence-roc", "plot_amt_roc", "plot_coherence_correlation", "checkpoints/plot-coherence-roc/roc",
                    ("plot_coherence_speed", "plot_coherence_speed_bfloat16")),
     CorrelationRow("plot_coherence", "plot-coherence-roc-base", "plot_amt_roc", "plot_coherence_roc_base_correlation",
-                   "checkpoints/plot-coherence-roc-base/roc"),
+                   "checkpoints/plot-coherence-roc-base/roc", ("plot_coherence_roc_base_speed", "plot_coherence_roc_base_speed_bfloat16")),
     CorrelationRow("plot_coherence", "plot-coherence-roc", "union_roc", "cross_metric", "checkpoints/plot-coherence-roc/sets/union_roc"),
     CorrelationRow("plot_coherence", "plot-coherence-roc", "union_wp", "cross_metric", "checkpoints/plot-coherence-roc/sets/union_wp"),
     ContinuationRow("continuation-quality", "continuation_quality"),
