@@ -19,7 +19,7 @@ from pathlib import Path
 
 from storyeval_training import train_plot_coherence, train_union
 from storyeval_training.loop import TRAINER_STATE
-from storyeval_training.model_card import write_plot_coherence_card, write_union_card
+from storyeval_training.model_card import CHECKPOINT_CARD_WRITERS
 from storyeval_training.provenance import environment
 
 RUN_RESULTS = "all_results.json"  # what a run writes into its output folder when it ends
@@ -51,9 +51,8 @@ def parse_args(argv=None) -> tuple[argparse.Namespace, argparse.Namespace]:
     return args, run
 
 
-# the script whose arguments a run was started with, and its card, by the metric its checkpoint records
+# the script whose arguments a run was started with, by the metric its checkpoint records
 TRAINERS = {"union": train_union, "plot_coherence": train_plot_coherence}
-CARDS = {"union": write_union_card, "plot_coherence": write_plot_coherence_card}
 
 
 def export_state(state: Path, export_dir: Path, run: argparse.Namespace, base_model: str | None = None, code_commit: str | None = None) -> dict:
@@ -86,7 +85,7 @@ def export_state(state: Path, export_dir: Path, run: argparse.Namespace, base_mo
         run.max_length = run.max_length or train_plot_coherence.DEFAULT_MAX_LENGTH[run.dataset]
         pairs, run.leakage_dropped_groups = train_plot_coherence.run_pairs(run)
         results["train_pairs"] = pairs["train"].num_rows
-    train_union.export(state / "best", export_dir, results, write_card=CARDS[metric],
+    train_union.export(state / "best", export_dir, results, write_card=CHECKPOINT_CARD_WRITERS[metric],
                        base_model=base_model or run.base_model_name or run.model_name_or_path)
     return results
 
