@@ -61,10 +61,14 @@ def _content_hash(folder: str, stamp: tuple) -> str:
     return digest.hexdigest()  # 40 hex digits: a revision snapshot_download takes as a commit
 
 
+def folder_stamp(folder: Path) -> tuple:
+    """Name, size and modification time of each file in ``folder``: whether its files changed, cheaply."""
+    return tuple((p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in sorted(Path(folder).iterdir()) if p.is_file())
+
+
 def content_hash(folder: Path) -> str:
     """A commit-like hash of a checkpoint folder's files (recomputed when a file's size or time changes)."""
-    stamp = tuple((p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in sorted(folder.iterdir()) if p.is_file())
-    return _content_hash(str(folder), stamp)
+    return _content_hash(str(folder), folder_stamp(folder))
 
 
 def storage_folder(name: str, cache_dir: str | Path | None = None) -> Path:

@@ -50,6 +50,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from storyeval import bundled
+
 if TYPE_CHECKING:
     import torch
 
@@ -315,57 +317,38 @@ def weights_sha256(model) -> str:
     return digest.hexdigest()
 
 
-def checkpoint_files(folder: Path) -> list[Path]:
-    """The files of a checkpoint folder that its scoring model is built from: its config and weights."""
-    return sorted([*folder.glob("config.json"), *folder.glob("*.safetensors")])  # those there: the loader reports missing ones
-
-
-def checkpoint_stat(folder: Path) -> tuple:
-    """Name, size and modification time of each of :func:`checkpoint_files`: whether they changed, cheaply."""
-    return tuple((path.name, path.stat().st_size, path.stat().st_mtime_ns) for path in checkpoint_files(folder))
-
-
-def checkpoint_sha256(folder: Path) -> str:
-    """SHA-256 over :func:`checkpoint_files` (name and bytes): what finds a folder's export without loading its model."""
-    digest = hashlib.sha256()
-    for path in checkpoint_files(folder):
-        digest.update(path.name.encode() + b"\0")
-        with path.open("rb") as stream:
-            for block in iter(lambda: stream.read(1 << 20), b""):
-                digest.update(block)
-    return digest.hexdigest()
-
-
-def record_checkpoint(model, folder: Path, stat: tuple) -> None:
-    """Note on ``model`` the checkpoint folder it was loaded from, with its :func:`checkpoint_stat` taken
-    before the load, so that its export can be found by the folder's files later (:func:`find_export`).
+def record_checkpoint(model, folder: Path, stamp: tuple) -> None:
+    """Note on ``model`` the checkpoint folder it was loaded from, with its :func:`storyeval.bundled.folder_stamp`
+    taken before the load, so that its export can be found by the folder's files later (:func:`find_export`).
     The scorers never change their model's weights."""
-    model.storyeval_checkpoint = (str(folder), stat)
+    model.storyeval_checkpoint = (str(folder), stamp)
 
 
-def _loaded_checkpoint_sha256(model) -> str | None:
-    """:func:`checkpoint_sha256` of the folder ``model`` was loaded from, if its files are unchanged since; else None."""
-    folder, stat = getattr(model, "storyeval_checkpoint", (None, None))
-    if folder is None or not Path(folder).is_dir() or checkpoint_stat(Path(folder)) != stat:
+def _loaded_checkpoint_hash(model) -> str | None:
+    """The :func:`storyeval.bundled.content_hash` of the folder ``model`` was loaded from, if its files are
+    unchanged since; else None."""
+    folder, stamp = getattr(model, "storyeval_checkpoint", (None, None))
+    if folder is None or not Path(folder).is_dir() or bundled.folder_stamp(Path(folder)) != stamp:
         return None
-    return checkpoint_sha256(Path(folder))
+    return bundled.content_hash(Path(folder))
 
 
 EXPORT_FORMAT = 1  # raise when the export steps change, so old exports are not reused
 
 
 def find_export(folder: Path, backend: Int8Backend) -> Path | None:
-    """``backend``'s cached export of the checkpoint in ``folder`` (by its files' hash), made in this
-    format with the installed libraries' versions; None if there is none yet. Needs neither torch nor the model."""
+    """``backend``'s cached export of the checkpoint in ``folder`` (by the hash of its files,
+    :func:`storyeval.bundled.content_hash`), made in this format with the installed libraries' versions;
+    None if there is none yet. Needs neither torch nor the model."""
     root = cache_root()
     if not root.is_dir():
         return None
     wanted = {"backend": backend.name, "format": EXPORT_FORMAT, "versions": backend.versions()}
-    files = checkpoint_sha256(folder)
+    files = bundled.content_hash(folder)
     for manifest in root.glob(f"{backend.name}-*/{MANIFEST}"):
         with contextlib.suppress(OSError, ValueError):
             recorded = json.loads(manifest.read_text())
-            if all(recorded.get(k) == v for k, v in wanted.items()) and files in recorded.get("checkpoints_sha256", []):
+            if all(recorded.get(k) == v for k, v in wanted.items()) and files in recorded.get("checkpoint_content_hashes", []):
                 return manifest.parent
     return None
 
@@ -376,7 +359,7 @@ def exported_folder(model, tokenizer, backend: Int8Backend) -> Path:
     name = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:24]
     root = cache_root()
     folder = root / f"{backend.name}-{name}"
-    checkpoint = _loaded_checkpoint_sha256(model)
+    checkpoint = _loaded_checkpoint_hash(model)
     if (folder / MANIFEST).is_file():
         _add_checkpoint(folder / MANIFEST, checkpoint)
         return folder
@@ -386,7 +369,7 @@ def exported_folder(model, tokenizer, backend: Int8Backend) -> Path:
     try:
         backend.export(model, tokenizer, staging)
         source = str(getattr(model.config, "_name_or_path", "") or "")
-        manifest = {**key, "source": source, "checkpoints_sha256": [checkpoint] if checkpoint else []}
+        manifest = {**key, "source": source, "checkpoint_content_hashes": [checkpoint] if checkpoint else []}
         (staging / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
         try:
             staging.rename(folder)
@@ -404,11 +387,11 @@ def _add_checkpoint(manifest: Path, checkpoint: str | None) -> None:
     elsewhere), or of its first one if it was made before :func:`find_export` existed; written whole, by a
     rename, so a reader never sees half of it."""
     recorded = json.loads(manifest.read_text())
-    known = recorded.get("checkpoints_sha256", [])
+    known = recorded.get("checkpoint_content_hashes", [])
     if checkpoint is None or checkpoint in known:
         return
     partial = manifest.with_name(f".{manifest.name}.{os.getpid()}")
-    partial.write_text(json.dumps({**recorded, "checkpoints_sha256": [*known, checkpoint]}, indent=2) + "\n")
+    partial.write_text(json.dumps({**recorded, "checkpoint_content_hashes": [*known, checkpoint]}, indent=2) + "\n")
     os.replace(partial, manifest)
 
 

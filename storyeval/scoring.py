@@ -23,7 +23,7 @@ from pathlib import Path
 import torch
 from transformers import AutoTokenizer
 
-from storyeval import checkpoints, int8_runtime, windows
+from storyeval import bundled, checkpoints, int8_runtime, windows
 from storyeval.devices import DTYPES, resolve_device, resolve_dtype  # noqa: F401 (DTYPES: part of this module's API)
 from storyeval.inputs import PROBE_STORY, check_batch_size, check_progress_bar, check_texts
 from storyeval.registry import metric_spec
@@ -131,7 +131,7 @@ def _load_story_classifier(checkpoint: str, device: str, preprocess: bool) -> Se
     bar_was_enabled = transformers_logging.is_progress_bar_enabled()
     transformers_logging.disable_progress_bar()
     folder = Path(checkpoint)
-    files = int8_runtime.checkpoint_stat(folder) if folder.is_dir() else None  # before the load: a file changed during it shows
+    files = bundled.folder_stamp(folder) if folder.is_dir() else None  # before the load: a file changed during it shows
     try:
         model = UnionModel.from_pretrained(checkpoint, dtype=torch.float32)
         tokenizer = AutoTokenizer.from_pretrained(checkpoint)

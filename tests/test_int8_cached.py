@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from storyeval import cli, int8_runtime
+from storyeval import bundled, cli, int8_runtime
 from storyeval.int8_cached import SCORING_DEFAULTS, CachedInt8Scorer, load_cached_int8_scorer
 from storyeval.scoring import load_union_scorer
 
@@ -75,8 +75,8 @@ def test_an_export_made_before_it_could_be_found_learns_its_checkpoint(checkpoin
     exported(checkpoint)
     (manifest,) = private_cache.glob(f"*/{int8_runtime.MANIFEST}")
     recorded = json.loads(manifest.read_text())
-    assert recorded["checkpoints_sha256"] == [int8_runtime.checkpoint_sha256(checkpoint)]
-    manifest.write_text(json.dumps({**recorded, "checkpoints_sha256": []}))  # as an older version wrote it
+    assert recorded["checkpoint_content_hashes"] == [bundled.content_hash(checkpoint)]
+    manifest.write_text(json.dumps({**recorded, "checkpoint_content_hashes": []}))  # as an older version wrote it
     assert load_cached_int8_scorer(checkpoint) is None
     from storyeval.scoring import clear_loaded_scorers
 
