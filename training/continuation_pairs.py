@@ -9,8 +9,17 @@ sentences and the true next sentence is sentence k+1 (label 1). Its negatives (l
 * ``perturbed``: the true sentence with a negation added or removed, else keywords
   swapped for ConceptNet antonyms (UNION's perturbations); none when neither applies.
 
-Rows of one story share a ``group`` and come true sentence first, so held-out pairs can
-be scored as pair accuracy (the true sentence above each of its negatives).
+And, for the stories the plot paper released implausible versions of (``roc/af_manplts_*.tsv``:
+BART stories written from manipulated plots, kept by adversarial filtering), one more group:
+
+* ``generated``: each implausible story shares the human story's first sentences and then
+  departs from it; its first departing sentence is a negative for that shared context, with
+  the human story's sentence there as the true one. These are fluent, on-topic sentences that
+  do not follow, the kind of wrong ending the other negatives are not.
+
+Rows of one group come true sentence first, so held-out pairs can be scored as pair accuracy
+(the true sentence above each of its negatives). A story's own group is its id; its generated
+group is ``<id>/generated``.
 """
 from __future__ import annotations
 
@@ -19,11 +28,14 @@ from pathlib import Path
 
 import datasets
 
+from storyeval import resources
 from storyeval import text as textlib
 from storyeval_training.negatives.negation import alter_negation
 from storyeval_training.negatives.substitution import substitute_keywords
 
-KINDS = ("true", "other_story", "later_sentence", "perturbed")
+KINDS = ("true", "other_story", "later_sentence", "perturbed", "generated")
+GENERATED_GROUP_SUFFIX = "/generated"
+AF_FILES = ("af_manplts_valid.tsv", "af_manplts_test.tsv")
 PAIR_FEATURES = datasets.Features(
     {"group": datasets.Value("string"), "context": datasets.Value("string"), "candidate": datasets.Value("string"),
      "label": datasets.Value("int8"), "kind": datasets.Value("string")}
@@ -85,6 +97,55 @@ def build_pairs(stories: datasets.Dataset, seed: int = 42, lexicon=None) -> data
     return datasets.Dataset.from_dict(rows, features=PAIR_FEATURES)
 
 
+def story_key(sentences: list[str]) -> str:
+    """A tokenised story's words, lower-cased with names and placeholders folded into one symbol (as in
+    :func:`storyeval.text.leakage_key`), to find one story in two corpora."""
+    male, female = resources.first_names()
+    words = (t.lower() for sentence in sentences for t in sentence.split() if any(c.isalnum() for c in t))
+    return " ".join("<name>" if t in male or t in female or t.upper() in textlib.NAME_PLACEHOLDERS else t for t in words)
+
+
+def generated_negatives(af_groups) -> dict[str, tuple[str, str, list[str]]]:
+    """{story key: (context, true sentence, generated negatives)} from (human story, implausible stories) groups.
+
+    Text is normalised as the builders normalise it (Treebank tokens, names delexicalised). The
+    context is the sentences an implausible story shares with the human one, which must be at least
+    one; the negative is its first sentence after them. Stories whose implausible versions depart at
+    different sentences keep those departing where the first one does.
+    """
+    out = {}
+    for human, implausible in af_groups:
+        sentences = [textlib.normalize_story(s) for s in textlib.split_sentences(human)]
+        found = None  # (shared sentences, negatives)
+        for story in implausible:
+            other = [textlib.normalize_story(s) for s in textlib.split_sentences(story)]
+            shared = next((i for i, (a, b) in enumerate(zip(sentences, other)) if a != b), min(len(sentences), len(other)))
+            if not 0 < shared < min(len(sentences), len(other)):
+                continue  # nothing shared, or nothing after it
+            if found is None:
+                found = (shared, [])
+            if shared == found[0] and other[shared] not in found[1] and other[shared] != sentences[shared]:
+                found[1].append(other[shared])
+        if found and found[1]:
+            shared, negatives = found
+            out[story_key(sentences)] = (" ".join(sentences[:shared]), sentences[shared], negatives)
+    return out
+
+
+def add_generated_groups(pairs: datasets.Dataset, stories: datasets.Dataset, generated: dict) -> datasets.Dataset:
+    """``pairs`` with a ``generated`` group for each story of ``stories`` that ``generated`` has negatives for."""
+    rows = {name: [] for name in PAIR_FEATURES}
+    for story_id, sentences in zip(stories["id"], stories["sentences"]):
+        found = generated.get(story_key(sentences))
+        if found is None:
+            continue
+        context, true, negatives = found
+        for candidate, label, kind in [(true, 1, "true")] + [(n, 0, "generated") for n in negatives]:
+            for name, value in zip(PAIR_FEATURES, (story_id + GENERATED_GROUP_SUFFIX, context, candidate, label, kind)):
+                rows[name].append(value)
+    return datasets.concatenate_datasets([pairs, datasets.Dataset.from_dict(rows, features=PAIR_FEATURES)])
+
+
 def pair_accuracy_by_kind(groups: list[str], kinds: list[str], scores: list[float]) -> dict[str, float]:
     """Share of (true, negative) pairs of a group where the true sentence scores higher (a tie counts half),
     per negative kind and over all pairs."""
@@ -104,19 +165,35 @@ def pair_accuracy_by_kind(groups: list[str], kinds: list[str], scores: list[floa
     return {kind: sum(values) / len(values) for kind, values in wins.items()}
 
 
-def build_splits(seed: int = 42, cache_dir: str | None = None, data_dir: Path | None = None, splits=("train", "validation")):
-    """Pairs of the ROC builder's ``splits``, Story Cloze stories dropped; and the drop count per split."""
+def build_splits(seed: int = 42, cache_dir: str | None = None, data_dir: Path | None = None, splits=("train", "validation"),
+                 generated: bool = True):
+    """Pairs of the ROC builder's ``splits``, Story Cloze stories dropped, with the ``generated`` groups of the
+    stories the plot paper's released files cover (``generated=False``: without them); and the drop count per split.
+
+    The builder splits stories by a hash of their text, so a released story's generated group lands in the
+    split its story is in: none crosses from training into validation or the test split.
+    """
     from storyeval_training import paths
     from storyeval_training.builders import ROCStories, load_split
     from storyeval_training.negatives.substitution import KeywordLexicon
+    from storyeval_training.train_plot_coherence import read_af_tsv
 
     root = Path(data_dir) if data_dir else paths.data_dir()
     keys = story_cloze_keys(root / "continuation" / "story_cloze_test_spring2016.tsv")
     lexicon = KeywordLexicon.from_data_dir(root)
+    negatives = {}
+    if generated:
+        missing = [str(root / "roc" / name) for name in AF_FILES if not (root / "roc" / name).is_file()]
+        if missing:
+            raise FileNotFoundError(f"{missing}: the plot paper's released implausible stories, which the generated negatives come from")
+        for name in AF_FILES:
+            negatives.update(generated_negatives(read_af_tsv(root / "roc" / name)))
     pairs, dropped = {}, {}
     for split in splits:
         # the default data folder keeps the builder's cache key (and its prepared copy)
         stories = load_split(ROCStories, split, cache_dir=cache_dir, **({"data_dir": str(root / "roc")} if data_dir else {}))
         kept, dropped[split] = drop_leaked(stories, keys)
         pairs[split] = build_pairs(kept, seed=seed, lexicon=lexicon)
+        if negatives:
+            pairs[split] = add_generated_groups(pairs[split], kept, negatives)
     return datasets.DatasetDict(pairs), dropped

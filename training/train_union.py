@@ -44,6 +44,22 @@ def build_parser() -> argparse.ArgumentParser:
     add_loop_arguments(p)
     p.add_argument("--recon-weight", type=float, default=0.1, help="lambda; 0 is the paper's -Recon ablation")
     p.add_argument("--max-length", type=int, default=512, help="tokens per story in training (the scoring window too)")
+    add_partial_training_arguments(p)
+    p.add_argument("--max-train-pairs", type=int, default=None)
+    p.add_argument("--max-eval-pairs", type=int, default=2000, help="validation pairs evaluated (0: all)")
+    p.add_argument("--selection-pairs-dir", default=None,
+                   help="pairs saved by storyeval-build-negatives or storyeval-train-plot-coherence (its pairs/ folder) whose "
+                        "validation split chooses the best checkpoint instead of this run's own validation pairs, e.g. "
+                        "model-generated negatives, which this run's perturbations do not resemble")
+    p.add_argument("--negative-seeds", type=int, nargs="+", default=[42], help="one set of negatives per seed")
+    p.add_argument("--export-dir", default=None, help="also export the best model here (fp16, with its reconstruction head) with a model card")
+    p.add_argument("--cache-dir", default=None, help="`datasets` cache")
+    p.add_argument("--data-dir", default=None)
+    return p
+
+
+def add_partial_training_arguments(p: argparse.ArgumentParser) -> None:
+    """Options that train a part of a base-size encoder (its top layers, or LoRA adapters), so that its export ships only that part."""
     p.add_argument("--train-top-layers", type=int, default=None,
                    help="train only the encoder's top N layers and the heads (embeddings and lower layers frozen): faster steps, "
                         "and an export that ships only those layers (default: all layers; continuing a top-layer checkpoint: its N, "
@@ -52,20 +68,16 @@ def build_parser() -> argparse.ArgumentParser:
                    help="train LoRA adapters of this rank (peft) on every linear layer of the encoder's transformer layers, the "
                         "rest of the encoder frozen, and the heads: an export of the adapters and heads only; from a plain encoder")
     p.add_argument("--lora-alpha", type=float, default=None, help="the adapters' scale (default: twice --lora-rank)")
-    p.add_argument("--max-train-pairs", type=int, default=None)
-    p.add_argument("--max-eval-pairs", type=int, default=2000, help="validation pairs evaluated (0: all)")
-    p.add_argument("--selection-pairs-dir", default=None,
-                   help="pairs saved by storyeval-build-negatives or storyeval-train-plot-coherence (its pairs/ folder) whose "
-                        "validation split chooses the best checkpoint instead of this run's own validation pairs, e.g. "
-                        "model-generated negatives, which this run's perturbations do not resemble")
-    p.add_argument("--negative-seeds", type=int, nargs="+", default=[42], help="one set of negatives per seed")
     p.add_argument("--base-model-name", default=None,
                    help="base_model for the model card (default: --model-name-or-path); with --train-top-layers also the backbone "
                         "the export loads onto, so give a name storyeval.backbones resolves (all-mpnet-base-v2), not a local folder")
-    p.add_argument("--export-dir", default=None, help="also export the best model here (fp16, with its reconstruction head) with a model card")
-    p.add_argument("--cache-dir", default=None, help="`datasets` cache")
-    p.add_argument("--data-dir", default=None)
-    return p
+
+
+def check_partial_training_arguments(p: argparse.ArgumentParser, args) -> None:
+    if args.lora_rank and args.train_top_layers:
+        p.error("give --lora-rank or --train-top-layers, not both")
+    if args.lora_alpha and not args.lora_rank:
+        p.error("--lora-alpha scales LoRA adapters: give --lora-rank too")
 
 
 def check_args(p: argparse.ArgumentParser, args) -> None:
@@ -77,10 +89,7 @@ def check_args(p: argparse.ArgumentParser, args) -> None:
     check_loop_arguments(p, args, positive=POSITIVE_OPTIONS)
     if args.max_eval_pairs < 0 or args.recon_weight < 0:
         p.error("--max-eval-pairs (0: all) and --recon-weight (0: no reconstruction) must not be negative")
-    if args.lora_rank and args.train_top_layers:
-        p.error("give --lora-rank or --train-top-layers, not both")
-    if args.lora_alpha and not args.lora_rank:
-        p.error("--lora-alpha scales LoRA adapters: give --lora-rank too")
+    check_partial_training_arguments(p, args)
     if len(set(args.negative_seeds)) != len(args.negative_seeds):
         p.error(f"--negative-seeds repeats a seed ({args.negative_seeds}): each seed's pairs would be trained on twice")
 

@@ -1,19 +1,26 @@
 """A learned continuation encoder: a cross-encoder reads (context, candidate next text) and gives a relevance logit.
 
-It is a MiniLM sequence classifier with one output, trained self-supervised on ROC
-stories (``python -m storyeval_training.train_continuation_encoder``): a context
-with its true next sentence against another story's, a later sentence of the same
-story and a perturbed true sentence. The continuation model reads its logit as one
-more feature (the ``encoder`` group of :mod:`storyeval.continuation.features`).
+It is UNION's architecture without the reconstruction head (:class:`storyeval.models.UnionModel`:
+an encoder and a linear head on the first token) reading the pair in its backbone's own pair
+layout, so it runs on the fast tier's MiniLM and on the base tier's MPNet alike, and a base-size
+encoder trained through LoRA adapters or its top layers ships only those (a few MB) on top of a
+backbone checked by hash. It is trained self-supervised on ROC stories (``python -m
+storyeval_training.train_continuation_encoder``): a context with its true next sentence against
+another story's, a later sentence of the same story, a perturbed true sentence and
+model-generated implausible ones. The continuation model reads its logit as one more feature
+(the ``encoder`` group of :mod:`storyeval.continuation.features`).
 
-The window: the pair is read as ``[CLS] context [SEP] candidate [SEP]`` within
-``max_length`` tokens. A context that does not fit is read over its LAST tokens,
-the ones nearest the candidate. A candidate keeps at least ``max_length`` minus
-room for :data:`CONTEXT_FLOOR` context tokens; a longer one is read over its first
-tokens (those nearest the context), and a warning says how many were cut.
+The window: the pair is read as the backbone lays a pair out (``[CLS] context [SEP] candidate
+[SEP]`` in BERT, ``<s> context </s></s> candidate </s>`` in MPNet) within ``max_length`` tokens.
+A context that does not fit is read over its LAST tokens, the ones nearest the candidate. A
+candidate keeps at least ``max_length`` minus room for :data:`CONTEXT_FLOOR` context tokens; a
+longer one is read over its first tokens (those nearest the context), and a warning says how
+many were cut.
 """
 from __future__ import annotations
 
+import dataclasses
+import functools
 import json
 import logging
 from pathlib import Path
@@ -22,34 +29,80 @@ import torch
 
 logger = logging.getLogger("storyeval.continuation.encoder")
 
-ENCODER_KIND = "cross-encoder-v1"  # the scorer_config.json value naming this encoder (and its input layout)
+# the scorer_config.json value naming this encoder: v2 is a UnionModel in its backbone's pair layout
+# (v1, a BERT sequence classifier, never shipped)
+ENCODER_KIND = "cross-encoder-v2"
 ENCODER_FOLDER = "encoder"  # where a continuation checkpoint keeps it
 ENCODER_CONFIG = "encoder_config.json"
 CONTEXT_FLOOR = 32  # context tokens a long candidate always leaves room for
 
 
-def pair_ids(tokenizer, context_ids: list[int], candidate_ids: list[int], max_length: int) -> tuple[list[int], list[int], bool]:
-    """(input ids, token type ids, whether the candidate was cut) for one pair in ``max_length`` tokens.
+@dataclasses.dataclass(frozen=True)
+class PairLayout:
+    """Where a tokenizer puts its special tokens around a pair, and the token types of each part.
 
-    Built by hand: transformers 5's tokenizers no longer expose ``build_inputs_with_special_tokens``,
-    and ``truncation="only_first"`` would silently give up on a candidate longer than the window.
+    Read off the tokenizer by encoding a pair of known words rather than written per architecture:
+    transformers 5's tokenizers no longer expose ``build_inputs_with_special_tokens``, and
+    ``truncation="only_first"`` would silently give up on a candidate longer than the window.
     """
-    room = max_length - 3  # [CLS], [SEP], [SEP]
+
+    before: tuple[int, ...]
+    between: tuple[int, ...]
+    after: tuple[int, ...]
+    # token types of (before + context + between) and (candidate + after); None where the model takes none
+    types: tuple[int, int] | None
+
+    @classmethod
+    def of(cls, tokenizer) -> "PairLayout":
+        first = tokenizer("first", add_special_tokens=False)["input_ids"]
+        second = tokenizer("second", add_special_tokens=False)["input_ids"]
+        pair = tokenizer("first", "second")
+        ids = list(pair["input_ids"])
+        start = _find(ids, first, 0)
+        middle = _find(ids, second, start + len(first))
+        types = pair.get("token_type_ids")
+        return cls(before=tuple(ids[:start]), between=tuple(ids[start + len(first) : middle]),
+                   after=tuple(ids[middle + len(second) :]),
+                   types=(types[start], types[middle]) if types is not None and "token_type_ids" in tokenizer.model_input_names else None)
+
+    @property
+    def special_tokens(self) -> int:
+        return len(self.before) + len(self.between) + len(self.after)
+
+
+def _find(ids: list[int], part: list[int], begin: int) -> int:
+    for i in range(begin, len(ids) - len(part) + 1):
+        if ids[i : i + len(part)] == part:
+            return i
+    raise ValueError("the tokenizer's pair encoding does not contain its two texts; cannot read its pair layout")
+
+
+@functools.lru_cache(maxsize=8)
+def _layout(tokenizer) -> PairLayout:
+    return PairLayout.of(tokenizer)
+
+
+def pair_ids(tokenizer, context_ids: list[int], candidate_ids: list[int], max_length: int) -> tuple[list[int], list[int] | None, bool]:
+    """(input ids, token type ids or None, whether the candidate was cut) for one pair in ``max_length`` tokens."""
+    layout = _layout(tokenizer)
+    room = max_length - layout.special_tokens
     if room < 1 + CONTEXT_FLOOR:
-        raise ValueError(f"max_length {max_length} leaves no room for a pair (at least {CONTEXT_FLOOR + 4} tokens)")
+        raise ValueError(f"max_length {max_length} leaves no room for a pair (at least {CONTEXT_FLOOR + 1 + layout.special_tokens} tokens)")
     candidate_room = room - min(len(context_ids), CONTEXT_FLOOR)
     cut = len(candidate_ids) > candidate_room
     candidate_ids = candidate_ids[:candidate_room]
     context_ids = context_ids[len(context_ids) - (room - len(candidate_ids)):] if len(context_ids) + len(candidate_ids) > room else context_ids
-    ids = [tokenizer.cls_token_id, *context_ids, tokenizer.sep_token_id, *candidate_ids, tokenizer.sep_token_id]
-    types = [0] * (len(context_ids) + 2) + [1] * (len(candidate_ids) + 1)
-    return ids, types, cut
+    ids = [*layout.before, *context_ids, *layout.between, *candidate_ids, *layout.after]
+    if layout.types is None:
+        return ids, None, cut
+    first = len(layout.before) + len(context_ids) + len(layout.between)
+    return ids, [layout.types[0]] * first + [layout.types[1]] * (len(ids) - first), cut
 
 
-def encode_pairs(tokenizer, contexts: list[str], candidates: list[str], max_length: int) -> tuple[list[list[int]], list[list[int]], int]:
-    """Input ids and token type ids of each pair, and how many candidates were cut to fit."""
+def encode_pairs(tokenizer, contexts: list[str], candidates: list[str], max_length: int) -> tuple[list[list[int]], list[list[int]] | None, int]:
+    """Input ids and token type ids (None where the backbone takes none) of each pair, and how many candidates were cut to fit."""
     if not contexts:  # the fast tokenizer fails on an empty batch
-        return [], [], 0
+        return [], None, 0
     context_ids = tokenizer(list(contexts), add_special_tokens=False)["input_ids"]
     candidate_ids = tokenizer(list(candidates), add_special_tokens=False)["input_ids"]
     ids, types, cut = [], [], 0
@@ -58,11 +111,12 @@ def encode_pairs(tokenizer, contexts: list[str], candidates: list[str], max_leng
         ids.append(pair)
         types.append(pair_types)
         cut += was_cut
-    return ids, types, cut
+    return ids, (None if types[0] is None else types), cut
 
 
-def pad(tokenizer, ids: list[list[int]], types: list[list[int]]) -> dict[str, torch.Tensor]:
-    return tokenizer.pad({"input_ids": ids, "token_type_ids": types}, return_tensors="pt", pad_to_multiple_of=8)
+def pad(tokenizer, ids: list[list[int]], types: list[list[int]] | None) -> dict[str, torch.Tensor]:
+    features = {"input_ids": ids} if types is None else {"input_ids": ids, "token_type_ids": types}
+    return tokenizer.pad(features, return_tensors="pt", pad_to_multiple_of=8)
 
 
 class ContinuationEncoder:
@@ -79,11 +133,13 @@ class ContinuationEncoder:
         self.max_length = int(self.config["max_length"])
         self.batch_size = batch_size
         # imported here: a count-only checkpoint never needs transformers
-        from transformers import AutoModelForSequenceClassification, AutoTokenizer
+        from transformers import AutoTokenizer
+
+        from storyeval.models import UnionModel
 
         self.tokenizer = AutoTokenizer.from_pretrained(folder)
-        # fp16 on disk; float32 on the CPU
-        self.model = AutoModelForSequenceClassification.from_pretrained(folder, dtype=torch.float32).to(device).eval()
+        # fp16 on disk; float32 on the CPU. One that ships only its adapters or top layers loads onto its backbone
+        self.model = UnionModel.from_pretrained(folder, dtype=torch.float32).to(device).eval()
 
     @torch.inference_mode()
     def logits(self, contexts: list[str], candidates: list[str]) -> list[float]:
@@ -99,8 +155,9 @@ class ContinuationEncoder:
         scores = [0.0] * len(ids)
         for begin in range(0, len(order), self.batch_size):
             chunk = order[begin : begin + self.batch_size]
-            batch = {k: v.to(device) for k, v in pad(self.tokenizer, [ids[i] for i in chunk], [types[i] for i in chunk]).items()}
-            for i, logit in zip(chunk, self.model(**batch).logits[:, 0].float().tolist()):
+            chunk_types = None if types is None else [types[i] for i in chunk]
+            batch = {k: v.to(device) for k, v in pad(self.tokenizer, [ids[i] for i in chunk], chunk_types).items()}
+            for i, logit in zip(chunk, self.model(**batch).logits.float().tolist()):
                 scores[i] = logit
         return scores
 
