@@ -9,7 +9,7 @@ import torch
 
 from storyeval import text as textlib
 from storyeval.continuation.cooccurrence import CooccurrenceStats
-from storyeval.continuation.encoder import CONTEXT_FLOOR, ENCODER_KIND, ContinuationEncoder, encode_pairs, pair_ids, save_encoder_config
+from storyeval.continuation.encoder import CONTEXT_FLOOR, ENCODER_KIND, ContinuationEncoder, encode_pairs, pad, pair_ids, save_encoder_config
 from storyeval.continuation.features import FEATURE_GROUPS, FeatureExtractor
 from storyeval.continuation.model import CRITERIA, ContinuationModel
 from storyeval.continuation.ngram_lm import NgramLM
@@ -36,12 +36,15 @@ def tokenizer():
 
 
 def save_tiny_encoder(folder, tokenizer, max_length=WINDOW, kind=ENCODER_KIND):
-    from transformers import BertConfig, BertForSequenceClassification
+    from transformers import BertConfig
+
+    from storyeval.models import UnionConfig, UnionModel
 
     torch.manual_seed(0)
-    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-                        intermediate_size=32, max_position_embeddings=max_length, num_labels=1)
-    BertForSequenceClassification(config).save_pretrained(folder)
+    encoder = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                         intermediate_size=32, max_position_embeddings=max_length)
+    UnionModel(UnionConfig(encoder=encoder.to_dict(), has_reconstruction_head=False, recon_weight=0.0, max_length=max_length,
+                           window_stride=max_length // 2, metric="continuation_quality")).save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     save_encoder_config(folder, max_length)
     if kind != ENCODER_KIND:
@@ -315,6 +318,123 @@ def test_training_examples_carry_pair_inputs_and_float_labels(tokenizer):
     pairs = continuation_pairs.build_pairs(stories_dataset(), seed=1)
     examples = tokenise(pairs[:4], tokenizer, WINDOW)
     batch = Collator(tokenizer)([{k: examples[k][i] for k in examples} for i in range(4)])
-    assert batch["labels"].shape == (4, 1) and batch["labels"].dtype == torch.float32
-    assert batch["labels"][:, 0].tolist() == [float(label) for label in pairs["label"][:4]]
+    assert batch["labels"].shape == (4,) and batch["labels"].dtype == torch.float32
+    assert batch["labels"].tolist() == [float(label) for label in pairs["label"][:4]]
     assert batch["input_ids"].shape == batch["token_type_ids"].shape and batch["input_ids"].shape[1] % 8 == 0
+
+
+# ---- the pair layout of each backbone ----
+
+def test_the_pair_layout_is_read_off_the_tokenizer(tokenizer):
+    from storyeval.continuation.encoder import PairLayout
+
+    layout = PairLayout.of(tokenizer)  # BERT (MiniLM): [CLS] a [SEP] b [SEP], token types 0 then 1
+    assert (layout.before, layout.between, layout.after, layout.types) == (
+        (tokenizer.cls_token_id,), (tokenizer.sep_token_id,), (tokenizer.sep_token_id,), (0, 1))
+    ids, types, _ = encode_pairs(tokenizer, ["he went home ."], ["he slept ."], WINDOW)
+    assert ids[0] == tokenizer("he went home .", "he slept .")["input_ids"] and types[0] == tokenizer("he went home .", "he slept .")["token_type_ids"]
+
+
+def test_mpnet_pairs_are_laid_out_as_mpnet_lays_them_out():
+    from transformers import AutoTokenizer
+
+    from storyeval.backbones import BASE_BACKBONE, BackboneNotFoundError, resolve_backbone
+    from storyeval.continuation.encoder import PairLayout
+
+    try:
+        mpnet = AutoTokenizer.from_pretrained(resolve_backbone(BASE_BACKBONE))
+    except BackboneNotFoundError as error:
+        pytest.skip(str(error))
+    layout = PairLayout.of(mpnet)  # <s> a </s></s> b </s>, and no token types
+    assert layout.between == (mpnet.sep_token_id, mpnet.sep_token_id) and layout.types is None
+    ids, types, cut = encode_pairs(mpnet, ["he went home . " * 100], ["he slept ."], WINDOW)
+    assert types is None and not cut and len(ids[0]) == WINDOW and ids[0][0] == mpnet.cls_token_id
+    assert ids[0][-4:] == mpnet("he slept .")["input_ids"][1:] and ids[0][-6:-4] == [mpnet.sep_token_id] * 2
+
+
+# ---- model-generated negatives ----
+
+AF_GROUPS = [
+    ("Bob sat down. He ate lunch. He went home.", ["Bob sat down. He ate lunch. She flew to the moon.",
+                                                  "Bob sat down. He ate lunch. The lunch ate him.",
+                                                  "Bob sat down. He ate lunch. She flew to the moon."]),
+    ("Amy sang. She won a prize.", ["Amy sang. She won a prize."]),  # departs nowhere: no group
+    ("Tom ran. He fell.", ["Cars are red. He fell."]),  # shares nothing: no group
+]
+
+
+def test_generated_negatives_are_the_sentences_implausible_stories_depart_with():
+    generated = continuation_pairs.generated_negatives(AF_GROUPS)
+    assert len(generated) == 1
+    (key, (context, true, negatives)), = generated.items()
+    # normalised as the builders normalise (names delexicalised), duplicates once
+    assert context == "[MALE] sat down . he ate lunch ." and true == "he went home ."
+    assert negatives == ["she flew to the moon .", "the lunch ate him ."]
+    assert key == continuation_pairs.story_key(["[male] sat down .", "he ate lunch .", "he went home ."])
+
+
+def test_generated_groups_join_their_story_split_and_are_all_held_out():
+    from storyeval_training.train_continuation_encoder import held_out_pairs
+
+    stories = stories_dataset([["[MALE] sat down .", "he ate lunch .", "he went home ."], *STORIES[1:3]])
+    pairs = continuation_pairs.add_generated_groups(continuation_pairs.build_pairs(stories, seed=1), stories,
+                                                    continuation_pairs.generated_negatives(AF_GROUPS))
+    generated = pairs.filter(lambda row: row["group"].endswith(continuation_pairs.GENERATED_GROUP_SUFFIX))
+    assert generated["group"] == ["s0/generated"] * 3 and generated["kind"] == ["true", "generated", "generated"]
+    assert generated["label"] == [1, 0, 0] and len(set(generated["context"])) == 1
+    held_out = held_out_pairs(pairs, 2)
+    assert held_out.filter(lambda row: row["kind"] == "generated").num_rows == 2  # every generated group, whatever the limit
+    assert len({g for g in held_out["group"] if not g.endswith("/generated")}) == 1
+    accuracy = continuation_pairs.pair_accuracy_by_kind(generated["group"], generated["kind"], [1.0, 0.0, 2.0])
+    assert accuracy == {"generated": 0.5, "all": 0.5}
+
+
+def test_encoder_training_refuses_to_select_on_negatives_it_leaves_out(tmp_path, capsys):
+    from storyeval_training.train_continuation_encoder import parse_args
+
+    with pytest.raises(SystemExit):
+        parse_args(["--output-dir", str(tmp_path / "run"), "--no-generated", "--select-by", "pair_accuracy_generated"])
+    assert "needs the generated negatives" in capsys.readouterr().err
+    assert parse_args(["--output-dir", str(tmp_path / "run"), "--no-generated"]).select_by == "pair_accuracy"
+    assert parse_args(["--output-dir", str(tmp_path / "run")]).select_by == "pair_accuracy_generated"
+    for bad, message in ((["--lora-rank", "2", "--train-top-layers", "1"], "not both"), (["--lora-alpha", "4"], "give --lora-rank too")):
+        with pytest.raises(SystemExit):
+            parse_args(["--output-dir", str(tmp_path / "run"), *bad])
+        assert message in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()
+
+
+# ---- a base-size encoder ships its adapters only ----
+
+def test_a_lora_encoder_exports_its_adapters_and_scores_as_trained(tmp_path):
+    import argparse
+
+    from safetensors.torch import load_file
+    from test_base_tier import tiny_mpnet
+    from transformers import AutoTokenizer
+
+    from storyeval_training.train_continuation_encoder import export, new_model
+
+    backbone = tiny_mpnet(tmp_path / "backbone")
+    args = argparse.Namespace(max_length=32, train_top_layers=None, lora_rank=2, lora_alpha=None)
+    model = new_model(args, str(backbone))
+    assert model.config.metric == "continuation_quality" and not model.config.has_reconstruction_head
+    with torch.no_grad():  # stand-in for training: move what training may move
+        for parameter in model.parameters():
+            if parameter.requires_grad:
+                parameter.add_(0.05 * torch.randn_like(parameter))
+    model.eval().save_pretrained(tmp_path / "best")
+    AutoTokenizer.from_pretrained(backbone).save_pretrained(tmp_path / "best")
+    results = {"args": {"max_length": 32}, "best_validation": {"pair_accuracy_generated": 0.5}, "selected_by": "pair_accuracy_generated",
+               "leakage_dropped_story_cloze_stories": {"train": 0}}
+    export(tmp_path / "best", tmp_path / "export", 64, results, base_model=str(backbone))
+    shipped = set(load_file(tmp_path / "export" / "model.safetensors"))
+    assert shipped and all(".lora_" in name or name.startswith("classifier.") for name in shipped)
+    encoder = ContinuationEncoder(tmp_path / "export")
+    assert encoder.max_length == 64
+    contexts, candidates = ["[male] went to the store .", "the dog barked ."], ["he bought milk .", "it slept ."]
+    tokenizer = encoder.tokenizer
+    ids, types, _ = encode_pairs(tokenizer, contexts, candidates, 64)
+    with torch.no_grad():
+        expected = model(**pad(tokenizer, ids, types)).logits.tolist()
+    assert encoder.logits(contexts, candidates) == pytest.approx(expected, abs=2e-2)  # fp16 adapters, merged on load
