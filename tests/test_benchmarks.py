@@ -205,3 +205,36 @@ def test_reference_scores_refuses_to_drop_a_corpus_the_checkpoint_holds(capsys):
     with pytest.raises(SystemExit):
         reference_scores.main(["--checkpoint", f"cq={common.BUNDLED / 'continuation-quality'}", "--corpus", "roc"])
     assert "also holds ['wp'], which this run would drop" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_cross_validation_holds_every_rated_pair_out_once(tmp_path):
+    import datasets
+    from test_continuation import CORPUS
+    from test_continuation_encoder import save_tiny_encoder
+    from transformers import AutoTokenizer
+
+    from storyeval.checkpoints import backbone_path
+    from storyeval.continuation.cooccurrence import CooccurrenceStats
+    from storyeval.continuation.ngram_lm import NgramLM
+
+    recipe = tmp_path / "head"
+    recipe.mkdir()
+    NgramLM(order=2).fit(CORPUS).save(recipe / "lm.npz")
+    CooccurrenceStats(windows=(10, 25, 50), min_pair_count=1, min_word_count=1).fit(CORPUS).save(recipe / "cooccurrence.npz")
+    (recipe / "training_results.json").write_text(json.dumps({"args": {"cloze_split": "test", "cloze_pairs": 0, "epochs": 2, "batch_size": 8}}))
+    save_tiny_encoder(recipe / "encoder", AutoTokenizer.from_pretrained(backbone_path()))
+    animals = ["cat", "dog", "fish", "bird", "horse", "goat"]
+    rows = [{"context": f"[MALE] saw a {animals[i % 6]} number {i} .", "continuation": text, "overall": 1 + (i + k) % 5,
+             "relevance": 1 + (2 * i + k) % 5, "interestingness": 1 + (i + 2 * k) % 5}
+            for i in range(12) for k, text in enumerate(["he fed it some bread .", "the stock market fell ."])]
+    rated = datasets.Dataset.from_list(rows)
+    result = continuation_quality.cross_validate(recipe, 2, with_encoder=True, rated=rated)
+    assert (result["folds"], result["pairs"], result["contexts"]) == (2, 24, 12)
+    assert [fold["test_pairs"] for fold in result["per_fold"]] == [12, 12]
+    assert all(fold["train_pairs"] + fold["validation_pairs"] + fold["test_pairs"] == 24 and fold["validation_pairs"]
+               for fold in result["per_fold"])
+    assert set(result["spearman"]) == {"overall", "relevance", "interestingness"}
+    assert all(-1 <= v["rho"] <= 1 and len(v["ci95"]) == 2 for v in result["spearman"].values())
+    with pytest.raises(SystemExit):
+        continuation_quality.main(["--cross-validate", "1"])

@@ -24,6 +24,7 @@ which neither the encoder nor the statistics saw; featurised with the full stati
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import json
 import logging
@@ -175,7 +176,33 @@ def mean_spearman(model, split, features) -> tuple[float, dict]:
     return float(np.mean(list(per.values()))), per
 
 
-def train(args) -> dict:
+class MemoisedEncoder:
+    """A :class:`ContinuationEncoder` that keeps each (context, candidate)'s logit: cross-validation trains a head
+    per fold on the same cloze pairs, and a base-size encoder takes minutes to score them."""
+
+    def __init__(self, folder: str):
+        self.encoder = ContinuationEncoder(folder)
+        self.logit_of: dict[tuple[str, str], float] = {}
+
+    def logits(self, contexts: list[str], candidates: list[str]) -> list[float]:
+        pairs = list(zip(contexts, candidates))
+        missing = [pair for pair in dict.fromkeys(pairs) if pair not in self.logit_of]
+        if missing:
+            self.logit_of.update(zip(missing, self.encoder.logits([c for c, _ in missing], [n for _, n in missing])))
+        return [self.logit_of[pair] for pair in pairs]
+
+
+@functools.lru_cache(maxsize=2)
+def load_encoder(folder: str) -> MemoisedEncoder:
+    return MemoisedEncoder(folder)
+
+
+def train(args, rated_splits: datasets.DatasetDict | None = None) -> dict:
+    """Fit the statistics (or reuse them), featurise, train, and keep the epoch with the best validation Spearman.
+
+    ``rated_splits`` (train / validation / test) replace the grouped split of the rated pairs: cross-validation
+    gives each fold's. The rated pairs still keep every context they hold out of the statistics and cloze pairs.
+    """
     set_seed(args.seed)
     accelerator = Accelerator(cpu=True)
     output = Path(args.output_dir)
@@ -187,7 +214,7 @@ def train(args) -> dict:
     else:
         root = paths.data_dir() / "continuation"
         rated = datasets.concatenate_datasets([continuation_data.read_deltascore(root / f"deltascore_crowdsource_{c}.jsonl") for c in ("roc", "wp")])
-    splits = continuation_data.grouped_split(rated, seed=args.split_seed)
+    splits = rated_splits if rated_splits is not None else continuation_data.grouped_split(rated, seed=args.split_seed)
     if not len(splits["train"]):
         raise ValueError(f"the grouped split left no rated pairs to train on ({len(rated)} pairs in all): give more contexts")
 
@@ -220,7 +247,7 @@ def train(args) -> dict:
     if args.save_statistics:
         save_statistics(Path(args.save_statistics), lm, cooccurrence)
 
-    encoder = ContinuationEncoder(args.encoder) if args.encoder else None
+    encoder = load_encoder(str(Path(args.encoder).resolve())) if args.encoder else None
     groups = tuple(args.features) + (("encoder",) if encoder else ())
 
     def extractor_for(lm, cooccurrence) -> FeatureExtractor:
@@ -317,6 +344,7 @@ def train(args) -> dict:
         "train_pairs": len(splits["train"]),
         "validation_pairs": len(splits["validation"]),
         "test_pairs": len(splits["test"]),
+        "rated_split_given": rated_splits is not None,  # a cross-validation fold's, not the grouped split of --split-seed
         "cloze_pairs": len(cloze_index),
         "cloze_cross_fitted_folds": CLOZE_FOLDS if cloze is not None and args.cloze_split == "train" else None,
         "corpus_stories": corpus_size,
