@@ -105,3 +105,15 @@ def test_lowercase_names_without_the_cased_text_names_the_missing_file(tmp_path)
     with pytest.raises(FileNotFoundError, match="wp_valid.target"):
         lowercase_names.main(["--data-dir", str(tmp_path), "--output", str(tmp_path / "names.txt")])
     assert not (tmp_path / "names.txt").exists()
+
+
+def test_the_pos_tagger_gives_nltks_own_tags():
+    from nltk.tag import PerceptronTagger
+
+    from storyeval import resources
+
+    sentences = ["he bought some milk and walked home happy .", "the dogs barked at the old man 's car all night .",
+                 "she could n't believe it was raining in june !", "[MALE] runs , runs and runs ; they ran .", "a", ""]
+    nltk_tagger = PerceptronTagger()
+    for sentence in sentences:
+        assert resources.pos_tag(sentence.split()) == nltk_tagger.tag(sentence.split())

@@ -55,8 +55,14 @@ FEATURE_VERSIONS = (1, 2)
 CLITICS = frozenset({"n't", "'s", "'m", "'re", "'ve", "'ll", "'d"})  # what Treebank splits off the word before
 
 
+@functools.lru_cache(maxsize=200_000)
+def is_word(token: str) -> bool:
+    """Whether a token has a letter or digit; cached, since the same tokens recur in every batch."""
+    return any(c.isalnum() for c in token)
+
+
 def words(tokens: list[str]) -> list[str]:
-    return [t for t in tokens if any(c.isalnum() for c in t)]
+    return [t for t in tokens if is_word(t)]
 
 
 def cooccurrence_words(tokens: list[str]) -> list[str]:
@@ -73,7 +79,7 @@ def idf_words(tokens: list[str]) -> list[str]:
             joined[-1].append(token)
         else:
             joined.append([token])
-    return ["".join(parts) for parts in joined if parts[0] not in textlib.NAME_PLACEHOLDERS and any(c.isalnum() for c in parts[0])]
+    return ["".join(parts) for parts in joined if parts[0] not in textlib.NAME_PLACEHOLDERS and is_word(parts[0])]
 
 
 def length_features(context: list[str], continuation: list[str]) -> list[float]:
