@@ -47,8 +47,10 @@ PLOT = ["matplotlib>=3.7"]
 # the runtime that shipped first) is optional: pip install ctranslate2
 INT8 = ["openvino>=2026.4", "nncf>=3.4", "onnx>=1.23"]
 
-# every file of each checkpoint folder (one with weights); hub_cards/datasets holds cards only
-BUNDLED_CHECKPOINT_FILES = [f"{folder.name}/*" for folder in sorted((HERE / "hub_cards").iterdir()) if (folder / "model.safetensors").is_file()]
+# every file of each checkpoint folder (one with weights), its subfolders' too; hub_cards/datasets holds cards only
+BUNDLED_CHECKPOINT_FILES = sorted({f"{path.parent.relative_to(HERE / 'hub_cards').as_posix()}/*"
+                                   for folder in (HERE / "hub_cards").iterdir() if (folder / "model.safetensors").is_file()
+                                   for path in folder.rglob("*") if path.is_file()})
 
 setup(
     name="storyeval",

@@ -49,21 +49,28 @@ def repo_id(name: str) -> str:
     return f"{HUB_ORGANISATION}/{name}"
 
 
+def checkpoint_files(folder: Path) -> list[str]:
+    """The files of a checkpoint folder as sorted relative paths (``config.json``, ``encoder/model.safetensors``), as a
+    Hub repo lists them; hidden files and folders are left out."""
+    folder = Path(folder)
+    return sorted(path.relative_to(folder).as_posix() for path in folder.rglob("*")
+                  if path.is_file() and not any(part.startswith(".") for part in path.relative_to(folder).parts))
+
+
 @functools.lru_cache(maxsize=32)
 def _content_hash(folder: str, stamp: tuple) -> str:
     digest = hashlib.sha1()
-    for path in sorted(Path(folder).iterdir()):
-        if path.is_file() and not path.name.startswith("."):
-            digest.update(path.name.encode() + b"\0")
-            with path.open("rb") as handle:
-                for block in iter(lambda: handle.read(1 << 20), b""):
-                    digest.update(block)
+    for name in checkpoint_files(Path(folder)):  # a flat folder hashes as it did before subfolders were read
+        digest.update(name.encode() + b"\0")
+        with (Path(folder) / name).open("rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
     return digest.hexdigest()  # 40 hex digits: a revision snapshot_download takes as a commit
 
 
 def folder_stamp(folder: Path) -> tuple:
-    """Name, size and modification time of each file in ``folder``: whether its files changed, cheaply."""
-    return tuple((p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in sorted(Path(folder).iterdir()) if p.is_file())
+    """Path, size and modification time of each file in ``folder``: whether its files changed, cheaply."""
+    return tuple((name, (Path(folder) / name).stat().st_size, (Path(folder) / name).stat().st_mtime_ns) for name in checkpoint_files(folder))
 
 
 def content_hash(folder: Path) -> str:
@@ -78,15 +85,16 @@ def storage_folder(name: str, cache_dir: str | Path | None = None) -> Path:
     return Path(cache_dir or constants.HF_HUB_CACHE) / repo_folder_name(repo_id=repo_id(name), repo_type="model")
 
 
-def _build_snapshot(files: list[Path], source: Path, snapshot: Path, revision: str) -> None:
+def _build_snapshot(files: list[str], source: Path, snapshot: Path, revision: str) -> None:
     # built beside and renamed, so a reader never sees half a snapshot
     staging = Path(tempfile.mkdtemp(prefix=f".{revision}-", dir=snapshot.parent))
     try:
-        for path in files:
+        for name in files:
+            (staging / name).parent.mkdir(parents=True, exist_ok=True)
             try:
-                (staging / path.name).symlink_to(path.resolve())
+                (staging / name).symlink_to((source / name).resolve())
             except OSError:  # no symbolic links here (as huggingface_hub does on such systems): copy
-                shutil.copy2(path, staging / path.name)
+                shutil.copy2(source / name, staging / name)
         (staging / MARKER).write_text(f"{source.resolve()}\n")
         shutil.rmtree(snapshot, ignore_errors=True)  # an incomplete one (a copy of an earlier bundle under this revision)
         staging.rename(snapshot)
@@ -105,10 +113,10 @@ def enter_into_cache(name: str, cache_dir: str | Path | None = None, root: Path 
     revision = content_hash(source)
     storage = storage_folder(name, cache_dir)
     snapshot = storage / "snapshots" / revision
-    files = sorted(p for p in source.iterdir() if p.is_file() and not p.name.startswith("."))
+    files = checkpoint_files(source)
 
     def complete() -> bool:
-        return all((snapshot / p.name).is_file() for p in files)
+        return all((snapshot / name).is_file() for name in files)
 
     if not complete():
         (storage / "snapshots").mkdir(parents=True, exist_ok=True)

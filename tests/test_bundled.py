@@ -93,3 +93,18 @@ def test_ranks_entering_the_same_bundle_at_once_all_get_the_complete_snapshot(bu
     snapshots = [p for p in (cache / "models--storyeval--union-roc" / "snapshots").iterdir() if not p.name.startswith(".")]
     assert [p.name for p in snapshots] == revisions[:1]
     assert sorted(p.name for p in snapshots[0].iterdir() if p.name != bundled.MARKER) == sorted(p.name for p in (bundle / "union-roc").iterdir())
+
+
+def test_a_bundle_with_a_subfolder_enters_the_cache_whole_and_its_files_are_hashed(bundle, tmp_path):
+    cache = tmp_path / "cache"
+    flat = bundled.enter_into_cache("union-roc", cache, bundle)
+    (bundle / "union-roc" / "encoder").mkdir()
+    (bundle / "union-roc" / "encoder" / "config.json").write_text("{}")
+    (bundle / "union-roc" / ".hidden").mkdir()
+    (bundle / "union-roc" / ".hidden" / "notes.txt").write_text("not part of the checkpoint")
+    nested = bundled.enter_into_cache("union-roc", cache, bundle)
+    snapshot = cache / "models--storyeval--union-roc" / "snapshots" / nested
+    assert nested != flat and (snapshot / "encoder" / "config.json").read_text() == "{}" and not (snapshot / ".hidden").exists()
+    assert "encoder/config.json" in bundled.checkpoint_files(bundle / "union-roc")
+    (bundle / "union-roc" / "encoder" / "config.json").write_text('{"changed": true}')
+    assert bundled.enter_into_cache("union-roc", cache, bundle) != nested
