@@ -92,3 +92,24 @@ def test_negatives_card_is_a_dataset_card_with_its_counts(tmp_path):
     assert card.data.pretty_name == "UNION negative samples (WritingPrompts)" and card.data.size_categories == ["1K<n<10K"]
     assert "| train | 1,200 | negation 700, reordering 600 | 1: 1,000, 2: 200 |" in card.text
     assert "--dataset wp --seed 7" in card.text and citations.UNION in card.text
+
+
+def test_a_continuation_card_names_its_learned_encoder_and_its_tier(tmp_path):
+    from test_continuation_encoder import save_tiny_encoder
+    from transformers import AutoTokenizer
+
+    from storyeval.checkpoints import backbone_path
+    from storyeval_training.model_card import write_continuation_card
+
+    results = {"args": {"input_mode": "sim+cont", "cloze_split": "test", "ranking_weight": 1.0, "lm_order": 4, "learning_rate": 0.001,
+                        "epochs": 2, "batch_size": 32, "encoder": "run-export"},
+               "features": ["length", "encoder_logit"], "train_pairs": 1, "validation_pairs": 1, "test_pairs": 1, "cloze_pairs": 2,
+               "best_validation": {"epoch": 1, "validation_mean_spearman": 0.3}, "training_minutes": 1.0}
+    encoder = save_tiny_encoder(tmp_path / "head" / "encoder", AutoTokenizer.from_pretrained(backbone_path()))
+    (encoder / "training_results.json").write_text(json.dumps({
+        "args": {"model_name_or_path": "all-MiniLM-L6-v2"}, "selected_by": "pair_accuracy_generated", "completed_steps": 20,
+        "training_minutes": 2.5, "best_validation": {"pair_accuracy_generated": 0.75}, "train_pairs_by_kind": {"true": 3, "generated": 2}}))
+    write_continuation_card(tmp_path / "head", results)
+    card = (tmp_path / "head" / "README.md").read_text()
+    assert card.count("# continuation-quality\n") == 1 and "base_model: sentence-transformers/all-MiniLM-L6-v2" in card
+    assert "a pool of generated: 2\n" in card and "best `pair_accuracy_generated`" in card and "(0.750;" in card

@@ -150,11 +150,27 @@ def write_continuation_card(folder: Path, results: dict, evaluation: dict | None
                                     dataset_name="Story Cloze Test Spring 2016", dataset_type="story_cloze",
                                     metric_type="accuracy", metric_name=criterion, metric_value=round(v, METRIC_DECIMALS))
                          for criterion, v in evaluation["story_cloze_accuracy"].items()]
-    card_data = _card_data("continuation-quality", None, ["storyeval", "story-evaluation", "continuation-quality", "reference-free-metric"],
+    encoder = _continuation_encoder(folder)
+    name = "continuation-quality" + (_tier(folder / "encoder") if encoder else "")
+    card_data = _card_data(name, encoder["backbone"] if encoder else None,
+                           ["storyeval", "story-evaluation", "continuation-quality", "reference-free-metric"],
                            ["rocstories", "writingprompts", "deltascore"], eval_results)
-    _render(ModelCard, card_data, "continuation_quality", folder, args=results["args"], results=results, best=results["best_validation"],
+    _render(ModelCard, card_data, "continuation_quality", folder, name=name, args=results["args"], results=results, best=results["best_validation"],
             cloze_folds=results.get("cloze_cross_fitted_folds"), feature_version=results.get("feature_version", 1),
-            machine=_machine_text(results), evaluation=evaluation, citation=citations.CONTINUATION_QUALITY)
+            machine=_machine_text(results), evaluation=evaluation, encoder=encoder, citation=citations.CONTINUATION_QUALITY)
+
+
+def _continuation_encoder(folder: Path) -> dict | None:
+    """What the card says of a continuation checkpoint's learned encoder (its ``encoder/``), or None for a count-only one."""
+    encoder = Path(folder) / "encoder"
+    if not (encoder / "training_results.json").is_file():
+        return None
+    results = json.loads((encoder / "training_results.json").read_text())
+    args = results["args"]
+    kinds = {kind: count for kind, count in results.get("train_pairs_by_kind", {}).items() if count}
+    return {"backbone": _base_model(args, encoder), "exported": _export_text(encoder), "selected_by": results.get("selected_by", "pair_accuracy"),
+            "best": results["best_validation"], "kinds": kinds, "steps": results.get("completed_steps"),
+            "minutes": results.get("training_minutes"), "machine": _machine_text(results)}
 
 
 def write_plot_coherence_card(folder: Path, results: dict) -> None:
