@@ -428,3 +428,21 @@ def test_cloze_features_come_from_statistics_that_never_saw_their_story(monkeypa
         train_continuation.train(train_continuation.parse_args(
             ["--output-dir", str(tmp_path / "run3"), "--rated-pairs", str(rated), "--resources-dir", str(tmp_path / "statistics")]))
     assert not (tmp_path / "run3").exists()
+
+
+def test_the_features_alone_head_has_no_charagram_embeddings_and_round_trips(tmp_path, capsys):
+    from storyeval.continuation.model import ContinuationModel
+    from storyeval_training import train_continuation
+
+    torch.manual_seed(0)
+    model = ContinuationModel(num_features=4, input_mode="features", hidden=8).eval()
+    assert not any(name.startswith("embeddings") for name, _ in model.named_parameters())
+    features = torch.tensor([[1.0, 2.0, float("nan"), 0.5], [0.0, 1.0, 2.0, 3.0]])
+    with torch.no_grad():
+        scores = model(["a ."] * 2, ["b ."] * 2, features)
+        model.save(tmp_path / "head")
+        again = ContinuationModel.load(tmp_path / "head")(["other text ."] * 2, ["changes nothing ."] * 2, features)
+    assert scores.shape == (2, 3) and torch.allclose(scores, again, atol=1e-2)  # fp16 on disk
+    with pytest.raises(SystemExit):
+        train_continuation.parse_args(["--output-dir", str(tmp_path / "run"), "--input-mode", "features", "--features"])
+    assert "reads the features alone" in capsys.readouterr().err

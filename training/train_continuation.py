@@ -46,7 +46,7 @@ from storyeval import text as textlib
 from storyeval.continuation.cooccurrence import CooccurrenceStats
 from storyeval.continuation.encoder import ENCODER_FOLDER, ENCODER_KIND, ContinuationEncoder
 from storyeval.continuation.features import FEATURE_GROUPS, FeatureExtractor, cooccurrence_words
-from storyeval.continuation.model import CRITERIA, ContinuationModel
+from storyeval.continuation.model import CRITERIA, INPUT_MODES, ContinuationModel
 from storyeval.continuation.ngram_lm import NgramLM
 from storyeval_training import continuation_data, paths
 from storyeval_training.builders import ROCStories, WritingPrompts, load_split
@@ -64,7 +64,8 @@ def parse_args(argv=None):
     p.add_argument("--output-dir", required=True)
     p.add_argument("--rated-pairs", nargs="*", default=None, help="files in Sagarkar et al.'s shape (default: DeltaScore ratings)")
     p.add_argument("--features", nargs="*", default=list(FEATURE_GROUPS), choices=list(FEATURE_GROUPS), help="feature groups")
-    p.add_argument("--input-mode", default="sim+cont", choices=["cont", "sim+cont"])
+    p.add_argument("--input-mode", default="sim+cont", choices=list(INPUT_MODES),
+                   help="charagram inputs beside the features (the paper's sim+cont or cont), or the features alone")
     p.add_argument("--epochs", type=int, default=25)
     p.add_argument("--learning-rate", type=float, default=1e-3)
     p.add_argument("--batch-size", type=int, default=32)
@@ -91,6 +92,8 @@ def parse_args(argv=None):
     if args.encoder and not (Path(args.encoder) / "encoder_config.json").is_file():
         p.error(f"--encoder {args.encoder}: no encoder_config.json there (an export of train_continuation_encoder)")
     require_positive(p, args, ("epochs", "learning_rate", "batch_size"))
+    if args.input_mode == "features" and not args.features and not args.encoder:
+        p.error("--input-mode features reads the features alone: give some (--features) or a learned --encoder")
     if args.resources_dir and args.lm_order is not None:
         p.error("--lm-order sets the LM to fit; --resources-dir reuses an LM fitted already, whose order the run records")
     if args.lm_order is not None and not 1 <= args.lm_order <= 4:

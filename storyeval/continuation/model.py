@@ -7,8 +7,10 @@ averaged into a ``dim``-dimensional vector.
 
 Inputs: ``cont`` = [v_c]; ``sim+cont`` = [v_b * v_c, |v_b - v_c|, v_c], where
 v_b encodes the context and v_c the continuation; the standardised features
-are appended. One ReLU hidden layer, then 3 outputs: overall, relevance,
-interestingness.
+are appended. ``features`` reads the standardised features alone: no charagram
+embeddings, the small head for a checkpoint whose learned encoder carries the
+text, when about 200 ratings are all there is to fit. One ReLU hidden layer, then
+3 outputs: overall, relevance, interestingness.
 """
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 
 CRITERIA = ("overall", "relevance", "interestingness")
-INPUT_MODES = ("cont", "sim+cont")
+INPUT_MODES = ("cont", "sim+cont", "features")
 
 
 @functools.lru_cache(maxsize=200_000)
@@ -50,8 +52,9 @@ class ContinuationModel(nn.Module):
             raise KeyError(f"unknown input mode {input_mode!r}; choose from {INPUT_MODES}")
         self.config = {"num_features": num_features, "input_mode": input_mode, "dim": dim, "hidden": hidden,
                        "buckets": buckets, "orders": list(orders)}
-        self.embeddings = nn.EmbeddingBag(buckets, dim, mode="mean")
-        width = (3 * dim if input_mode == "sim+cont" else dim) + num_features
+        if input_mode != "features":
+            self.embeddings = nn.EmbeddingBag(buckets, dim, mode="mean")
+        width = {"sim+cont": 3 * dim, "cont": dim, "features": 0}[input_mode] + num_features
         self.mlp = nn.Sequential(nn.Linear(width, hidden), nn.ReLU(), nn.Linear(hidden, len(CRITERIA)))
         # standardisation of the features, set from the training data
         self.register_buffer("feature_mean", torch.zeros(num_features))
@@ -64,12 +67,13 @@ class ContinuationModel(nn.Module):
         return self.embeddings(flat.to(self.feature_mean.device), offsets.to(self.feature_mean.device))
 
     def forward(self, contexts: list[str], continuations: list[str], features: torch.Tensor) -> torch.Tensor:
-        v_c = self.encode(continuations)
         if self.config["input_mode"] == "sim+cont":
-            v_b = self.encode(contexts)
+            v_b, v_c = self.encode(contexts), self.encode(continuations)
             parts = [v_b * v_c, (v_b - v_c).abs(), v_c]
+        elif self.config["input_mode"] == "cont":
+            parts = [self.encode(continuations)]
         else:
-            parts = [v_c]
+            parts = []
         # a missing feature (NaN: an IDF with no word to average) takes the training mean
         features = torch.where(torch.isnan(features), self.feature_mean, features)
         features = (features - self.feature_mean) / self.feature_std
