@@ -190,11 +190,6 @@ def main(argv=None):
     payload = {"machine": machine(), "command": command_line(__name__, argv),
                "checkpoint": str(checkpoint), "full": evaluate_checkpoint(checkpoint)}
     print("full:", json.dumps(payload["full"], indent=1))
-    if args.update_card:
-        from storyeval_training.model_card import write_continuation_card
-
-        results = json.loads((checkpoint / "training_results.json").read_text())
-        write_continuation_card(checkpoint, results, {**payload["full"], "command": payload["command"]})
     if args.ablation:
         from storyeval.continuation.features import FEATURE_GROUPS
         from storyeval_training import train_continuation
@@ -227,6 +222,13 @@ def main(argv=None):
             print(name, json.dumps({c: round(v["rho"], 3) for c, v in result["spearman"].items()}))
         print("wrote", write_results(f"{args.output}_cross_validated", {"machine": payload["machine"], "command": payload["command"],
                                                                        "checkpoint": str(checkpoint), "variants": variants}))
+        payload["cross_validated"] = {name: result["spearman"] for name, result in variants.items()}
+    if args.update_card:
+        from storyeval_training.model_card import write_continuation_card
+
+        results = json.loads((checkpoint / "training_results.json").read_text())
+        write_continuation_card(checkpoint, results, {**payload["full"], "command": payload["command"],
+                                                      "cross_validated": payload.get("cross_validated")})
     print("wrote", write_results(args.output, payload))
 
 

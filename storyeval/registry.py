@@ -46,7 +46,7 @@ METRICS: dict[str, MetricSpec] = {
         MetricSpec("plot_coherence", {"roc": "plot-coherence-roc", "wp": "plot-coherence-wp", "roc-base": "plot-coherence-roc-base",
                                       "wp-base": "plot-coherence-wp-base"}, "roc",
                    "storyeval.scoring:SequenceScorer", "storyeval.scoring:load_story_classifier"),
-        MetricSpec("continuation_quality", {"deltascore": "continuation-quality"}, "deltascore",
+        MetricSpec("continuation_quality", {"deltascore": "continuation-quality", "deltascore-base": "continuation-quality-base"}, "deltascore",
                    "storyeval.continuation.scorer:ContinuationScorer", "storyeval.continuation.scorer:load_continuation_scorer",
                    takes_contexts=True, batch_size=256),
     )
