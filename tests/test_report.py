@@ -31,7 +31,8 @@ def copies(tmp_path):
     """A copy of BENCHMARKS.md and of the results the summary reads, to break on purpose."""
     results = tmp_path / "results"
     results.mkdir()
-    for name in {row.results for row in report.CURRENT} | {name for row in report.CURRENT for name in getattr(row, "speed", ())}:
+    names = {row.results for row in report.CURRENT} | {name for row in report.CURRENT for name in getattr(row, "speed", ())}
+    for name in names | {row.cross_validated for row in report.CURRENT if getattr(row, "cross_validated", None)}:
         shutil.copy(RESULTS / f"{name}.json", results)
     benchmarks_md = tmp_path / "BENCHMARKS.md"
     shutil.copy(report.BENCHMARKS_MD, benchmarks_md)
