@@ -438,3 +438,16 @@ def test_a_lora_encoder_exports_its_adapters_and_scores_as_trained(tmp_path):
     with torch.no_grad():
         expected = model(**pad(tokenizer, ids, types)).logits.tolist()
     assert encoder.logits(contexts, candidates) == pytest.approx(expected, abs=2e-2)  # fp16 adapters, merged on load
+
+
+def test_the_learned_encoder_follows_computes_dtype_and_device(tmp_path, tiny_encoder):
+    from storyeval.continuation.scorer import ContinuationScorer
+
+    scorer = ContinuationScorer(tiny_continuation_checkpoint(tmp_path / "learned", tiny_encoder), device="cpu")
+    contexts, continuations = ["Ken went to the store.", "The dog barked."], ["He bought milk.", "A storm came."]
+    full = scorer.score(contexts, continuations)
+    half = scorer.score(contexts, continuations, dtype="bfloat16", device="cpu")
+    encoder = scorer.extractor.encoder
+    assert {dtype for _, dtype in encoder._models} == {torch.float32, torch.bfloat16}
+    assert encoder.model.dtype == torch.float32  # the loaded model is left as it was
+    assert half["relevance"] == pytest.approx(full["relevance"], abs=0.1) and scorer.score(contexts, continuations) == full

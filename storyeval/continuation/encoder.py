@@ -19,6 +19,7 @@ many were cut.
 """
 from __future__ import annotations
 
+import copy
 import dataclasses
 import functools
 import json
@@ -140,16 +141,28 @@ class ContinuationEncoder:
         self.tokenizer = AutoTokenizer.from_pretrained(folder)
         # fp16 on disk; float32 on the CPU. One that ships only its adapters or top layers loads onto its backbone
         self.model = UnionModel.from_pretrained(folder, dtype=torch.float32).to(device).eval()
+        self._models = {(self.model.device, torch.float32): self.model}
+
+    def model_in(self, dtype: torch.dtype, device: torch.device):
+        """The model in ``dtype`` on ``device``: a copy, made on first use, where it is not how it loaded
+        (one caller's device or dtype must not change another's model)."""
+        key = (torch.device(device), dtype)
+        if key not in self._models:
+            with torch.inference_mode(False):
+                self._models[key] = copy.deepcopy(self.model).to(device=device, dtype=dtype)
+        return self._models[key]
 
     @torch.inference_mode()
-    def logits(self, contexts: list[str], candidates: list[str]) -> list[float]:
+    def logits(self, contexts: list[str], candidates: list[str], device=None, dtype: torch.dtype | None = None) -> list[float]:
+        """One logit per (context, candidate), by the model on ``device`` in ``dtype`` (default: as it loaded)."""
         if len(contexts) != len(candidates):
             raise ValueError(f"{len(contexts)} contexts but {len(candidates)} candidates")
+        model = self.model_in(dtype or torch.float32, device if device is not None else self.model.device)
         ids, types, cut = encode_pairs(self.tokenizer, contexts, candidates, self.max_length)
         if cut:
             logger.warning("%d of %d continuations are longer than the encoder's %d-token window: it reads their first tokens",
                            cut, len(candidates), self.max_length)
-        device = next(self.model.parameters()).device
+        device = model.device
         # longest first within the call, so batches pad little; the order is restored below
         order = sorted(range(len(ids)), key=lambda i: -len(ids[i]))
         scores = [0.0] * len(ids)
@@ -157,7 +170,7 @@ class ContinuationEncoder:
             chunk = order[begin : begin + self.batch_size]
             chunk_types = None if types is None else [types[i] for i in chunk]
             batch = {k: v.to(device) for k, v in pad(self.tokenizer, [ids[i] for i in chunk], chunk_types).items()}
-            for i, logit in zip(chunk, self.model(**batch).logits.float().tolist()):
+            for i, logit in zip(chunk, model(**batch).logits.float().tolist()):
                 scores[i] = logit
         return scores
 

@@ -195,8 +195,9 @@ class FeatureExtractor:
         """Column names, in the fixed order __call__ builds the columns in, whatever the order of ``groups``."""
         return [name for group in ALL_GROUPS if group in self.groups for name in ALL_GROUPS[group]]
 
-    def __call__(self, contexts: list[list[str]], continuations: list[list[str]]) -> np.ndarray:
-        """(pairs, features) float32 matrix for tokenised, lower-cased pairs."""
+    def __call__(self, contexts: list[list[str]], continuations: list[list[str]], **encoder_options) -> np.ndarray:
+        """(pairs, features) float32 matrix for tokenised, lower-cased pairs; ``encoder_options`` (``device``,
+        ``dtype``) go to the learned encoder, where there is one."""
         columns: list[np.ndarray] = []
         if "length" in self.groups:
             columns.append(np.array([length_features(c, n) for c, n in zip(contexts, continuations)]))
@@ -217,7 +218,8 @@ class FeatureExtractor:
         if "mentions" in self.groups:
             columns.append(np.array([mention_features(c, n) for c, n in zip(contexts, continuations)]))
         if "encoder" in self.groups:
-            columns.append(np.array(self.encoder.logits([" ".join(c) for c in contexts], [" ".join(n) for n in continuations]))[:, None])
+            logits = self.encoder.logits([" ".join(c) for c in contexts], [" ".join(n) for n in continuations], **encoder_options)
+            columns.append(np.array(logits)[:, None])
         if not columns:
             return np.zeros((len(contexts), 0), dtype=np.float32)
         return np.concatenate(columns, axis=1).astype(np.float32)

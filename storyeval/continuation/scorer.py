@@ -69,7 +69,9 @@ class ContinuationScorer:
         outputs = []
         for begin in tqdm(range(0, len(contexts), batch_size), disable=not progress_bar, desc="scoring", unit="batch"):
             ctx, cont = contexts[begin : begin + batch_size], continuations[begin : begin + batch_size]
-            features = torch.from_numpy(self.extractor([c.split() for c in ctx], [c.split() for c in cont])).to(device=device, dtype=dtype)
+            # the learned encoder, where there is one, runs on the same device and in the same dtype as the head
+            features = self.extractor([c.split() for c in ctx], [c.split() for c in cont], device=device, dtype=dtype)
+            features = torch.from_numpy(features).to(device=device, dtype=dtype)
             outputs.append(model(ctx, cont, features).float().cpu().numpy())
         scores = np.concatenate(outputs) if outputs else np.zeros((0, len(CRITERIA)))
         return {criterion: scores[:, i].tolist() for i, criterion in enumerate(CRITERIA)}
