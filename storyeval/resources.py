@@ -91,42 +91,46 @@ def pos_tagger():
 
 
 class _ArrayPerceptron:
-    """NLTK's ``AveragedPerceptron.predict`` with each feature's weights held as NumPy arrays.
+    """NLTK's ``AveragedPerceptron.predict`` with the weights held as one NumPy array (feature x label).
 
     NLTK adds the weights up one label at a time in Python dicts, which made tagging the largest cost of
     scoring continuations. This does the same float additions in the same order (per label: each feature
-    in turn, ``value * weight``; a label a feature has no weight for gets ``+ 0.0``, which changes no sum)
-    and breaks ties as NLTK does, by the larger label, so the tags are identical.
+    in turn, ``value * weight``, summed down the rows of the gathered weights; a label a feature has no weight
+    for gets ``+ 0.0``, which changes no sum) and breaks ties as NLTK does, by the larger label, so the tags
+    are identical. The array is about 27 MB and takes a twentieth of a second to build.
     """
 
     def __init__(self, model):
         import numpy as np
 
         self._np = np
-        self.weights = model.weights
         self.classes = sorted(model.classes)
-        self._index = {label: i for i, label in enumerate(self.classes)}
-        self._arrays: dict = {}  # feature -> (label indices, weights), made on first use
-
-    def _array(self, feature):
-        found = self._arrays.get(feature)
-        if found is None:
-            weights = self.weights[feature]
-            found = (self._np.fromiter((self._index[label] for label in weights), dtype=self._np.intp, count=len(weights)),
-                     self._np.fromiter(weights.values(), dtype=float, count=len(weights)))
-            self._arrays[feature] = found
-        return found
+        label_index = {label: i for i, label in enumerate(self.classes)}
+        self._row = {feature: i for i, feature in enumerate(model.weights)}
+        entries = sum(len(weights) for weights in model.weights.values())
+        rows = np.fromiter((i for i, weights in enumerate(model.weights.values()) for _ in weights), dtype=np.intp, count=entries)
+        labels = np.fromiter((label_index[label] for weights in model.weights.values() for label in weights), dtype=np.intp, count=entries)
+        values = np.fromiter((value for weights in model.weights.values() for value in weights.values()), dtype=float, count=entries)
+        self._weights = np.zeros((len(self._row), len(self.classes)))
+        self._weights[rows, labels] = values
 
     def predict(self, features, return_conf=False):
         if return_conf:
             raise NotImplementedError("storyeval's tagger does not compute confidences")
         np = self._np
-        scores = np.zeros(len(self.classes))
+        rows, values = [], []
         for feature, value in features.items():
-            if value == 0 or feature not in self.weights:
-                continue
-            indices, weights = self._array(feature)
-            scores[indices] += value * weights
+            row = self._row.get(feature)
+            if value != 0 and row is not None:
+                rows.append(row)
+                values.append(value)
+        if rows:
+            picked = self._weights[rows]
+            if any(value != 1 for value in values):  # NLTK's feature values are counts, nearly always 1
+                picked *= np.array(values, dtype=float)[:, None]
+            scores = picked.sum(axis=0)  # down the rows, one feature after another, as NLTK adds them
+        else:
+            scores = np.zeros(len(self.classes))
         # NLTK: max over labels of (score, label); the classes are sorted, so the last of the best is the larger label
         best = np.flatnonzero(scores == scores.max())[-1]
         return self.classes[best], None

@@ -90,6 +90,25 @@ def test_a_rare_word_does_not_cut_the_pmi_window():
     assert "rare0" not in stats.vocab and stats.scores([["cat"]], [["dog"]])[10][0] > 0
 
 
+def test_pmi_and_ppmi_sum_every_context_and_continuation_word_pair_repeats_included():
+    rng = np.random.default_rng(0)
+    words = [f"w{i}" for i in range(12)]
+    documents = [list(rng.choice(words, size=8)) for _ in range(300)]
+    stats = CooccurrenceStats(windows=(2, 5), min_pair_count=3, min_word_count=1).fit(documents)
+    contexts = [["w1", "w2", "w1", "unseen"], [], ["w3"], ["unseen"]]
+    continuations = [["w4", "w4", "w5"], ["w1"], [], ["w2"]]
+    signed, positive = stats.pair_scores(contexts, continuations)
+    for window, matrix in stats.pmi.items():
+        dense = matrix.toarray()
+        for i, (context, continuation) in enumerate(zip(contexts, continuations)):
+            values = [float(dense[stats.vocab[u], stats.vocab[v]]) for u in context for v in continuation if u in stats.vocab and v in stats.vocab]
+            norm = max(len(context) * len(continuation), 1)
+            assert signed[window][i] == pytest.approx(sum(values) / norm)
+            assert positive[window][i] == pytest.approx(sum(max(x, 0.0) for x in values) / norm)
+        assert list(stats.scores(contexts, continuations, positive=True)[window]) == list(positive[window])
+    assert signed[2][0] != 0 and list(signed[2][1:]) == [0, 0, 0]
+
+
 def test_feature_switches_drive_the_columns():
     lm = NgramLM(order=3).fit(CORPUS)
     extractor = FeatureExtractor(lm=lm, groups=("length", "lm"))

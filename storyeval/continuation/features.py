@@ -212,8 +212,7 @@ class FeatureExtractor:
                 cont_words = [[w for w in words(n) if w not in stop] for n in continuations]
             else:
                 ctx_words, cont_words = list(map(cooccurrence_words, contexts)), list(map(cooccurrence_words, continuations))
-            pmi = self.cooccurrence.scores(ctx_words, cont_words)
-            ppmi = self.cooccurrence.scores(ctx_words, cont_words, positive=True)
+            pmi, ppmi = self.cooccurrence.pair_scores(ctx_words, cont_words)
             columns.append(np.stack([pmi[w] for w in WINDOWS] + [ppmi[w] for w in WINDOWS], axis=1))
         if "mentions" in self.groups:
             columns.append(np.array([mention_features(c, n) for c, n in zip(contexts, continuations)]))
