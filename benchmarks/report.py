@@ -72,7 +72,7 @@ CURRENT: tuple[CorrelationRow | ContinuationRow, ...] = (
                    "checkpoints/plot-coherence-roc-base/roc", ("plot_coherence_roc_base_speed", "plot_coherence_roc_base_speed_bfloat16")),
     CorrelationRow("plot_coherence", "plot-coherence-roc", "union_roc", "cross_metric", "checkpoints/plot-coherence-roc/sets/union_roc"),
     CorrelationRow("plot_coherence", "plot-coherence-roc", "union_wp", "cross_metric", "checkpoints/plot-coherence-roc/sets/union_wp"),
-    ContinuationRow("continuation-quality", "continuation_quality"),
+    ContinuationRow("continuation-quality", "continuation_quality", "continuation_quality_cross_validated"),
     ContinuationRow("continuation-quality-base", "continuation_quality_features_head_run_3", "continuation_quality_features_head_run_3_cross_validated"),
     # the suite's combined score (mean of its metrics' percentiles), whole stories, no contexts
     CorrelationRow("story_quality", "roc (suite)", "union_roc", "story_quality_correlation", "sets/union_roc/whole_story/correlations/combined",
@@ -147,7 +147,7 @@ def correlation_table(reader: ResultsReader, rows: list[CorrelationRow]) -> list
 
 def continuation_table(reader: ResultsReader, rows: list[ContinuationRow]) -> list[str]:
     lines = ["| checkpoint | held-out pairs (contexts) | Spearman, held-out [95% bootstrap CI]: overall / relevance / interestingness "
-             "| Spearman, every rated pair, its recipe cross-validated (pairs) | Story Cloze items "
+             "| Spearman, every rated pair, its recipe cross-validated (pairs) [95% CI], and the recipe without its learned encoder | Story Cloze items "
              "| Story Cloze accuracy: overall / relevance / interestingness | pairs/s | measured at |",
              "|---|---|---|---|---|---|---|---|"]
     for row in rows:
@@ -157,16 +157,19 @@ def continuation_table(reader: ResultsReader, rows: list[ContinuationRow]) -> li
         if row.cross_validated:
             recipe = reader.get(row.cross_validated, "variants/recipe")
             everyone = f"{_criteria(recipe['spearman'])} ({recipe['pairs']})"
+            variants = reader.get(row.cross_validated, "variants")
+            if "recipe without its encoder" in variants:  # the ablation of the learned group, beside the recipe
+                everyone += f"; without its encoder: {_criteria(variants['recipe without its encoder']['spearman'], intervals=False)}"
         accuracy = " / ".join(f"{full['story_cloze_accuracy'][c]:.3f}" for c in STORY_CLOZE_CRITERIA)
         lines.append(f"| `{row.checkpoint}` | {full['heldout_pairs']} ({full['heldout_contexts']}) | {spearman} | {everyone} "
                      f"| {full['story_cloze_items']:,} | {accuracy} | {full['pairs_per_second']:,.0f} | {reader.commit(row.results)} |")
     return lines
 
 
-def _criteria(spearman: dict) -> str:
+def _criteria(spearman: dict, intervals: bool = True) -> str:
     """overall / relevance / interestingness, each with its mark of no significance and its interval where recorded."""
     return " / ".join(f"{spearman[c]['rho']:.3f}" + (NOT_SIGNIFICANT if spearman[c]["p"] >= 0.05 else "")
-                      + (" [{:.2f}, {:.2f}]".format(*spearman[c]["ci95"]) if "ci95" in spearman[c] else "")
+                      + (" [{:.2f}, {:.2f}]".format(*spearman[c]["ci95"]) if intervals and "ci95" in spearman[c] else "")
                       for c in STORY_CLOZE_CRITERIA)
 
 

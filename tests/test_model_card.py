@@ -23,7 +23,8 @@ def _rerender(name: str, tmp_path: Path) -> Path:
     if name == "continuation-quality":
         # the card's figures: the benchmark run its Evaluation section names
         run = json.loads((CHECKOUT / "benchmarks" / "results" / "continuation_quality.json").read_text())
-        model_card.write_continuation_card(folder, results, {**run["full"], "command": run["command"]})
+        model_card.write_continuation_card(folder, results, {**run["full"], "command": run["command"],
+                                                          "cross_validated": run.get("cross_validated")})
     elif name.startswith("union"):
         model_card.write_union_card(folder, results)
     else:
