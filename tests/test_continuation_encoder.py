@@ -142,19 +142,19 @@ def test_evaluation_subsets_never_split_a_story():
 
 def test_a_long_context_is_read_over_its_last_tokens(tokenizer):
     context, candidate = list(range(1000, 1100)), [7, 8, 9]
-    ids, types, cut = pair_ids(tokenizer, context, candidate, WINDOW)
-    assert not cut and len(ids) == WINDOW
+    ids, types, cut, context_cut = pair_ids(tokenizer, context, candidate, WINDOW)
+    assert not cut and context_cut and len(ids) == WINDOW
     kept = WINDOW - 3 - len(candidate)
     assert ids == [tokenizer.cls_token_id, *context[-kept:], tokenizer.sep_token_id, *candidate, tokenizer.sep_token_id]
     assert types == [0] * (kept + 2) + [1] * (len(candidate) + 1)
     # a pair that fits is read whole
-    ids, _, cut = pair_ids(tokenizer, context[:5], candidate, WINDOW)
-    assert not cut and ids[1:6] == context[:5]
+    ids, _, cut, context_cut = pair_ids(tokenizer, context[:5], candidate, WINDOW)
+    assert not cut and not context_cut and ids[1:6] == context[:5]
 
 
 def test_a_long_candidate_keeps_room_for_the_context_and_is_flagged(tokenizer):
     context, candidate = list(range(1000, 1100)), list(range(2000, 2100))
-    ids, _, cut = pair_ids(tokenizer, context, candidate, WINDOW)
+    ids, _, cut, _ = pair_ids(tokenizer, context, candidate, WINDOW)
     candidate_kept = WINDOW - 3 - CONTEXT_FLOOR
     assert cut and len(ids) == WINDOW
     assert ids[1 : 1 + CONTEXT_FLOOR] == context[-CONTEXT_FLOOR:] and ids[2 + CONTEXT_FLOOR : -1] == candidate[:candidate_kept]
@@ -165,11 +165,20 @@ def test_a_long_candidate_keeps_room_for_the_context_and_is_flagged(tokenizer):
 def test_the_encoder_warns_when_it_cuts_a_candidate(tiny_encoder, caplog):
     encoder = ContinuationEncoder(tiny_encoder)
     with caplog.at_level(logging.WARNING, logger="storyeval.continuation.encoder"):
-        encoder.logits(["a . " * 200], ["he went home ."])
-    assert not caplog.records  # a long context is the documented last-window rule, not a cut candidate
-    with caplog.at_level(logging.WARNING, logger="storyeval.continuation.encoder"):
         encoder.logits(["a ."], ["he went home . " * 50])
     assert "1 of 1 continuations are longer" in caplog.text
+
+
+def test_a_long_context_is_never_read_over_its_last_window_silently(tiny_encoder, caplog):
+    encoder = ContinuationEncoder(tiny_encoder)
+    with caplog.at_level(logging.INFO, logger="storyeval.continuation.encoder"):
+        encoder.logits(["a . " * 200, "a ."], ["he went home .", "he slept ."])
+        encoder.logits(["a . " * 200], ["he went home ."])
+    said = [(record.levelno, record.getMessage()) for record in caplog.records]
+    # the documented rule: a warning the first time, then a quieter note each call, with its count
+    assert [level for level, _ in said] == [logging.WARNING, logging.INFO]
+    assert said[0][1].startswith("1 of 2 contexts do not fit") and "last tokens" in said[0][1]
+    assert said[1][1].startswith("1 of 1 contexts")
 
 
 # ---- the encoder ----
@@ -184,8 +193,8 @@ def test_encoder_scores_do_not_depend_on_the_batch(tiny_encoder, tokenizer):
     assert encoder.logits([], []) == []
     with pytest.raises(ValueError, match="2 contexts but 1 candidates"):
         encoder.logits(contexts[:2], candidates[:1])
-    ids, _, cut = encode_pairs(tokenizer, contexts, candidates, WINDOW)
-    assert cut == 0 and all(len(i) <= WINDOW for i in ids)
+    ids, _, cut, contexts_cut = encode_pairs(tokenizer, contexts, candidates, WINDOW)
+    assert cut == 0 and contexts_cut == 0 and all(len(i) <= WINDOW for i in ids)
 
 
 def test_an_unknown_encoder_kind_or_folder_is_refused(tmp_path, tokenizer):
@@ -331,7 +340,7 @@ def test_the_pair_layout_is_read_off_the_tokenizer(tokenizer):
     layout = PairLayout.of(tokenizer)  # BERT (MiniLM): [CLS] a [SEP] b [SEP], token types 0 then 1
     assert (layout.before, layout.between, layout.after, layout.types) == (
         (tokenizer.cls_token_id,), (tokenizer.sep_token_id,), (tokenizer.sep_token_id,), (0, 1))
-    ids, types, _ = encode_pairs(tokenizer, ["he went home ."], ["he slept ."], WINDOW)
+    ids, types, *_ = encode_pairs(tokenizer, ["he went home ."], ["he slept ."], WINDOW)
     assert ids[0] == tokenizer("he went home .", "he slept .")["input_ids"] and types[0] == tokenizer("he went home .", "he slept .")["token_type_ids"]
 
 
@@ -347,8 +356,8 @@ def test_mpnet_pairs_are_laid_out_as_mpnet_lays_them_out():
         pytest.skip(str(error))
     layout = PairLayout.of(mpnet)  # <s> a </s></s> b </s>, and no token types
     assert layout.between == (mpnet.sep_token_id, mpnet.sep_token_id) and layout.types is None
-    ids, types, cut = encode_pairs(mpnet, ["he went home . " * 100], ["he slept ."], WINDOW)
-    assert types is None and not cut and len(ids[0]) == WINDOW and ids[0][0] == mpnet.cls_token_id
+    ids, types, cut, contexts_cut = encode_pairs(mpnet, ["he went home . " * 100], ["he slept ."], WINDOW)
+    assert types is None and not cut and contexts_cut == 1 and len(ids[0]) == WINDOW and ids[0][0] == mpnet.cls_token_id
     assert ids[0][-4:] == mpnet("he slept .")["input_ids"][1:] and ids[0][-6:-4] == [mpnet.sep_token_id] * 2
 
 
@@ -434,7 +443,7 @@ def test_a_lora_encoder_exports_its_adapters_and_scores_as_trained(tmp_path):
     assert encoder.max_length == 64
     contexts, candidates = ["[male] went to the store .", "the dog barked ."], ["he bought milk .", "it slept ."]
     tokenizer = encoder.tokenizer
-    ids, types, _ = encode_pairs(tokenizer, contexts, candidates, 64)
+    ids, types, *_ = encode_pairs(tokenizer, contexts, candidates, 64)
     with torch.no_grad():
         expected = model(**pad(tokenizer, ids, types)).logits.tolist()
     assert encoder.logits(contexts, candidates) == pytest.approx(expected, abs=2e-2)  # fp16 adapters, merged on load

@@ -93,7 +93,7 @@ def held_out_pairs(pairs: datasets.Dataset, limit: int) -> datasets.Dataset:
 
 
 def tokenise(batch: dict, tokenizer, max_length: int) -> dict:
-    ids, types, _ = encode_pairs(tokenizer, batch["context"], batch["candidate"], max_length)
+    ids, types, *_ = encode_pairs(tokenizer, batch["context"], batch["candidate"], max_length)
     out = {"input_ids": ids, "labels": [float(label) for label in batch["label"]]}
     if types is not None:
         out["token_type_ids"] = types

@@ -12,10 +12,10 @@ model-generated implausible ones. The continuation model reads its logit as one 
 
 The window: the pair is read as the backbone lays a pair out (``[CLS] context [SEP] candidate
 [SEP]`` in BERT, ``<s> context </s></s> candidate </s>`` in MPNet) within ``max_length`` tokens.
-A context that does not fit is read over its LAST tokens, the ones nearest the candidate. A
-candidate keeps at least ``max_length`` minus room for :data:`CONTEXT_FLOOR` context tokens; a
-longer one is read over its first tokens (those nearest the context), and a warning says how
-many were cut.
+A context that does not fit is read over its LAST tokens, the ones nearest the candidate (a
+warning the first time an encoder does so, a note at INFO level after). A candidate keeps at
+least ``max_length`` minus room for :data:`CONTEXT_FLOOR` context tokens; a longer one is read
+over its first tokens (those nearest the context), and a warning says how many were cut.
 """
 from __future__ import annotations
 
@@ -83,8 +83,9 @@ def _layout(tokenizer) -> PairLayout:
     return PairLayout.of(tokenizer)
 
 
-def pair_ids(tokenizer, context_ids: list[int], candidate_ids: list[int], max_length: int) -> tuple[list[int], list[int] | None, bool]:
-    """(input ids, token type ids or None, whether the candidate was cut) for one pair in ``max_length`` tokens."""
+def pair_ids(tokenizer, context_ids: list[int], candidate_ids: list[int], max_length: int) -> tuple[list[int], list[int] | None, bool, bool]:
+    """(input ids, token type ids or None, whether the candidate was cut, whether the context was read over its last
+    tokens) for one pair in ``max_length`` tokens."""
     layout = _layout(tokenizer)
     room = max_length - layout.special_tokens
     if room < 1 + CONTEXT_FLOOR:
@@ -92,27 +93,30 @@ def pair_ids(tokenizer, context_ids: list[int], candidate_ids: list[int], max_le
     candidate_room = room - min(len(context_ids), CONTEXT_FLOOR)
     cut = len(candidate_ids) > candidate_room
     candidate_ids = candidate_ids[:candidate_room]
-    context_ids = context_ids[len(context_ids) - (room - len(candidate_ids)):] if len(context_ids) + len(candidate_ids) > room else context_ids
+    context_cut = len(context_ids) + len(candidate_ids) > room
+    context_ids = context_ids[len(context_ids) - (room - len(candidate_ids)):] if context_cut else context_ids
     ids = [*layout.before, *context_ids, *layout.between, *candidate_ids, *layout.after]
     if layout.types is None:
-        return ids, None, cut
+        return ids, None, cut, context_cut
     first = len(layout.before) + len(context_ids) + len(layout.between)
-    return ids, [layout.types[0]] * first + [layout.types[1]] * (len(ids) - first), cut
+    return ids, [layout.types[0]] * first + [layout.types[1]] * (len(ids) - first), cut, context_cut
 
 
-def encode_pairs(tokenizer, contexts: list[str], candidates: list[str], max_length: int) -> tuple[list[list[int]], list[list[int]] | None, int]:
-    """Input ids and token type ids (None where the backbone takes none) of each pair, and how many candidates were cut to fit."""
+def encode_pairs(tokenizer, contexts: list[str], candidates: list[str], max_length: int) -> tuple[list[list[int]], list[list[int]] | None, int, int]:
+    """Input ids and token type ids (None where the backbone takes none) of each pair, how many candidates were cut to
+    fit and how many contexts were read over their last tokens."""
     if not contexts:  # the fast tokenizer fails on an empty batch
-        return [], None, 0
+        return [], None, 0, 0
     context_ids = tokenizer(list(contexts), add_special_tokens=False)["input_ids"]
     candidate_ids = tokenizer(list(candidates), add_special_tokens=False)["input_ids"]
-    ids, types, cut = [], [], 0
+    ids, types, cut, contexts_cut = [], [], 0, 0
     for context, candidate in zip(context_ids, candidate_ids):
-        pair, pair_types, was_cut = pair_ids(tokenizer, context, candidate, max_length)
+        pair, pair_types, was_cut, context_was_cut = pair_ids(tokenizer, context, candidate, max_length)
         ids.append(pair)
         types.append(pair_types)
         cut += was_cut
-    return ids, (None if types[0] is None else types), cut
+        contexts_cut += context_was_cut
+    return ids, (None if types[0] is None else types), cut, contexts_cut
 
 
 def pad(tokenizer, ids: list[list[int]], types: list[list[int]] | None) -> dict[str, torch.Tensor]:
@@ -133,6 +137,7 @@ class ContinuationEncoder:
             raise ValueError(f"{folder}: encoder kind {self.config.get('kind')!r}; this storyeval reads {ENCODER_KIND!r}: upgrade it")
         self.max_length = int(self.config["max_length"])
         self.batch_size = batch_size
+        self._told_of_long_contexts = False
         # imported here: a count-only checkpoint never needs transformers
         from transformers import AutoTokenizer
 
@@ -158,10 +163,15 @@ class ContinuationEncoder:
         if len(contexts) != len(candidates):
             raise ValueError(f"{len(contexts)} contexts but {len(candidates)} candidates")
         model = self.model_in(dtype or torch.float32, device if device is not None else self.model.device)
-        ids, types, cut = encode_pairs(self.tokenizer, contexts, candidates, self.max_length)
+        ids, types, cut, contexts_cut = encode_pairs(self.tokenizer, contexts, candidates, self.max_length)
         if cut:
             logger.warning("%d of %d continuations are longer than the encoder's %d-token window: it reads their first tokens",
                            cut, len(candidates), self.max_length)
+        if contexts_cut:  # the documented rule, not a fault: said loudly once per encoder, then quietly
+            log = logger.info if self._told_of_long_contexts else logger.warning
+            log("%d of %d contexts do not fit the encoder's %d-token window beside their continuation: its logit reads their "
+                "last tokens (the counted features read all of them)", contexts_cut, len(contexts), self.max_length)
+            self._told_of_long_contexts = True
         device = model.device
         # longest first within the call, so batches pad little; the order is restored below
         order = sorted(range(len(ids)), key=lambda i: -len(ids[i]))
