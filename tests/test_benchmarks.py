@@ -210,18 +210,13 @@ def test_reference_scores_refuses_to_drop_a_corpus_the_checkpoint_holds(capsys):
 @pytest.mark.slow
 def test_cross_validation_holds_every_rated_pair_out_once(tmp_path):
     import datasets
-    from test_continuation import CORPUS
+    from test_continuation import save_tiny_statistics
     from test_continuation_encoder import save_tiny_encoder
     from transformers import AutoTokenizer
 
     from storyeval.checkpoints import backbone_path
-    from storyeval.continuation.cooccurrence import CooccurrenceStats
-    from storyeval.continuation.ngram_lm import NgramLM
 
-    recipe = tmp_path / "head"
-    recipe.mkdir()
-    NgramLM(order=2).fit(CORPUS).save(recipe / "lm.npz")
-    CooccurrenceStats(windows=(10, 25, 50), min_pair_count=1, min_word_count=1).fit(CORPUS).save(recipe / "cooccurrence.npz")
+    recipe = save_tiny_statistics(tmp_path / "head")
     (recipe / "training_results.json").write_text(json.dumps({"args": {"cloze_split": "test", "cloze_pairs": 0, "epochs": 2, "batch_size": 8}}))
     save_tiny_encoder(recipe / "encoder", AutoTokenizer.from_pretrained(backbone_path()))
     animals = ["cat", "dog", "fish", "bird", "horse", "goat"]

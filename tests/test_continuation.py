@@ -23,6 +23,14 @@ CORPUS = [s.split() for s in [
 ] * 5]
 
 
+def save_tiny_statistics(folder: Path) -> Path:
+    """The LM and co-occurrence files a continuation training run reuses (``--resources-dir``), fitted on CORPUS."""
+    folder.mkdir(exist_ok=True)
+    NgramLM(order=2).fit(CORPUS).save(folder / "lm.npz")
+    CooccurrenceStats(windows=(10, 25, 50), min_pair_count=1, min_word_count=1).fit(CORPUS).save(folder / "cooccurrence.npz")
+    return folder
+
+
 def test_reusing_the_contexts_people_gives_old_mentions_and_new_names_do_not():
     old = mention_features(CONTEXT, "he gave the milk to the dog .".split())
     assert old == [1.0, 3.0, 0.0, 0.0, 0.0, 0.0]  # he, milk, dog: all old
@@ -337,10 +345,7 @@ def test_training_smoke_run_keeps_its_best_epoch_and_writes_a_loadable_checkpoin
     from storyeval_training import train_continuation
     from storyeval_training.selection import best_by
 
-    resources = tmp_path / "resources"
-    resources.mkdir()
-    NgramLM(order=2).fit(CORPUS).save(resources / "lm.npz")
-    CooccurrenceStats(windows=(10, 25, 50), min_pair_count=1, min_word_count=1).fit(CORPUS).save(resources / "cooccurrence.npz")
+    resources = save_tiny_statistics(tmp_path / "resources")
     animals = ["cat", "dog", "fish", "bird", "horse", "goat", "sheep", "mouse", "frog", "duck"]
     rows = []  # 30 contexts, so the grouped split puts some on every side
     for i in range(30):
