@@ -82,12 +82,11 @@ def build(
     limit: int | None = None,
     cache_dir: str | None = None,
     data_dir: str | None = None,
+    config: str | None = None,
 ) -> datasets.DatasetDict:
-    """Build the pair splits for ``dataset`` ('roc' or 'wp')."""
-    if dataset not in BUILDERS:
-        raise KeyError(f"unknown dataset {dataset!r}; choose from {sorted(BUILDERS)}")
+    """Build the pair splits for ``dataset`` ('roc' or 'wp'), from the builder's ``config`` (default: its default)."""
+    builder = story_builder(dataset, config, cache_dir, data_dir)
     root = Path(data_dir) if data_dir else paths.data_dir()
-    builder = BUILDERS[dataset](cache_dir=cache_dir, data_dir=str(root / dataset))
     prepare(builder)
     # as_dataset() for all splits fails on an empty one (a tiny corpus), so ask only for non-empty ones
     stories = datasets.DatasetDict({name: builder.as_dataset(split=name) for name, info in builder.info.splits.items() if info.num_examples})
@@ -118,6 +117,17 @@ def build(
     return datasets.DatasetDict(pairs)
 
 
+def story_builder(dataset: str, config: str | None = None, cache_dir: str | None = None, data_dir: str | None = None):
+    """The builder of ``dataset`` with ``config``; unknown names are errors that list the choices."""
+    if dataset not in BUILDERS:
+        raise KeyError(f"unknown dataset {dataset!r}; choose from {sorted(BUILDERS)}")
+    configs = list(BUILDERS[dataset].builder_configs)
+    if config is not None and config not in configs:
+        raise KeyError(f"unknown config {config!r} of dataset {dataset!r}; choose from {configs}")
+    root = Path(data_dir) if data_dir else paths.data_dir()
+    return BUILDERS[dataset](cache_dir=cache_dir, data_dir=str(root / dataset), config_name=config)
+
+
 def _tagged_units(example):
     return (list(zip(tokens, tags)) for tokens, tags in zip(story_units(example), example["tags"]))
 
@@ -138,6 +148,7 @@ def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dataset", choices=sorted(BUILDERS), required=True)
     parser.add_argument("--output-dir", required=True, help="where DatasetDict.save_to_disk writes the pairs")
+    parser.add_argument("--config", default=None, help="the builder's config, e.g. wp's 'extra' (default: its default)")
     parser.add_argument("--splits", nargs="+", default=["train", "validation", "test"])
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--num-proc", type=int, default=min(2, os.cpu_count() or 1))
@@ -155,17 +166,18 @@ def main(argv=None):
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     started = time.perf_counter()
     run_environment = environment()  # taken at the start: the code the run ran, not what the checkout holds when it ends
-    pairs = build(args.dataset, args.splits, args.seed, args.num_proc if args.num_proc > 1 else None, args.limit, args.cache_dir, args.data_dir)
+    pairs = build(args.dataset, args.splits, args.seed, args.num_proc if args.num_proc > 1 else None, args.limit, args.cache_dir,
+                  args.data_dir, args.config)
     pairs.save_to_disk(args.output_dir)
     stats = {split: technique_counts(pairs[split]) for split in pairs}
     # the leakage rule (shared/data/README.md): how many stories it kept out of each split
-    root = Path(args.data_dir) if args.data_dir else paths.data_dir()
-    leaked = BUILDERS[args.dataset](cache_dir=args.cache_dir, data_dir=str(root / args.dataset)).leakage_dropped()
+    leaked = story_builder(args.dataset, args.config, args.cache_dir, args.data_dir).leakage_dropped()
     for split in pairs:
         stats[split]["leakage_dropped_stories"] = leaked[split]
     stats["leakage_dropped_stories_all_splits"] = sum(leaked.values())
     stats["seconds"] = round(time.perf_counter() - started, 1)
     stats["dataset"], stats["seed"] = args.dataset, args.seed  # so training from this folder knows its corpus
+    stats["config"] = args.config or "default"
     stats["environment"] = run_environment
     Path(args.output_dir, "negatives_stats.json").write_text(json.dumps(stats, indent=2) + "\n")
     write_negatives_card(Path(args.output_dir), args.dataset, args.seed, stats)

@@ -3,7 +3,11 @@
 from storyeval_training.builders.common import FEATURES, InputFormatError, StoryConfig, assign_split, load_split, prepare
 from storyeval_training.builders.roc import ROCStories
 from storyeval_training.builders.wp import WritingPrompts
+from storyeval_training.builders.wp_extra import WritingPromptsMachine
 
 BUILDERS = {"roc": ROCStories, "wp": WritingPrompts}
 
-__all__ = ["BUILDERS", "FEATURES", "InputFormatError", "ROCStories", "StoryConfig", "WritingPrompts", "assign_split", "load_split", "prepare"]
+__all__ = [
+    "BUILDERS", "FEATURES", "InputFormatError", "ROCStories", "StoryConfig", "WritingPrompts", "WritingPromptsMachine",
+    "assign_split", "load_split", "prepare",
+]

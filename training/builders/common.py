@@ -190,7 +190,9 @@ class StoryBuilder(datasets.GeneratorBasedBuilder):
             if raw["id"] in seen:  # the same story in two source files
                 continue
             seen.add(raw["id"])
-            yield raw, bool(keys) and textlib.leakage_key(raw["context"]) in keys
+            # a story with no prompt is matched by its opening sentence
+            opening = raw["context"] or next(iter(raw["sentences"]), "")
+            yield raw, bool(keys) and textlib.leakage_key(opening) in keys
 
     def leakage_dropped(self) -> Counter:
         """Stories the leakage filter drops, by the split each would have joined.
@@ -200,7 +202,13 @@ class StoryBuilder(datasets.GeneratorBasedBuilder):
         """
         dl_manager = getattr(self, "dl_manager", None) or datasets.DownloadManager()
         screened = self._screened(self._sources(dl_manager))
-        return Counter(str(assign_split(raw["id"], self.config.seed)) for raw, leaked in screened if leaked)
+        return Counter(str(self._split_of(raw)) for raw, leaked in screened if leaked)
+
+    def _split_of(self, raw: dict) -> str:
+        """A raw story's split: its own ``split`` where the reader fixed one (a story that must follow
+        another, e.g. one that shares its prompt), else the hash of its ``group`` (stories under one
+        prompt stay together), else of its id."""
+        return raw.get("split") or assign_split(raw.get("group") or raw["id"], self.config.seed)
 
     def _generate_examples(self, split, sources):
         dropped = 0
@@ -208,7 +216,7 @@ class StoryBuilder(datasets.GeneratorBasedBuilder):
             if leaked:
                 dropped += 1
                 continue
-            if assign_split(raw["id"], self.config.seed) != split:
+            if self._split_of(raw) != split:
                 continue
             yield raw["id"], self._preprocess(raw)
         if self.config.drop_human_judged and split == datasets.Split.TRAIN:  # every split sees every story: log once

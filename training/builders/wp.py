@@ -11,13 +11,19 @@ Two input formats:
 
 UNION truncates WP stories to about 200 words at a sentence boundary; that is
 ``max_words=200`` here (the default for this builder).
+
+The ``extra`` config adds the human stories of ``wp_extra/human.jsonl`` (beside ``data_dir``, or
+``extra_dir``) to the plot-guided release; the plot-guided stories keep the splits they have in
+``default``. Machine-written stories load with :class:`~storyeval_training.builders.WritingPromptsMachine`.
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 
 from storyeval import text as textlib
+from storyeval_training.builders import wp_extra
 from storyeval_training.builders.common import InputFormatError, StoryBuilder, StoryConfig, content_id, open_lines, require_file
 
 _PROMPT_TAG = re.compile(r"^\s*(\[\s*\w+\s*\]\s*)+")
@@ -72,10 +78,19 @@ def read_plot_guided(data_dir: Path):
         }
 
 
-class WritingPrompts(StoryBuilder):
-    """WritingPrompts stories; context = the prompt."""
+@dataclasses.dataclass
+class WritingPromptsConfig(StoryConfig):
+    extra_dir: str | None = None  # the ``extra`` config's wp_extra folder (default: beside data_dir)
 
-    BUILDER_CONFIGS = [StoryConfig(name="default", max_words=200)]
+
+class WritingPrompts(StoryBuilder):
+    """WritingPrompts stories; context = the prompt (a story without one: its first sentence)."""
+
+    BUILDER_CONFIG_CLASS = WritingPromptsConfig
+    BUILDER_CONFIGS = [
+        WritingPromptsConfig(name="default", max_words=200),
+        WritingPromptsConfig(name="extra", max_words=200, description="the plot-guided release and wp_extra/human.jsonl"),
+    ]
     DEFAULT_CONFIG_NAME = "default"
 
     def _sources(self, dl_manager):
@@ -86,17 +101,26 @@ class WritingPrompts(StoryBuilder):
                 raise ValueError("WritingPrompts data_files must be *.wp_target files (sources are read beside them)")
             for target in targets:  # fail before generation starts, naming the file
                 require_file(Path(target).with_suffix(".wp_source"))
+            if self.config.name == "extra":
+                raise ValueError("the extra config reads the plot-guided release from data_dir, not data_files")
             return {"official": targets}
         data_dir = Path(self.config.data_dir) if self.config.data_dir else _default_dir()
         for name in ("wp_valid.target", "wp_valid.source", "manplts_prompt_valid.txt"):
             require_file(data_dir / name)
-        return {"plot_guided": str(data_dir)}
+        sources = {"plot_guided": str(data_dir)}
+        if self.config.name == "extra":
+            extra_dir = Path(self.config.extra_dir) if self.config.extra_dir else data_dir.parent / "wp_extra"
+            sources["extra_human"] = str(require_file(extra_dir / wp_extra.HUMAN_FILE))
+        return sources
 
     def _read_raw(self, sources):
         for target in sources.get("official", []):
             yield from read_official(target)
         if "plot_guided" in sources:
             yield from read_plot_guided(Path(sources["plot_guided"]))
+        if "extra_human" in sources:
+            valid_splits = wp_extra.wp_valid_splits(sources["plot_guided"], self.config.seed)
+            yield from wp_extra.read_human(Path(sources["extra_human"]), valid_splits)
 
 
 def _default_dir() -> Path:
