@@ -165,6 +165,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--lora-alpha", type=float, default=None, help="the adapters' scale (default: twice --lora-rank)")
     p.add_argument("--base-model-name", default=None)
     p.add_argument("--data-dir", default=None, help="data root (default: $STORYEVAL_DATA or ../shared/data)")
+    p.add_argument("--selection-pairs-dir", default=None,
+                   help="choose the best checkpoint on this folder's validation pairs (as storyeval-train-union does), e.g. "
+                        "held-out generators' stories, instead of 5%% of the training groups")
     p.add_argument("--pairs-only", action="store_true",
                    help="write OUTPUT_DIR/pairs and stop (e.g. for storyeval-train-union --selection-pairs-dir)")
     return p
@@ -215,6 +218,7 @@ def train(argv=None) -> dict:
         max_length=args.max_length or DEFAULT_MAX_LENGTH[args.dataset], max_eval_pairs=0, recon_weight=0.0,
         max_train_pairs=args.max_train_pairs, base_model_name=args.base_model_name or args.model_name_or_path, export_dir=args.export_dir,
         train_top_layers=args.train_top_layers, lora_rank=args.lora_rank, lora_alpha=args.lora_alpha,
+        selection_pairs_dir=args.selection_pairs_dir,
     )
     # recorded in all_results.json and the model card
     union_args.dataset, union_args.negatives, union_args.leakage_dropped_groups = args.dataset, args.negatives, dropped
