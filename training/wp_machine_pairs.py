@@ -94,9 +94,10 @@ def build(extra_dir: str | None, negative_generators, held_out_generators, cache
     prepare(builder)
     known = set()
     machine = {}
-    for split in SPLITS:
-        machine[split] = builder.as_dataset(split=split)
-        known |= set(machine[split]["generator"])
+    for split in SPLITS:  # as_dataset fails on an empty split (a tiny corpus)
+        empty = not builder.info.splits[split].num_examples
+        machine[split] = [] if empty else builder.as_dataset(split=split)
+        known |= {row["generator"] for row in machine[split]}
     unknown = (set(negative_generators) | set(held_out_generators)) - known
     if unknown:
         raise ValueError(f"unknown generators {sorted(unknown)}; the data has {sorted(known)}")
