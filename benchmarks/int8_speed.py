@@ -55,7 +55,7 @@ if threads:
 if backend:
     sys.path.insert(0, checkout)
     from benchmarks import int8_backends
-    from storyeval import int8_runtime
+    from storyeval.scoring.int8 import runtime as int8_runtime
     int8_backends.register()
     int8_runtime.DEFAULT_BACKEND = backend
 """
@@ -103,7 +103,7 @@ def speed(args, stories: list[str]) -> dict:
 
 
 def int8_scorer(checkpoint: str, backend: str, num_threads: int):
-    from storyeval.int8 import load_int8_scorer
+    from storyeval.scoring.int8.scorer import load_int8_scorer
 
     from . import int8_backends
 
@@ -113,7 +113,7 @@ def int8_scorer(checkpoint: str, backend: str, num_threads: int):
 
 def drift_only(args, stories: list[str]) -> dict:
     """Scores in this process, untimed: how far each int8 backend's scores are from float32's."""
-    from storyeval.scoring import load_scorer
+    from storyeval.scoring.sequence import load_scorer
 
     scorer = load_scorer(args.metric, args.checkpoint, device="cpu")
     reference = scorer.score(stories, batch_size=args.batch_size)
@@ -131,8 +131,8 @@ def human_sets(metric: str) -> dict[str, tuple[list[str], list[float]]]:
 
 
 def human_agreement(args) -> dict:
-    from storyeval.checkpoints import checkpoint_name
-    from storyeval.scoring import load_scorer
+    from storyeval.checkpoints.resolution import checkpoint_name
+    from storyeval.scoring.sequence import load_scorer
 
     sets = human_sets(args.metric)
     checkpoints = args.human_checkpoint or [args.checkpoint]

@@ -43,11 +43,11 @@ from scipy import stats
 from tqdm.auto import tqdm
 
 from storyeval import text as textlib
-from storyeval.continuation.cooccurrence import CooccurrenceStats
-from storyeval.continuation.encoder import ENCODER_FOLDER, ENCODER_KIND, ContinuationEncoder
-from storyeval.continuation.features import FEATURE_GROUPS, FeatureExtractor, cooccurrence_words
-from storyeval.continuation.model import CRITERIA, INPUT_MODES, ContinuationModel
-from storyeval.continuation.ngram_lm import NgramLM
+from storyeval.models.continuation.cooccurrence import CooccurrenceStats
+from storyeval.models.continuation.encoder import ENCODER_FOLDER, ENCODER_KIND, ContinuationEncoder
+from storyeval.models.continuation.features import FEATURE_GROUPS, FeatureExtractor, cooccurrence_words
+from storyeval.models.continuation.model import CRITERIA, INPUT_MODES, ContinuationModel
+from storyeval.models.continuation.ngram_lm import NgramLM
 from storyeval_training import continuation_data, paths
 from storyeval_training.builders import ROCStories, WritingPrompts, load_split
 from storyeval_training.loop import require_positive
