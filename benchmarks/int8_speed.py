@@ -45,15 +45,15 @@ def row_name(backend: str) -> str:
 NOTABLE_MOVE = 0.005  # the issue's bound on how far int8 may move a human-set coefficient unremarked
 
 # run before scoring_speed.py's measuring child, in the same fresh process: the thread count, and which
-# int8 backend dtype="int8" means there; it takes its own arguments off the end of the command line
+# int8 backend dtype="int8" means there; it takes its own arguments off the end of the command line, and finds
+# the benchmarks package where this process found it (python -m benchmarks.int8_speed run from the checkout)
 CHILD_SETUP = r"""
 import sys
-checkout, backend, threads = sys.argv.pop(), sys.argv.pop(), int(sys.argv.pop())
+backend, threads = sys.argv.pop(), int(sys.argv.pop())
 if threads:
     import torch
     torch.set_num_threads(threads)
 if backend:
-    sys.path.insert(0, checkout)
     from benchmarks import int8_backends
     from storyeval.scoring.int8 import runtime as int8_runtime
     int8_backends.register()
@@ -66,7 +66,7 @@ def measure(args, kind: str, stories_path: Path, dtype: str, backend: str = "", 
     runs = []
     for _ in range(repeats or args.repeats):
         command = [sys.executable, "-c", CHILD_SETUP + scoring_speed.CHILD, args.checkpoint, kind, str(stories_path), str(args.batch_size), dtype,
-                   str(args.num_threads), backend, str(CHECKOUT)]
+                   str(args.num_threads), backend]
         out = subprocess.run(command, check=True, capture_output=True, text=True)
         runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
     scores = runs[-1].pop("scores")

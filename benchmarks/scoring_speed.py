@@ -29,7 +29,7 @@ import json, resource, sys, time
 started = time.perf_counter()
 import torch
 from storyeval.scoring.sequence import load_scorer, SequenceScorer
-import storyeval.models  # transformers' modeling code, else imported inside the load
+import storyeval.models.union  # transformers' modeling code, else imported inside the load
 import_seconds = time.perf_counter() - started
 checkpoint, kind, stories_path, batch_size, dtype = sys.argv[1:6]
 if kind == "bert-base":
