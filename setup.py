@@ -65,11 +65,11 @@ setup(
     + [f"storyeval_training.{p}" for p in find_packages(where="training")]
     + ["storyeval.bundled_checkpoints", "storyeval.bundled_metrics"],
     # the checkpoints and evaluate modules ship inside the package from their folders in the
-    # repository, so git keeps one copy of the weights (storyeval.bundled finds either place)
+    # repository, so git keeps one copy of the weights (storyeval.checkpoints.bundled finds either place)
     package_dir={"storyeval_training": "training", "storyeval.bundled_checkpoints": "hub_cards", "storyeval.bundled_metrics": "metrics"},
     package_data={
         # the first names lower-cased text masks (built by python -m storyeval_training.lowercase_names)
-        "storyeval": ["lowercase_names.txt"],
+        "storyeval.checkpoints": ["lowercase_names.txt"],
         "storyeval_training": ["card_templates/*.md"],
         "storyeval.bundled_checkpoints": BUNDLED_CHECKPOINT_FILES,
         "storyeval.bundled_metrics": ["*/*.py", "*/README.md", "*/requirements.txt"],
@@ -78,7 +78,7 @@ setup(
     extras_require={"train": TRAIN, "demo": DEMO, "dev": DEV, "plot": PLOT, "int8": INT8, "all": TRAIN + DEMO + DEV + PLOT + INT8},
     entry_points={
         "console_scripts": [
-            "storyeval=storyeval.cli:main",
+            "storyeval=storyeval.cli.main:main",
             "storyeval-build-negatives=storyeval_training.build_negatives:main",
             "storyeval-build-plots=storyeval_training.plots.build_plots:main",
             "storyeval-train-plot-generator=storyeval_training.plots.generator:main",

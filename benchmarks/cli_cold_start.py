@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> None:
         env = {**os.environ, "HF_HUB_OFFLINE": "1"}
 
         def run(*python_options: str) -> subprocess.CompletedProcess:
-            return subprocess.run([sys.executable, *python_options, "-m", "storyeval.cli", *command],
+            return subprocess.run([sys.executable, *python_options, "-m", "storyeval.cli.main", *command],
                                   capture_output=True, text=True, env=env, check=True)
 
         run()  # warm the disk cache (and make the int8 export, if needed)

@@ -57,8 +57,8 @@ def evaluate_checkpoint(folder: Path, batch_size: int = 512) -> dict:
     import datasets
     import torch
 
-    from storyeval.continuation.model import CRITERIA
-    from storyeval.continuation.scorer import ContinuationScorer
+    from storyeval.models.continuation.model import CRITERIA
+    from storyeval.scoring.continuation import ContinuationScorer
     from storyeval_training import continuation_data
 
     check_heldout_split(folder)
@@ -135,8 +135,8 @@ def cross_validate(folder: Path, folds: int, with_encoder: bool, rated=None) -> 
     import datasets
     from sklearn.model_selection import GroupKFold, GroupShuffleSplit
 
-    from storyeval.continuation.model import CRITERIA
-    from storyeval.continuation.scorer import ContinuationScorer
+    from storyeval.models.continuation.model import CRITERIA
+    from storyeval.scoring.continuation import ContinuationScorer
     from storyeval_training import continuation_data, train_continuation
 
     if rated is None:
@@ -191,7 +191,7 @@ def main(argv=None):
                "checkpoint": str(checkpoint), "full": evaluate_checkpoint(checkpoint)}
     print("full:", json.dumps(payload["full"], indent=1))
     if args.ablation:
-        from storyeval.continuation.features import FEATURE_GROUPS
+        from storyeval.models.continuation.features import FEATURE_GROUPS
         from storyeval_training import train_continuation
 
         ablation = {"machine": payload["machine"], "command": payload["command"], "checkpoint": str(checkpoint),

@@ -31,8 +31,8 @@ def main(argv=None):
     parser.add_argument("--output", default="cross_metric", help="name of the results file (a new checkpoint's keeps the bundled rows' file)")
     args = parser.parse_args(argv)
 
-    from storyeval.checkpoints import resolve_checkpoint
-    from storyeval.scoring import load_scorer
+    from storyeval.checkpoints.resolution import resolve_checkpoint
+    from storyeval.scoring.sequence import load_scorer
 
     payload = {"machine": machine(), "command": command_line(__name__, argv), "checkpoints": {}}
     human_sets = [load_human_set(name) for name in HUMAN_SETS]

@@ -1,4 +1,4 @@
-"""How often the leave-one-out blame (storyeval.explain) ranks a planted flaw's sentence first.
+"""How often the leave-one-out blame (storyeval.analysis.explain) ranks a planted flaw's sentence first.
 
     python -m benchmarks.explain_hit_rate                     # bundled union-roc and plot-coherence-roc
     python -m benchmarks.explain_hit_rate --checkpoint union:ours=outputs/union-roc/best --per-kind 100
@@ -90,7 +90,7 @@ def build_cases(per_kind: int, seed: int) -> list[dict]:
 
 
 def score_cases(cases: list[dict], scorer, batch_size: int) -> dict:
-    from storyeval.explain import explain_sentences
+    from storyeval.analysis.explain import explain_sentences
 
     modes = {
         "whole_story": explain_sentences([c["sentences"] for c in cases], scorer, batch_size=batch_size),
@@ -128,8 +128,8 @@ def main(argv=None):
     if args.per_kind < 1 or args.batch_size < 1:
         parser.error("--per-kind and --batch-size must be positive")
 
-    from storyeval.checkpoints import resolve_checkpoint
-    from storyeval.scoring import load_scorer
+    from storyeval.checkpoints.resolution import resolve_checkpoint
+    from storyeval.scoring.sequence import load_scorer
 
     command = command_line(__name__, argv)
     cases = build_cases(args.per_kind, args.seed)

@@ -1,11 +1,11 @@
-"""Int8 backends measured against the shipped one (OpenVINO, ``storyeval.int8_runtime``) but not shipped.
+"""Int8 backends measured against the shipped one (OpenVINO, ``storyeval.scoring.int8.runtime``) but not shipped.
 
 ONNX Runtime: the model exported with torch.onnx, its BERT layers fused by
 ONNX Runtime's transformer optimiser, then dynamically quantised to int8
 (weights per output channel, activations per tensor and batch). It is fast
 but drifts from float32 far past the 0.999 bound (Spearman 0.987; speed.md),
 so it lives here, plugged into the runtime's
-:class:`~storyeval.int8_runtime.Int8Backend` interface for the benchmark only.
+:class:`~storyeval.scoring.int8.runtime.Int8Backend` interface for the benchmark only.
 (CTranslate2's int8, which shipped first, stays selectable in the runtime as
 ``backend="ctranslate2"``.)
 
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from storyeval.int8_runtime import CTranslate2Backend, Int8Backend, export_logits_graph, quiet_logging, register_backend
+from storyeval.scoring.int8.runtime import CTranslate2Backend, Int8Backend, export_logits_graph, quiet_logging, register_backend
 
 
 class OnnxRuntimeBackend(Int8Backend):

@@ -45,17 +45,17 @@ def row_name(backend: str) -> str:
 NOTABLE_MOVE = 0.005  # the issue's bound on how far int8 may move a human-set coefficient unremarked
 
 # run before scoring_speed.py's measuring child, in the same fresh process: the thread count, and which
-# int8 backend dtype="int8" means there; it takes its own arguments off the end of the command line
+# int8 backend dtype="int8" means there; it takes its own arguments off the end of the command line, and finds
+# the benchmarks package where this process found it (python -m benchmarks.int8_speed run from the checkout)
 CHILD_SETUP = r"""
 import sys
-checkout, backend, threads = sys.argv.pop(), sys.argv.pop(), int(sys.argv.pop())
+backend, threads = sys.argv.pop(), int(sys.argv.pop())
 if threads:
     import torch
     torch.set_num_threads(threads)
 if backend:
-    sys.path.insert(0, checkout)
     from benchmarks import int8_backends
-    from storyeval import int8_runtime
+    from storyeval.scoring.int8 import runtime as int8_runtime
     int8_backends.register()
     int8_runtime.DEFAULT_BACKEND = backend
 """
@@ -66,7 +66,7 @@ def measure(args, kind: str, stories_path: Path, dtype: str, backend: str = "", 
     runs = []
     for _ in range(repeats or args.repeats):
         command = [sys.executable, "-c", CHILD_SETUP + scoring_speed.CHILD, args.checkpoint, kind, str(stories_path), str(args.batch_size), dtype,
-                   str(args.num_threads), backend, str(CHECKOUT)]
+                   str(args.num_threads), backend]
         out = subprocess.run(command, check=True, capture_output=True, text=True)
         runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
     scores = runs[-1].pop("scores")
@@ -103,7 +103,7 @@ def speed(args, stories: list[str]) -> dict:
 
 
 def int8_scorer(checkpoint: str, backend: str, num_threads: int):
-    from storyeval.int8 import load_int8_scorer
+    from storyeval.scoring.int8.scorer import load_int8_scorer
 
     from . import int8_backends
 
@@ -113,7 +113,7 @@ def int8_scorer(checkpoint: str, backend: str, num_threads: int):
 
 def drift_only(args, stories: list[str]) -> dict:
     """Scores in this process, untimed: how far each int8 backend's scores are from float32's."""
-    from storyeval.scoring import load_scorer
+    from storyeval.scoring.sequence import load_scorer
 
     scorer = load_scorer(args.metric, args.checkpoint, device="cpu")
     reference = scorer.score(stories, batch_size=args.batch_size)
@@ -131,8 +131,8 @@ def human_sets(metric: str) -> dict[str, tuple[list[str], list[float]]]:
 
 
 def human_agreement(args) -> dict:
-    from storyeval.checkpoints import checkpoint_name
-    from storyeval.scoring import load_scorer
+    from storyeval.checkpoints.resolution import checkpoint_name
+    from storyeval.scoring.sequence import load_scorer
 
     sets = human_sets(args.metric)
     checkpoints = args.human_checkpoint or [args.checkpoint]

@@ -43,8 +43,8 @@ def main(argv=None):
     print("paper RoBERTa (manipulated plots, AF) on ROC: " + format_row(payload["paper"], ORDER, 3))
 
     if checkpoints:
-        from storyeval.checkpoints import resolve_checkpoint
-        from storyeval.scoring import load_plot_coherence_scorer
+        from storyeval.checkpoints.resolution import resolve_checkpoint
+        from storyeval.scoring.sequence import load_plot_coherence_scorer
 
     for label, config in checkpoints.items():
         path = resolve_checkpoint("plot_coherence", config)

@@ -19,7 +19,7 @@ trained on the paper's released AF_ManPlts groups, whose human stories include
 some of the builders' ROC test stories (matched by their leakage key).
 
 Each folder gets ``reference_scores.json`` (sorted scores with provenance, see
-``storyeval.percentiles``); a summary with quantiles goes to
+``storyeval.analysis.percentiles``); a summary with quantiles goes to
 ``benchmarks/results/reference_scores.json``.
 """
 from __future__ import annotations
@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.common import checkpoint_spec, command_line, machine, write_results
-from storyeval.percentiles import REFERENCE_FILE
+from storyeval.analysis.percentiles import REFERENCE_FILE
 
 QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)
 
@@ -47,7 +47,7 @@ def test_stories(corpus: str) -> list[list[str]]:
 
 
 def corpora_of(folder: Path, metric: str) -> list[str]:
-    from storyeval.percentiles import CORPORA
+    from storyeval.analysis.percentiles import CORPORA
 
     if metric == "continuation_quality":
         return list(CORPORA)  # trained on rated pairs of both corpora
@@ -100,9 +100,9 @@ def main(argv=None):
 
     import storyeval
     from storyeval import text as textlib
-    from storyeval.checkpoints import recorded_metric
-    from storyeval.percentiles import build_reference, write_reference
-    from storyeval.scoring import load_scorer
+    from storyeval.analysis.percentiles import build_reference, write_reference
+    from storyeval.checkpoints.resolution import recorded_metric
+    from storyeval.scoring.sequence import load_scorer
     from storyeval_training.builders import BUILDERS
 
     plans = []

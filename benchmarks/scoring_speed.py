@@ -28,8 +28,8 @@ CHILD = r"""
 import json, resource, sys, time
 started = time.perf_counter()
 import torch
-from storyeval.scoring import load_scorer, SequenceScorer
-import storyeval.models  # transformers' modeling code, else imported inside the load
+from storyeval.scoring.sequence import load_scorer, SequenceScorer
+import storyeval.models.union  # transformers' modeling code, else imported inside the load
 import_seconds = time.perf_counter() - started
 checkpoint, kind, stories_path, batch_size, dtype = sys.argv[1:6]
 if kind == "bert-base":
@@ -101,7 +101,7 @@ def workload_checkpoint(args) -> str:
     """``--checkpoint``, or the bundled roc checkpoint of ``--metric``."""
     if args.checkpoint is not None:
         return args.checkpoint
-    from storyeval.checkpoints import resolve_checkpoint
+    from storyeval.checkpoints.resolution import resolve_checkpoint
 
     return str(resolve_checkpoint(args.metric, "roc"))
 

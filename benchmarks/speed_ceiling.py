@@ -90,7 +90,7 @@ def main(argv=None):
     add_workload_arguments(parser)
     parser.add_argument("--dtypes", nargs="+", default=["float32", "bfloat16"], choices=["float32", "bfloat16"])
     args = parser.parse_args(argv)
-    from storyeval.scoring import load_scorer
+    from storyeval.scoring.sequence import load_scorer
 
     checkpoint = workload_checkpoint(args)
     scorer = load_scorer(args.metric, checkpoint, device="cpu")

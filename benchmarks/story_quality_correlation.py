@@ -72,7 +72,7 @@ def main(argv=None):
     if args.batch_size < 1:
         parser.error("--batch-size must be positive")
 
-    from storyeval.suite import StoryQuality
+    from storyeval.analysis.suite import StoryQuality
 
     story, rated = story_sets(), deltascore_sets()
     configs = sorted({config for config, *_ in [*story.values(), *rated.values()]})  # only the configs the sets are scored with

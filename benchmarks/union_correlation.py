@@ -30,7 +30,7 @@ def main(argv=None):
     checkpoints = dict(args.checkpoint) or {"union-roc": str(BUNDLED / "union-roc"), "union-wp": str(BUNDLED / "union-wp")}
     require_checkpoint_folders(parser, checkpoints)
 
-    from storyeval.scoring import load_union_scorer
+    from storyeval.scoring.sequence import load_union_scorer
 
     payload = {"machine": machine(), "command": command_line(__name__, argv), "paper": {}, "checkpoints": {}}
     human_sets = {set_name: load_human_set(f"union_{set_name}") for set_name in args.sets}

@@ -69,7 +69,7 @@ def main(argv=None):
         parser.error("each --checkpoint label must be unique")
     require_checkpoint_folders(parser, checkpoints)
 
-    from storyeval.scoring import load_union_scorer
+    from storyeval.scoring.sequence import load_union_scorer
 
     development = {set_name: development_stories(set_name) for set_name in args.sets}
     payload = {"machine": machine(), "command": command_line(__name__, argv),

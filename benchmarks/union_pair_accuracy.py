@@ -54,7 +54,7 @@ def main(argv=None):
 
     import datasets
 
-    from storyeval.scoring import load_union_scorer
+    from storyeval.scoring.sequence import load_union_scorer
 
     if args.pairs_dir:
         pairs = datasets.load_from_disk(args.pairs_dir)[args.split]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from storyeval import checkpoints
+from storyeval.checkpoints import resolution as checkpoints
 
 
 def download_model(name: str, saving_directory: str | Path | None = None, local_files_only: bool | None = None) -> Path:
@@ -27,8 +27,8 @@ def download_model(name: str, saving_directory: str | Path | None = None, local_
 
 def load_from_checkpoint(path: str | Path, device=None):
     """A scorer for the checkpoint folder ``path``, of the class its own files name (see
-    :mod:`storyeval.registry`); ``scorer.score(...)`` scores and ``scorer.settings()`` says with what."""
-    from storyeval.scoring import load_scorer
+    :mod:`storyeval.checkpoints.registry`); ``scorer.score(...)`` scores and ``scorer.settings()`` says with what."""
+    from storyeval.scoring.sequence import load_scorer
 
     path = Path(path)
     if not path.is_dir():

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 # precisions the scorers accept; names only, so the CLI's --help needs no torch import
 FLOAT_DTYPE_NAMES = ("float32", "bfloat16", "float16")
-# int8: the story classifiers only, through an int8 runtime on the CPU (storyeval.int8_runtime)
+# int8: the story classifiers only, through an int8 runtime on the CPU (storyeval.scoring.int8.runtime)
 DTYPE_NAMES = (*FLOAT_DTYPE_NAMES, "int8")
 
 

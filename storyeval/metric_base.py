@@ -16,7 +16,7 @@ import re
 import datasets
 import evaluate
 
-from storyeval import checkpoints
+from storyeval.checkpoints import resolution as checkpoints
 from storyeval.inputs import (
     DTYPE_NAMES,
     FLOAT_DTYPE_NAMES,
@@ -57,9 +57,9 @@ def runtime_options_doc(batch_size: int, unit: str, int8: bool = True) -> str:
 class CheckpointMetric(evaluate.Metric):
     """A metric backed by one checkpoint chosen by ``config_name``.
 
-    Subclasses set ``METRIC`` (a key of :data:`storyeval.checkpoints.REGISTRY`),
+    Subclasses set ``METRIC`` (a key of :data:`storyeval.checkpoints.resolution.REGISTRY`),
     the module texts and ``INPUTS`` (the string columns ``compute`` takes); the
-    scorer comes from :func:`storyeval.scoring.load_scorer`.
+    scorer comes from :func:`storyeval.scoring.sequence.load_scorer`.
     """
 
     METRIC: str = ""
@@ -92,7 +92,7 @@ class CheckpointMetric(evaluate.Metric):
 
     def _download_and_prepare(self, dl_manager):
         # unknown names raise KeyError here, at load time, listing the choices
-        from storyeval.scoring import load_scorer
+        from storyeval.scoring.sequence import load_scorer
 
         # evaluate.load(..., download_config=datasets.DownloadConfig(local_files_only=True)) keeps the checkpoint
         # offline too; otherwise HF_HUB_OFFLINE decides
@@ -110,7 +110,7 @@ class CheckpointMetric(evaluate.Metric):
 
     def check_runtime_options(self, options: dict) -> None:
         """Reject an option ``_compute`` does not take, or a bad value, before evaluate consumes the queued inputs."""
-        from storyeval.devices import resolve_device, resolve_dtype
+        from storyeval.scoring.devices import resolve_device, resolve_dtype
 
         accepted = [name for name in inspect.signature(self._compute).parameters if name not in self.INPUTS]
         unknown = sorted(set(options) - set(accepted))

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from nltk.tokenize import TreebankWordTokenizer
 
-from storyeval import resources
+from storyeval.checkpoints import resources
 from storyeval.inputs import SENTENCE_SEPARATOR
 
 NAME_PLACEHOLDERS = ("[MALE]", "[FEMALE]", "[NEUTRAL]")
@@ -59,8 +59,8 @@ def _month_and_day_names() -> frozenset[str]:
 
 
 # first names that lower-cased text masks although they are also words ("tom", "jack"): built from
-# cased text by `python -m storyeval_training.lowercase_names`
-LOWERCASE_NAMES_FILE = Path(__file__).resolve().parent / "lowercase_names.txt"
+# cased text by `python -m storyeval_training.lowercase_names`, and kept beside the NLTK data access it is built with
+LOWERCASE_NAMES_FILE = Path(resources.__file__).resolve().parent / "lowercase_names.txt"
 
 
 @functools.lru_cache(maxsize=1)

@@ -21,7 +21,7 @@ def save_tiny_checkpoint(folder: Path, **config) -> Path:
     import torch
     from transformers import AutoTokenizer, BertConfig
 
-    from storyeval import checkpoints
+    from storyeval.checkpoints import resolution as checkpoints
     from storyeval.models import UnionConfig, UnionModel
 
     torch.manual_seed(0)

@@ -3,8 +3,10 @@ import pytest
 import torch
 
 import storyeval
-from storyeval import checkpoints, registry, signature
-from storyeval.scoring import SequenceScorer
+from storyeval.checkpoints import registry
+from storyeval.checkpoints import resolution as checkpoints
+from storyeval.scoring import signature
+from storyeval.scoring.sequence import SequenceScorer
 
 
 def test_settings_string_names_checkpoint_precision_and_versions(monkeypatch):

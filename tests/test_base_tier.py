@@ -9,9 +9,10 @@ import pytest
 import torch
 from transformers import AutoTokenizer, MPNetConfig, MPNetModel
 
-from storyeval import backbones, checkpoints
+from storyeval.checkpoints import backbones
+from storyeval.checkpoints import resolution as checkpoints
 from storyeval.models import UnionModel
-from storyeval.scoring import load_union_scorer
+from storyeval.scoring.sequence import load_union_scorer
 
 
 def tiny_mpnet(folder, seed=0):

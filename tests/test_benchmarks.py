@@ -214,7 +214,7 @@ def test_cross_validation_holds_every_rated_pair_out_once(tmp_path):
     from test_continuation_encoder import save_tiny_encoder
     from transformers import AutoTokenizer
 
-    from storyeval.checkpoints import backbone_path
+    from storyeval.checkpoints.resolution import backbone_path
 
     recipe = save_tiny_statistics(tmp_path / "head")
     (recipe / "training_results.json").write_text(json.dumps({"args": {"cloze_split": "test", "cloze_pairs": 0, "epochs": 2, "batch_size": 8}}))

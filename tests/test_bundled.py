@@ -3,7 +3,8 @@ import huggingface_hub
 import pytest
 from conftest import save_tiny_checkpoint
 
-from storyeval import bundled, checkpoints
+from storyeval.checkpoints import bundled
+from storyeval.checkpoints import resolution as checkpoints
 
 
 @pytest.fixture

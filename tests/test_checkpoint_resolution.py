@@ -15,7 +15,8 @@ from huggingface_hub.errors import (
     RepositoryNotFoundError,
 )
 
-from storyeval import checkpoints, scoring
+from storyeval.checkpoints import resolution as checkpoints
+from storyeval.scoring import sequence as scoring
 
 METRICS = Path(__file__).resolve().parent.parent / "metrics"
 REAL_SNAPSHOT_DOWNLOAD = huggingface_hub.snapshot_download

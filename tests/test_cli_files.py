@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from storyeval import cli
+from storyeval.cli import main as cli
 
 STORY = "[MALE] was at the bar . he noticed a phone on the floor . he gave it to the bartender ."
 
@@ -157,7 +157,7 @@ def test_blank_config_is_refused(tmp_path, capsys, config):
 
 
 def test_missing_nltk_data_is_an_error_line_not_a_traceback(tmp_path, capsys, monkeypatch):
-    from storyeval.resources import MissingResourceError
+    from storyeval.checkpoints.resources import MissingResourceError
 
     def missing(*args, **kwargs):
         raise MissingResourceError("NLTK resource 'punkt_tab' not found; set NLTK_DATA")
@@ -203,7 +203,7 @@ def test_quiet_draws_no_bar_while_the_weights_load(tmp_path, capsys):
 
 
 def test_a_csv_story_longer_than_the_csv_modules_default_field_limit_is_scored(tiny_checkpoint, tmp_path, capsys, monkeypatch):
-    from storyeval import windows
+    from storyeval.scoring import windows
 
     monkeypatch.setattr(windows, "MAX_WINDOWS", 10**6)  # the tiny checkpoint's windows are 16 tokens
     long_story = " ".join([STORY] * 2000)  # about 170,000 characters; the default limit is 131,072
@@ -292,7 +292,7 @@ def test_an_unscorable_line_stops_the_run_or_scores_nan_with_skip_invalid(tiny_c
 
 
 def test_a_story_past_the_window_limit_stops_the_run_naming_its_line_and_the_limit(tiny_checkpoint, tmp_path, capsys, monkeypatch):
-    from storyeval import windows
+    from storyeval.scoring import windows
 
     monkeypatch.setattr(windows, "MAX_WINDOWS", 3)  # STORY needs 3 of the tiny checkpoint's 16-token windows
     stories = tmp_path / "s.txt"

@@ -2,8 +2,8 @@
 import json
 import shutil
 
-from storyeval import cli
-from storyeval.percentiles import build_reference, write_reference
+from storyeval.analysis.percentiles import build_reference, write_reference
+from storyeval.cli import main as cli
 
 
 def _with_reference(tiny_checkpoint, tmp_path):

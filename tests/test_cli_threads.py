@@ -2,7 +2,8 @@
 import pytest
 import torch
 
-from storyeval import cli, scoring
+from storyeval.cli import main as cli
+from storyeval.scoring import sequence as scoring
 
 STORY = "[MALE] was at the bar . he noticed a phone on the floor ."
 

@@ -4,8 +4,8 @@ import json
 import numpy as np
 import pytest
 
-from storyeval import cli
-from storyeval.compare import ComparisonInputError, compare_files, compare_systems
+from storyeval.analysis.compare import ComparisonInputError, compare_files, compare_systems
+from storyeval.cli import main as cli
 
 FAST = {"resamples": 999}
 

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 import torch
 
-from storyeval.continuation.cooccurrence import CooccurrenceStats
-from storyeval.continuation.features import FeatureExtractor, idf_features, idf_words, length_features, mention_features
-from storyeval.continuation.model import CRITERIA, ContinuationModel
-from storyeval.continuation.ngram_lm import NgramLM
+from storyeval.models.continuation.cooccurrence import CooccurrenceStats
+from storyeval.models.continuation.features import FeatureExtractor, idf_features, idf_words, length_features, mention_features
+from storyeval.models.continuation.model import CRITERIA, ContinuationModel
+from storyeval.models.continuation.ngram_lm import NgramLM
 from storyeval_training import continuation_data
 from storyeval_training.builders import InputFormatError
 
@@ -168,7 +168,7 @@ def tiny_checkpoint(tmp_path_factory):
 
 
 def test_a_checkpoint_names_its_feature_version_and_one_without_it_has_version_1(tiny_checkpoint, tmp_path):
-    from storyeval.continuation.scorer import ContinuationScorer
+    from storyeval.scoring.continuation import ContinuationScorer
 
     assert ContinuationScorer(tiny_checkpoint).extractor.version == 1  # scorer_config.json from before versions
     newer = tmp_path / "newer"
@@ -288,7 +288,7 @@ def test_statistics_files_load_without_pickle(tmp_path):
 
 
 def test_bad_device_or_batch_size_changes_nothing(tiny_checkpoint):
-    from storyeval.continuation.scorer import ContinuationScorer
+    from storyeval.scoring.continuation import ContinuationScorer
 
     scorer = ContinuationScorer(tiny_checkpoint, device="cpu")
     expected = scorer.score(["Ken went to the store."], ["He bought milk."])
@@ -341,7 +341,7 @@ def test_missing_rated_pairs_leave_no_output_folder(tmp_path):
 
 @pytest.mark.slow
 def test_training_smoke_run_keeps_its_best_epoch_and_writes_a_loadable_checkpoint(tmp_path):
-    from storyeval.continuation.scorer import ContinuationScorer
+    from storyeval.scoring.continuation import ContinuationScorer
     from storyeval_training import train_continuation
     from storyeval_training.selection import best_by
 
@@ -380,7 +380,7 @@ def test_the_lm_has_seen_a_sentence_follow_a_full_stop():
 
 
 def test_a_continuation_of_placeholders_alone_takes_the_mean_idf(tiny_checkpoint):
-    from storyeval.continuation.scorer import ContinuationScorer
+    from storyeval.scoring.continuation import ContinuationScorer
 
     assert math.isnan(idf_features(["[FEMALE]", "."])[0])  # missing, not 0: rarer than any word by far
     scores = ContinuationScorer(tiny_checkpoint, device="cpu").score(["John went to the store."], ["Mary."])
@@ -455,7 +455,7 @@ def test_cloze_features_come_from_statistics_that_never_saw_their_story(monkeypa
 
 
 def test_the_features_alone_head_has_no_charagram_embeddings_and_round_trips(tmp_path, capsys):
-    from storyeval.continuation.model import ContinuationModel
+    from storyeval.models.continuation.model import ContinuationModel
     from storyeval_training import train_continuation
 
     torch.manual_seed(0)

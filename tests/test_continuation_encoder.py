@@ -8,11 +8,11 @@ import pytest
 import torch
 
 from storyeval import text as textlib
-from storyeval.continuation.cooccurrence import CooccurrenceStats
-from storyeval.continuation.encoder import CONTEXT_FLOOR, ENCODER_KIND, ContinuationEncoder, encode_pairs, pad, pair_ids, save_encoder_config
-from storyeval.continuation.features import FEATURE_GROUPS, FeatureExtractor
-from storyeval.continuation.model import CRITERIA, ContinuationModel
-from storyeval.continuation.ngram_lm import NgramLM
+from storyeval.models.continuation.cooccurrence import CooccurrenceStats
+from storyeval.models.continuation.encoder import CONTEXT_FLOOR, ENCODER_KIND, ContinuationEncoder, encode_pairs, pad, pair_ids, save_encoder_config
+from storyeval.models.continuation.features import FEATURE_GROUPS, FeatureExtractor
+from storyeval.models.continuation.model import CRITERIA, ContinuationModel
+from storyeval.models.continuation.ngram_lm import NgramLM
 from storyeval_training import continuation_pairs
 
 WINDOW = 64
@@ -30,7 +30,7 @@ CORPUS = [s.split() for story in STORIES for s in story] * 3
 def tokenizer():
     from transformers import AutoTokenizer
 
-    from storyeval.checkpoints import backbone_path
+    from storyeval.checkpoints.resolution import backbone_path
 
     return AutoTokenizer.from_pretrained(backbone_path())
 
@@ -164,14 +164,14 @@ def test_a_long_candidate_keeps_room_for_the_context_and_is_flagged(tokenizer):
 
 def test_the_encoder_warns_when_it_cuts_a_candidate(tiny_encoder, caplog):
     encoder = ContinuationEncoder(tiny_encoder)
-    with caplog.at_level(logging.WARNING, logger="storyeval.continuation.encoder"):
+    with caplog.at_level(logging.WARNING, logger="storyeval.models.continuation.encoder"):
         encoder.logits(["a ."], ["he went home . " * 50])
     assert "1 of 1 continuations are longer" in caplog.text
 
 
 def test_a_long_context_is_never_read_over_its_last_window_silently(tiny_encoder, caplog):
     encoder = ContinuationEncoder(tiny_encoder)
-    with caplog.at_level(logging.INFO, logger="storyeval.continuation.encoder"):
+    with caplog.at_level(logging.INFO, logger="storyeval.models.continuation.encoder"):
         encoder.logits(["a . " * 200, "a ."], ["he went home .", "he slept ."])
         encoder.logits(["a . " * 200], ["he went home ."])
     said = [(record.levelno, record.getMessage()) for record in caplog.records]
@@ -244,7 +244,7 @@ def test_the_encoder_group_needs_an_encoder_and_comes_last():
 
 
 def test_a_count_only_checkpoint_loads_no_encoder_and_scores_as_before(tmp_path, tiny_encoder):
-    from storyeval.continuation.scorer import ContinuationScorer
+    from storyeval.scoring.continuation import ContinuationScorer
 
     count_only = ContinuationScorer(tiny_continuation_checkpoint(tmp_path / "count"), device="cpu")
     assert count_only.extractor.encoder is None and "encoder_logit" not in count_only.extractor.names
@@ -264,7 +264,7 @@ def test_a_count_only_checkpoint_loads_no_encoder_and_scores_as_before(tmp_path,
 
 
 def textlib_normal(text):
-    from storyeval.scoring import normalize_story
+    from storyeval.scoring.sequence import normalize_story
 
     return normalize_story(text)
 
@@ -275,7 +275,7 @@ def textlib_normal(text):
     ({"feature_groups": list(FEATURE_GROUPS)}, "but no 'encoder' feature group"),
 ])
 def test_a_mismatched_or_unknown_learned_encoder_is_refused(tmp_path, tiny_encoder, fields, message):
-    from storyeval.continuation.scorer import ContinuationScorer
+    from storyeval.scoring.continuation import ContinuationScorer
 
     folder = tiny_continuation_checkpoint(tmp_path / "ckpt", tiny_encoder, **fields)
     with pytest.raises(ValueError, match=message):
@@ -289,7 +289,7 @@ def test_a_mismatched_or_unknown_learned_encoder_is_refused(tmp_path, tiny_encod
     (["b ."], [3], TypeError, r"predictions\[0\]"),
 ])
 def test_bad_input_to_a_learned_checkpoint(tmp_path, tiny_encoder, contexts, continuations, error, message):
-    from storyeval.continuation.scorer import ContinuationScorer
+    from storyeval.scoring.continuation import ContinuationScorer
 
     scorer = ContinuationScorer(tiny_continuation_checkpoint(tmp_path / "learned", tiny_encoder), device="cpu")
     with pytest.raises(error, match=message):
@@ -335,7 +335,7 @@ def test_training_examples_carry_pair_inputs_and_float_labels(tokenizer):
 # ---- the pair layout of each backbone ----
 
 def test_the_pair_layout_is_read_off_the_tokenizer(tokenizer):
-    from storyeval.continuation.encoder import PairLayout
+    from storyeval.models.continuation.encoder import PairLayout
 
     layout = PairLayout.of(tokenizer)  # BERT (MiniLM): [CLS] a [SEP] b [SEP], token types 0 then 1
     assert (layout.before, layout.between, layout.after, layout.types) == (
@@ -347,8 +347,8 @@ def test_the_pair_layout_is_read_off_the_tokenizer(tokenizer):
 def test_mpnet_pairs_are_laid_out_as_mpnet_lays_them_out():
     from transformers import AutoTokenizer
 
-    from storyeval.backbones import BASE_BACKBONE, BackboneNotFoundError, resolve_backbone
-    from storyeval.continuation.encoder import PairLayout
+    from storyeval.checkpoints.backbones import BASE_BACKBONE, BackboneNotFoundError, resolve_backbone
+    from storyeval.models.continuation.encoder import PairLayout
 
     try:
         mpnet = AutoTokenizer.from_pretrained(resolve_backbone(BASE_BACKBONE))
@@ -450,7 +450,7 @@ def test_a_lora_encoder_exports_its_adapters_and_scores_as_trained(tmp_path):
 
 
 def test_the_learned_encoder_follows_computes_dtype_and_device(tmp_path, tiny_encoder):
-    from storyeval.continuation.scorer import ContinuationScorer
+    from storyeval.scoring.continuation import ContinuationScorer
 
     scorer = ContinuationScorer(tiny_continuation_checkpoint(tmp_path / "learned", tiny_encoder), device="cpu")
     contexts, continuations = ["Ken went to the store.", "The dog barked."], ["He bought milk.", "A storm came."]

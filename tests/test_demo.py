@@ -1,7 +1,7 @@
 """The demo's scoring functions without a browser (tests/browser drives the page itself)."""
 import pytest
 
-from storyeval import demo
+from storyeval.cli import demo
 
 
 def test_a_trailing_sentence_of_punctuation_is_left_out_not_an_error():
@@ -32,7 +32,7 @@ def test_an_upload_that_is_not_utf8_names_its_line(tmp_path):
 
 
 def test_missing_nltk_data_is_shown_with_its_message_not_as_a_crash():
-    from storyeval.resources import MissingResourceError, download_missing_nltk
+    from storyeval.checkpoints.resources import MissingResourceError, download_missing_nltk
 
     message = demo._message(MissingResourceError("NLTK resource 'punkt_tab' not found (NLTK_DATA=<unset>)"))
     assert message == "**Error:** NLTK resource 'punkt_tab' not found (NLTK_DATA=<unset>)"
@@ -48,7 +48,7 @@ def test_file_and_key_errors_show_their_message():
 def test_a_failed_nltk_download_is_a_clear_error(tmp_path, monkeypatch):
     import nltk
 
-    from storyeval.resources import MissingResourceError, download_missing_nltk
+    from storyeval.checkpoints.resources import MissingResourceError, download_missing_nltk
 
     monkeypatch.setattr(nltk.data, "path", [str(tmp_path)])  # nothing there
     monkeypatch.setattr(nltk, "download", lambda *args, **kwargs: False)  # offline, as here

@@ -77,7 +77,7 @@ def test_continuation_on_invalid_nan_covers_a_bad_context():
 
 
 def _rank(rank, world, checkpoint, cache_dir, queue):
-    from storyeval import scoring
+    from storyeval.scoring import sequence as scoring
 
     metric = evaluate.load(str(METRICS / "union"), str(checkpoint), num_process=world, process_id=rank,
                            experiment_id="two-ranks", cache_dir=cache_dir)

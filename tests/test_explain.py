@@ -7,8 +7,9 @@ import json
 
 import pytest
 
-from storyeval import cli, demo
-from storyeval.explain import explain, explain_many
+from storyeval.analysis.explain import explain, explain_many
+from storyeval.cli import demo
+from storyeval.cli import main as cli
 
 
 class CountingScorer:
@@ -47,7 +48,7 @@ def test_bad_stories_are_refused(story, error):
 
 
 def test_a_continuation_scorer_is_refused():
-    from storyeval.continuation.scorer import ContinuationScorer
+    from storyeval.scoring.continuation import ContinuationScorer
 
     with pytest.raises(TypeError, match="story scorer"):
         explain("A tale. Its end.", ContinuationScorer.__new__(ContinuationScorer))

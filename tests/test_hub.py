@@ -5,7 +5,9 @@ from pathlib import Path
 import datasets
 import pytest
 
-from storyeval import checkpoints, cli, hub
+from storyeval.checkpoints import resolution as checkpoints
+from storyeval.cli import hub
+from storyeval.cli import main as cli
 from storyeval_training.build_negatives import PAIR_FEATURES, technique_counts
 from storyeval_training.model_card import write_negatives_card
 

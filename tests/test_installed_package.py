@@ -17,7 +17,8 @@ pytestmark = pytest.mark.skipif(not os.environ.get("STORYEVAL_INSTALL_TEST"), re
 
 USE = """
 import json, evaluate, storyeval
-from storyeval import bundled, checkpoints
+from storyeval.checkpoints import bundled
+from storyeval.checkpoints import resolution as checkpoints
 names = ["union", "plot_coherence", "continuation_quality", "storyeval/union", "storyeval/plot_coherence", "storyeval/continuation_quality"]
 metrics = [evaluate.load(name) for name in names]
 combined = evaluate.combine([evaluate.load("union"), evaluate.load("plot_coherence"), evaluate.load("continuation_quality")])

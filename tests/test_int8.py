@@ -7,11 +7,12 @@ import evaluate
 import pytest
 import torch
 
-from storyeval import cli, int8_runtime
-from storyeval.int8 import Int8Scorer, load_int8_scorer
-from storyeval.int8_runtime import Int8Model, Int8RuntimeMissingError, int8_model
+from storyeval.cli import main as cli
 from storyeval.models import UnionModel
-from storyeval.scoring import SequenceScorer, load_union_scorer
+from storyeval.scoring.int8 import runtime as int8_runtime
+from storyeval.scoring.int8.runtime import Int8Model, Int8RuntimeMissingError, int8_model
+from storyeval.scoring.int8.scorer import Int8Scorer, load_int8_scorer
+from storyeval.scoring.sequence import SequenceScorer, load_union_scorer
 
 for module in ("openvino", "nncf", "onnx"):
     pytest.importorskip(module, reason="the int8 runtime is optional: pip install openvino nncf onnx")
@@ -249,7 +250,7 @@ def test_an_mpnet_checkpoint_is_refused_int8_unless_asked_for_by_name(tmp_path):
     drift bound, so dtype="int8" refuses it; CTranslate2 refuses all but BERT."""
     from transformers import AutoTokenizer, MPNetConfig
 
-    from storyeval import checkpoints
+    from storyeval.checkpoints import resolution as checkpoints
     from storyeval.models import UnionConfig
 
     torch.manual_seed(0)

@@ -8,9 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from storyeval import bundled, cli, int8_runtime
-from storyeval.int8_cached import SCORING_DEFAULTS, CachedInt8Scorer, load_cached_int8_scorer
-from storyeval.scoring import load_union_scorer
+from storyeval.checkpoints import bundled
+from storyeval.cli import main as cli
+from storyeval.scoring.int8 import runtime as int8_runtime
+from storyeval.scoring.int8.cached import SCORING_DEFAULTS, CachedInt8Scorer, load_cached_int8_scorer
+from storyeval.scoring.sequence import load_union_scorer
 
 for module in ("openvino", "nncf", "onnx"):
     pytest.importorskip(module, reason="the int8 runtime is optional: pip install openvino nncf onnx")
@@ -78,7 +80,7 @@ def test_an_export_made_before_it_could_be_found_learns_its_checkpoint(checkpoin
     assert recorded["checkpoint_content_hashes"] == [bundled.content_hash(checkpoint)]
     manifest.write_text(json.dumps({**recorded, "checkpoint_content_hashes": []}))  # as an older version wrote it
     assert load_cached_int8_scorer(checkpoint) is None
-    from storyeval.scoring import clear_loaded_scorers
+    from storyeval.scoring.sequence import clear_loaded_scorers
 
     clear_loaded_scorers()
     exported(checkpoint)  # the torch scorer finds the export by its weights and records the folder's files
@@ -110,7 +112,7 @@ def test_cli_scores_int8_from_the_cache_without_torch_transformers_or_scipy(chec
     stories = tmp_path / "s.txt"
     stories.write_text("\n".join(STORIES) + "\n")
     probe = (
-        "import json, sys\nfrom storyeval import cli\n"
+        "import json, sys\nfrom storyeval.cli import main as cli\n"
         f"code = cli.main(['score', {str(stories)!r}, '--config', {str(checkpoint)!r}, '--dtype', 'int8', '--quiet'])\n"
         "heavy = sorted({name.split('.')[0] for name in sys.modules} & {'torch', 'transformers', 'scipy', 'sklearn'})\n"
         "import scipy.stats  # hidden from NLTK only while it imported\n"
@@ -124,7 +126,7 @@ def test_cli_scores_int8_from_the_cache_without_torch_transformers_or_scipy(chec
 
 def test_nltk_imports_without_scipy_and_sklearn_only_in_a_fresh_process():
     probe = (
-        "import json, sys\nfrom storyeval import cli\ncli.import_nltk_without_unused_statistics()\n"
+        "import json, sys\nfrom storyeval.cli import main as cli\ncli.import_nltk_without_unused_statistics()\n"
         "state = {'nltk': 'nltk' in sys.modules, 'scipy': 'scipy' in sys.modules, 'sklearn': 'sklearn' in sys.modules}\n"
         "import scipy.stats, sklearn\nprint(json.dumps(state))\n"
     )

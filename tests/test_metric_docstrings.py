@@ -1,5 +1,5 @@
 """Each metric module's docstring examples run as doctests, with the scorer mocked at one seam
-(storyeval.scoring.load_scorer), as evaluate's own tests run its modules' examples."""
+(storyeval.scoring.sequence.load_scorer), as evaluate's own tests run its modules' examples."""
 import doctest
 import importlib
 import types
@@ -8,10 +8,11 @@ from pathlib import Path
 import evaluate
 import pytest
 
-from storyeval import checkpoints, scoring
-from storyeval.continuation.model import CRITERIA
-from storyeval.registry import metric_spec
-from storyeval.signature import settings_string
+from storyeval.checkpoints import resolution as checkpoints
+from storyeval.checkpoints.registry import metric_spec
+from storyeval.models.continuation.model import CRITERIA
+from storyeval.scoring import sequence as scoring
+from storyeval.scoring.signature import settings_string
 
 METRICS = Path(__file__).resolve().parent.parent / "metrics"
 

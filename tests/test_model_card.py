@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 from huggingface_hub import DatasetCard, ModelCard
 
-from storyeval import citations
+from storyeval.models import citations
 from storyeval_training import model_card
 
 CHECKOUT = Path(__file__).resolve().parent.parent
@@ -53,7 +53,7 @@ def test_cards_and_metric_modules_cite_from_one_place():
         assert f"```bibtex\n{citation}```\n" in (BUNDLED / name / "README.md").read_text()
     for metric, constant in (("union", "UNION"), ("plot_coherence", "PLOT_COHERENCE"), ("continuation_quality", "CONTINUATION_QUALITY")):
         source = (CHECKOUT / "metrics" / metric / f"{metric}.py").read_text()
-        assert f"from storyeval.citations import {constant} as _CITATION" in source
+        assert f"from storyeval.models.citations import {constant} as _CITATION" in source
     assert "9157--9166" in citations.UNION and "Guan, Jian and Huang, Minlie" in citations.UNION
 
 
@@ -99,7 +99,7 @@ def test_a_continuation_card_names_its_learned_encoder_and_its_tier(tmp_path):
     from test_continuation_encoder import save_tiny_encoder
     from transformers import AutoTokenizer
 
-    from storyeval.checkpoints import backbone_path
+    from storyeval.checkpoints.resolution import backbone_path
     from storyeval_training.model_card import write_continuation_card
 
     results = {"args": {"input_mode": "sim+cont", "cloze_split": "test", "ranking_weight": 1.0, "lm_order": 4, "learning_rate": 0.001,

@@ -11,9 +11,11 @@ import torch
 from conftest import save_tiny_checkpoint
 from transformers import AutoTokenizer, BertConfig, BertModel
 
-from storyeval import checkpoints, cli, hub
+from storyeval.checkpoints import resolution as checkpoints
+from storyeval.cli import hub
+from storyeval.cli import main as cli
 from storyeval.models import UnionConfig, UnionModel
-from storyeval.scoring import load_plot_coherence_scorer
+from storyeval.scoring.sequence import load_plot_coherence_scorer
 from storyeval_training import train_plot_coherence
 from storyeval_training.builders.common import InputFormatError
 from storyeval_training.model_card import write_plot_coherence_card

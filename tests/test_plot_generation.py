@@ -8,7 +8,7 @@ import pytest
 import torch
 from transformers import AutoTokenizer, BertConfig, BertModel, EncoderDecoderModel
 
-from storyeval import checkpoints
+from storyeval.checkpoints import resolution as checkpoints
 from storyeval_training.plots import adversarial_filter as af
 from storyeval_training.plots import generator
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from conftest import subprocess_env
 
-from storyeval import registration
+from storyeval.checkpoints import registration
 
 CHECKOUT = Path(__file__).resolve().parent.parent
 
@@ -33,7 +33,7 @@ def isolated_env(tmp_path):
            "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
     env = subprocess_env(env)
     # the worktree's package first, as the tests import it
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(registration.__file__).resolve().parent.parent), env.get("PYTHONPATH")]))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(registration.__file__).resolve().parents[2]), env.get("PYTHONPATH")]))
     return env
 
 
@@ -46,7 +46,7 @@ def test_nothing_loads_by_name_before_registering(tmp_path, isolated_env):
 def test_register_then_load_every_name_offline_from_anywhere(tmp_path, isolated_env):
     outside = tmp_path / "elsewhere"
     outside.mkdir()
-    register = [sys.executable, "-c", "from storyeval.cli import main; raise SystemExit(main(['register']))"]
+    register = [sys.executable, "-c", "from storyeval.cli.main import main; raise SystemExit(main(['register']))"]
     first = subprocess.run(register, cwd=outside, env=isolated_env, capture_output=True, text=True, timeout=300)
     assert first.returncode == 0, first.stderr
     assert "evaluate.load('storyeval/union')" in first.stderr and "storyeval/union-roc" in first.stderr

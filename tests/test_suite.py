@@ -4,8 +4,8 @@ import math
 
 import pytest
 
-from storyeval import percentiles
-from storyeval.suite import StoryQuality, output_keys
+from storyeval.analysis import percentiles
+from storyeval.analysis.suite import StoryQuality, output_keys
 
 STORIES = [
     "[MALE] was at the bar . he noticed a phone on the floor . he gave it to the bartender .",
@@ -56,7 +56,7 @@ def test_build_reference_refuses_empty_scores_and_unknown_corpora():
 
 
 def test_bundled_checkpoints_carry_their_reference_with_provenance():
-    from storyeval.checkpoints import HUB_CARDS
+    from storyeval.checkpoints.resolution import HUB_CARDS
 
     for folder, corpus in [("union-roc", "roc"), ("union-wp", "wp"), ("plot-coherence-roc", "roc"), ("continuation-quality", "wp"),
                            ("union-roc-base", "roc"), ("union-wp-base", "wp"), ("plot-coherence-roc-base", "roc")]:
@@ -82,7 +82,7 @@ def test_suite_without_contexts_leaves_continuation_out(roc_suite):
 
 
 def test_suite_with_contexts_scores_the_whole_story_and_adds_continuation(roc_suite):
-    from storyeval.scoring import load_scorer
+    from storyeval.scoring.sequence import load_scorer
 
     result = roc_suite.score(CONTINUATIONS, contexts=CONTEXTS)
     assert list(result) == output_keys("roc", with_contexts=True) + ["mean_combined"]
@@ -110,7 +110,7 @@ def test_suite_empty_input_and_unknown_config(roc_suite):
 def test_evaluate_module_matches_the_python_suite(roc_suite):
     import evaluate
 
-    from storyeval.checkpoints import HUB_CARDS
+    from storyeval.checkpoints.resolution import HUB_CARDS
 
     module = evaluate.load(str(HUB_CARDS.parent / "metrics" / "story_quality"), "roc")
     result = module.compute(predictions=CONTINUATIONS, contexts=CONTEXTS)
@@ -149,7 +149,7 @@ def test_the_base_config_scores_with_the_base_tier_against_roc_references():
 def test_the_module_refuses_a_path_like_config_without_creating_it(tmp_path):
     import evaluate
 
-    from storyeval.checkpoints import HUB_CARDS
+    from storyeval.checkpoints.resolution import HUB_CARDS
 
     folder = tmp_path / "not-a-config"
     with pytest.raises(KeyError, match="unknown story_quality config"):

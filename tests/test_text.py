@@ -1,7 +1,7 @@
 import pytest
 
-from storyeval import resources
 from storyeval import text as textlib
+from storyeval.checkpoints import resources
 
 
 def test_tokenize_keeps_placeholders_and_splits_contractions():
@@ -82,7 +82,7 @@ def test_found_nltk_resource_is_checked_again_when_the_search_path_changes(monke
 
 
 def test_a_placeholder_does_not_make_lower_cased_text_count_as_cased():
-    from storyeval.scoring import normalize_story
+    from storyeval.scoring.sequence import normalize_story
     from storyeval.text import is_cased
 
     assert not is_cased("[MALE] met kate .") and is_cased("Ken met Kate.")
@@ -110,7 +110,7 @@ def test_lowercase_names_without_the_cased_text_names_the_missing_file(tmp_path)
 def test_the_pos_tagger_gives_nltks_own_tags():
     from nltk.tag import PerceptronTagger
 
-    from storyeval import resources
+    from storyeval.checkpoints import resources
 
     sentences = ["he bought some milk and walked home happy .", "the dogs barked at the old man 's car all night .",
                  "she could n't believe it was raining in june !", "[MALE] runs , runs and runs ; they ran .", "a", ""]

@@ -14,10 +14,11 @@ from huggingface_hub.errors import StrictDataclassClassValidationError
 from transformers import AutoModel, AutoTokenizer, BertConfig, BertModel
 
 import storyeval
-from storyeval import checkpoints, cli
+from storyeval.checkpoints import resolution as checkpoints
+from storyeval.cli import main as cli
 from storyeval.models import UnionConfig, UnionModel
-from storyeval.scoring import load_union_scorer
-from storyeval.signature import major_minor
+from storyeval.scoring.sequence import load_union_scorer
+from storyeval.scoring.signature import major_minor
 
 TRANSFORMERS, TORCH = major_minor(transformers.__version__), major_minor(torch.__version__)
 
@@ -112,7 +113,8 @@ def test_long_stories_are_windowed_not_truncated(tiny_checkpoint):
 
 
 def test_a_story_needing_more_windows_than_the_limit_is_refused_naming_it(tiny_checkpoint, monkeypatch):
-    from storyeval import scoring, windows
+    from storyeval.scoring import sequence as scoring
+    from storyeval.scoring import windows
 
     scorer = load_union_scorer(tiny_checkpoint, device="cpu")
     long_story = " ".join(f"word{i} ." for i in range(40))
@@ -200,7 +202,7 @@ def test_metric_bad_input(tiny_checkpoint, predictions, error, message):
 def test_missing_nltk_data_fails_at_load_not_at_the_first_compute(tiny_checkpoint, tmp_path, monkeypatch):
     import nltk
 
-    from storyeval.resources import MissingResourceError
+    from storyeval.checkpoints.resources import MissingResourceError
 
     monkeypatch.setattr(nltk.data, "path", [str(tmp_path)])  # an empty data folder
     with pytest.raises(MissingResourceError, match="punkt_tab"):

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import datasets
 
-from storyeval import resources
+from storyeval.checkpoints import resources
 from storyeval_training import paths
 from storyeval_training.builders import BUILDERS, prepare
 from storyeval_training.model_card import write_negatives_card

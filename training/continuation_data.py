@@ -20,7 +20,7 @@ from pathlib import Path
 import datasets
 
 from storyeval import text as textlib
-from storyeval.continuation.model import CRITERIA
+from storyeval.models.continuation.model import CRITERIA
 from storyeval_training.builders.common import InputFormatError, require_file
 
 # our criterion <- the DeltaScore ratings it averages
@@ -37,7 +37,7 @@ RATED_FEATURES = datasets.Features(
 
 def normalize(text: str) -> str:
     """The token form every component expects (lower-cased Treebank tokens, names delexicalised)."""
-    from storyeval.scoring import normalize_story
+    from storyeval.scoring.sequence import normalize_story
 
     return normalize_story(text)
 

@@ -28,8 +28,8 @@ from pathlib import Path
 
 import datasets
 
-from storyeval import resources
 from storyeval import text as textlib
+from storyeval.checkpoints import resources
 from storyeval_training.negatives.negation import alter_negation
 from storyeval_training.negatives.substitution import substitute_keywords
 

@@ -30,7 +30,7 @@ def parse_args(argv=None) -> tuple[argparse.Namespace, argparse.Namespace]:
     p.add_argument("--state", required=True, help="a step_N folder the run saved, or the run's output folder once it has ended")
     p.add_argument("--export-dir", required=True, help="where the checkpoint and its card go (must not exist yet)")
     p.add_argument("--base-model", default=None,
-                   help="the backbone a top-layer checkpoint sits on, by a name storyeval.backbones "
+                   help="the backbone a top-layer checkpoint sits on, by a name storyeval.checkpoints.backbones "
                         "resolves (default: the run's --base-model-name or --model-name-or-path)")
     p.add_argument("--code-commit", default=None, help="the commit the run's code was at, recorded in the card's results (default: unknown)")
     p.add_argument("run_args", nargs=argparse.REMAINDER, help="-- followed by the run's own arguments "

@@ -27,8 +27,8 @@ from pathlib import Path
 import gender_guesser.detector
 from lemminflect import getAllLemmas
 
-from storyeval import resources
 from storyeval import text as textlib
+from storyeval.checkpoints import resources
 from storyeval_training import paths
 from storyeval_training.builders.common import open_lines
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from huggingface_hub import DatasetCard, DatasetCardData, EvalResult, ModelCard, ModelCardData
 
-from storyeval import citations
+from storyeval.models import citations
 
 TEMPLATES = Path(__file__).resolve().parent / "card_templates"
 CORPORA = {"roc": "rocstories", "wp": "writingprompts"}
@@ -36,7 +36,7 @@ def _recorded_backbone(folder: Path) -> str | None:
 
 def _hub_id(name: str) -> str:
     """The offline backbones by their Hub ids; anything else as given."""
-    from storyeval.backbones import BASE_BACKBONE, FAST_BACKBONE, HUB_ORGANISATION
+    from storyeval.checkpoints.backbones import BASE_BACKBONE, FAST_BACKBONE, HUB_ORGANISATION
 
     return f"{HUB_ORGANISATION}/{name}" if name in (FAST_BACKBONE, BASE_BACKBONE) else name
 
@@ -49,7 +49,7 @@ def _base_model(args: dict, folder: Path) -> str:
 
 def _tier(folder: Path) -> str:
     """The name suffix of the checkpoint's tier: ``-base`` on the base-size backbone, none on MiniLM."""
-    from storyeval.backbones import BASE_BACKBONE
+    from storyeval.checkpoints.backbones import BASE_BACKBONE
 
     backbone = _recorded_backbone(folder) or ""
     return "-base" if backbone.rstrip("/").rsplit("/", 1)[-1] == BASE_BACKBONE else ""

@@ -19,7 +19,8 @@ CHECKOUT = Path(__file__).resolve().parents[1]
 TRAINING = Path(__file__).resolve().parent
 RUNTIME = Path(storyeval.__file__).resolve().parent
 # the runtime's text normalisation (tokenising, names, NLTK access), which training data goes through too
-TEXT_PIPELINE = (RUNTIME / "text.py", RUNTIME / "resources.py", RUNTIME / "lowercase_names.txt")
+# (source_hash keys by file name and contents, so moving these files between folders keeps the hash)
+TEXT_PIPELINE = (RUNTIME / "text.py", RUNTIME / "checkpoints" / "resources.py", RUNTIME / "checkpoints" / "lowercase_names.txt")
 
 
 def source_hash(files: Iterable[Path]) -> str:

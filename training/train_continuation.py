@@ -37,17 +37,16 @@ from pathlib import Path
 import datasets
 import numpy as np
 import torch
-from accelerate import Accelerator
 from accelerate.utils import set_seed
 from scipy import stats
 from tqdm.auto import tqdm
 
 from storyeval import text as textlib
-from storyeval.continuation.cooccurrence import CooccurrenceStats
-from storyeval.continuation.encoder import ENCODER_FOLDER, ENCODER_KIND, ContinuationEncoder
-from storyeval.continuation.features import FEATURE_GROUPS, FeatureExtractor, cooccurrence_words
-from storyeval.continuation.model import CRITERIA, INPUT_MODES, ContinuationModel
-from storyeval.continuation.ngram_lm import NgramLM
+from storyeval.models.continuation.cooccurrence import CooccurrenceStats
+from storyeval.models.continuation.encoder import ENCODER_FOLDER, ENCODER_KIND, ContinuationEncoder
+from storyeval.models.continuation.features import FEATURE_GROUPS, FeatureExtractor, cooccurrence_words
+from storyeval.models.continuation.model import CRITERIA, INPUT_MODES, ContinuationModel
+from storyeval.models.continuation.ngram_lm import NgramLM
 from storyeval_training import continuation_data, paths
 from storyeval_training.builders import ROCStories, WritingPrompts, load_split
 from storyeval_training.loop import require_positive
@@ -207,7 +206,6 @@ def train(args, rated_splits: datasets.DatasetDict | None = None) -> dict:
     gives each fold's. The rated pairs still keep every context they hold out of the statistics and cloze pairs.
     """
     set_seed(args.seed)
-    accelerator = Accelerator(cpu=True)
     output = Path(args.output_dir)
     started = time.perf_counter()
     run_environment = environment()  # taken at the start: the code the run ran, not what the checkout holds when it ends
@@ -304,7 +302,6 @@ def train(args, rated_splits: datasets.DatasetDict | None = None) -> dict:
         model.feature_mean.copy_(mean)
         model.feature_std.copy_(std)
     optimizer = torch.optim.Adam(model.parameters(), lr=args.learning_rate)
-    model, optimizer = accelerator.prepare(model, optimizer)
 
     # plain lists: row access on an Arrow table inside the loop is slow
     train = splits["train"].to_dict()
@@ -316,6 +313,7 @@ def train(args, rated_splits: datasets.DatasetDict | None = None) -> dict:
     steps = max(len(rated_index), len(cloze_index) // 4) // args.batch_size + 1
     best, history = None, []
     output.mkdir(parents=True, exist_ok=True)  # only now, so that bad inputs leave nothing behind
+    # a plain loop, not storyeval_training.loop: a network this small trains on one CPU, where accelerate adds nothing
     for epoch in tqdm(range(args.epochs), desc="epochs"):
         rng.shuffle(rated_index)
         rng.shuffle(cloze_index)
@@ -332,7 +330,7 @@ def train(args, rated_splits: datasets.DatasetDict | None = None) -> dict:
                 margin = torch.relu(args.ranking_margin - (right[:, :2] - wrong[:, :2]))
                 loss = loss + args.ranking_weight * margin.mean()
             optimizer.zero_grad()
-            accelerator.backward(loss)
+            loss.backward()
             optimizer.step()
         score, per = mean_spearman(model, splits["validation"], features["validation"])
         history.append({"epoch": epoch + 1, "validation_mean_spearman": score, **{f"validation_{k}": v for k, v in per.items()}})

@@ -30,9 +30,9 @@ import datasets
 import torch
 from transformers import AutoTokenizer
 
-from storyeval.checkpoints import OFFLINE_BACKBONE, backbone_path
-from storyeval.continuation.encoder import encode_pairs, pad, save_encoder_config
+from storyeval.checkpoints.resolution import OFFLINE_BACKBONE, backbone_path
 from storyeval.models import UnionModel
+from storyeval.models.continuation.encoder import encode_pairs, pad, save_encoder_config
 from storyeval_training import continuation_pairs, train_union
 from storyeval_training.loop import LoopArguments, TrainingLoop, add_loop_arguments, check_loop_arguments
 

@@ -42,7 +42,7 @@ from pathlib import Path
 import datasets
 
 from storyeval import text as textlib
-from storyeval.checkpoints import OFFLINE_BACKBONE
+from storyeval.checkpoints.resolution import OFFLINE_BACKBONE
 from storyeval_training import paths, train_union
 from storyeval_training.build_negatives import PAIR_FEATURES
 from storyeval_training.builders.common import InputFormatError, human_judged_keys, open_lines

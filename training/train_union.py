@@ -21,9 +21,9 @@ import torch
 from transformers import AutoTokenizer
 
 from storyeval import text as textlib
-from storyeval.checkpoints import OFFLINE_BACKBONE, backbone_path
+from storyeval.checkpoints.resolution import OFFLINE_BACKBONE, backbone_path
 from storyeval.models import UnionModel
-from storyeval.scoring import normalize_story
+from storyeval.scoring.sequence import normalize_story
 from storyeval_training import build_negatives
 from storyeval_training.loop import LoopArguments, TrainingLoop, add_loop_arguments, check_loop_arguments
 from storyeval_training.model_card import write_union_card
@@ -70,7 +70,7 @@ def add_partial_training_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--lora-alpha", type=float, default=None, help="the adapters' scale (default: twice --lora-rank)")
     p.add_argument("--base-model-name", default=None,
                    help="base_model for the model card (default: --model-name-or-path); with --train-top-layers also the backbone "
-                        "the export loads onto, so give a name storyeval.backbones resolves (all-mpnet-base-v2), not a local folder")
+                        "the export loads onto, so give a name storyeval.checkpoints.backbones resolves (all-mpnet-base-v2), not a local folder")
 
 
 def check_partial_training_arguments(p: argparse.ArgumentParser, args) -> None:
@@ -364,7 +364,7 @@ def export(best_dir: Path, export_dir: Path, results: dict, keep_reconstruction_
 
     A model trained only in its top layers, or through LoRA adapters, exports just those layers
     (or adapters) and the heads, on top of ``base_model`` (the backbone it started from, by a name
-    :mod:`storyeval.backbones` resolves, or a folder), without the reconstruction head.
+    :mod:`storyeval.checkpoints.backbones` resolves, or a folder), without the reconstruction head.
     """
     model = UnionModel.from_pretrained(best_dir)
     if model.config.trained_top_layers is not None or model.config.lora_rank:

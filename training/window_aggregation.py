@@ -4,7 +4,7 @@
         --pairs-dir runs/pc-wp/pairs --window 256 --output runs/pc-wp-export/window_aggregation.json
 
 A story longer than the scoring window is scored window by window (see
-:mod:`storyeval.scoring`). Whether the story's score should be the windows' mean
+:mod:`storyeval.scoring.sequence`). Whether the story's score should be the windows' mean
 or their minimum is a modelling choice, so it is made like any other: by pair
 accuracy (the human story scored above its negative, a tie counting half, as in
 training) on the validation pairs the
@@ -25,8 +25,8 @@ from pathlib import Path
 import datasets
 import torch
 
-from storyeval import scoring
-from storyeval.scoring import WINDOW_AGGREGATIONS, SequenceScorer, load_story_classifier
+from storyeval.scoring import sequence as scoring
+from storyeval.scoring.sequence import WINDOW_AGGREGATIONS, SequenceScorer, load_story_classifier
 from storyeval_training.model_card import rerender_card
 from storyeval_training.train_union import pair_accuracy as interleaved_pair_accuracy
 

@@ -3,8 +3,8 @@ import evaluate
 
 # imported as a module: evaluate takes the first Metric class it finds in this namespace
 from storyeval import metric_base
-from storyeval.citations import CONTINUATION_QUALITY as _CITATION
-from storyeval.continuation.model import CRITERIA
+from storyeval.models.citations import CONTINUATION_QUALITY as _CITATION
+from storyeval.models.continuation.model import CRITERIA
 
 _DESCRIPTION = """\
 Scores a story continuation given its context on three criteria, overall quality,

@@ -3,7 +3,7 @@ import evaluate
 
 # imported as a module: evaluate takes the first Metric class it finds in this namespace
 from storyeval import metric_base
-from storyeval.citations import PLOT_COHERENCE as _CITATION
+from storyeval.models.citations import PLOT_COHERENCE as _CITATION
 
 _DESCRIPTION = """\
 Plot coherence scores how plausible a story is, without a reference: a

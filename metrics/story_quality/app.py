@@ -1,10 +1,10 @@
 """Gradio demo of the story_quality suite (the Space's entry point).
 
 evaluate's ``launch_gradio_widget`` uses ``gr.inputs``, which Gradio 4 removed,
-so the demo is built with ``gr.Blocks`` in ``storyeval.demo``.
+so the demo is built with ``gr.Blocks`` in ``storyeval.cli.demo``.
 """
-from storyeval.demo import build_demo
-from storyeval.resources import download_missing_nltk
+from storyeval.checkpoints.resources import download_missing_nltk
+from storyeval.cli.demo import build_demo
 
 download_missing_nltk()  # a Space starts without NLTK's data
 

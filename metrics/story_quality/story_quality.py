@@ -3,9 +3,10 @@ import datasets
 import evaluate
 
 # imported as a module: evaluate takes the first Metric class it finds in this namespace
-from storyeval import metric_base, suite
-from storyeval.citations import CONTINUATION_QUALITY, PLOT_COHERENCE, UNION
+from storyeval import metric_base
+from storyeval.analysis import suite
 from storyeval.inputs import check_same_length, check_texts
+from storyeval.models.citations import CONTINUATION_QUALITY, PLOT_COHERENCE, UNION
 
 _CITATION = "\n".join([UNION, PLOT_COHERENCE, CONTINUATION_QUALITY])  # the suite runs all three metrics
 

@@ -3,7 +3,7 @@ import evaluate
 
 # imported as a module: evaluate takes the first Metric class it finds in this namespace
 from storyeval import metric_base
-from storyeval.citations import UNION as _CITATION
+from storyeval.models.citations import UNION as _CITATION
 
 _DESCRIPTION = """\
 UNION scores a story without any reference: a BERT-style encoder trained to tell

@@ -22,7 +22,7 @@ from transformers import AutoConfig, AutoModel, PreTrainedConfig, PreTrainedMode
 from transformers.configuration_utils import SubConfigSpec
 from transformers.utils import ModelOutput
 
-from storyeval.registry import UNION_MODEL_TYPE
+from storyeval.checkpoints.registry import UNION_MODEL_TYPE
 
 
 @strict
@@ -60,7 +60,7 @@ class UnionConfig(PreTrainedConfig):
     lora_alpha: float | None = None
     lora_target_modules: list[str] | None = None
     # set on a checkpoint that ships only its trained parameters: the backbone the rest comes from
-    # (a name storyeval.backbones resolves, or a folder) and the SHA-256 of those untrained weights
+    # (a name storyeval.checkpoints.backbones resolves, or a folder) and the SHA-256 of those untrained weights
     base_model: str | None = None
     base_model_sha256: str | None = None
 
@@ -69,7 +69,7 @@ class UnionConfig(PreTrainedConfig):
             raise ValueError(f"recon_weight must not be negative (0: no reconstruction loss), got {self.recon_weight}")
 
     def validate_window_aggregation(self):
-        if self.window_aggregation not in ("mean", "min"):  # storyeval.scoring.WINDOW_AGGREGATIONS; models do not import the scorer
+        if self.window_aggregation not in ("mean", "min"):  # storyeval.scoring.sequence.WINDOW_AGGREGATIONS; models do not import the scorer
             raise ValueError(f"window_aggregation must be 'mean' or 'min', got {self.window_aggregation!r}")
 
     def validate_max_length(self):
@@ -242,7 +242,7 @@ class UnionModel(PreTrainedModel):
     @classmethod
     def from_pretrained(cls, pretrained_model_name_or_path, *args, base_model_path: str | None = None, **kwargs):
         """A checkpoint folder that ships only its trained parameters is loaded onto its backbone
-        (``base_model_path``, else its recorded ``base_model`` resolved by :mod:`storyeval.backbones`),
+        (``base_model_path``, else its recorded ``base_model`` resolved by :mod:`storyeval.checkpoints.backbones`),
         whose untrained weights must hash to the recorded value; anything else loads as usual."""
         folder = Path(str(pretrained_model_name_or_path))
         if not folder.is_dir():  # a Hub id: fetched (or found in the cache) first, so a partial checkpoint is seen as one
@@ -262,7 +262,7 @@ class UnionModel(PreTrainedModel):
     def _from_trained_parameters(cls, folder: Path, base_model_path: str | None, dtype) -> "UnionModel":
         from safetensors.torch import load_file
 
-        from storyeval.backbones import resolve_backbone
+        from storyeval.checkpoints.backbones import resolve_backbone
 
         config = UnionConfig.from_pretrained(folder)
         backbone = base_model_path or resolve_backbone(config.base_model)

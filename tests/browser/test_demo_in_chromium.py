@@ -46,7 +46,7 @@ def free_port() -> int:
 def demo_url():
     port = free_port()
     env = {**os.environ, "GRADIO_ANALYTICS_ENABLED": "False"}
-    server = subprocess.Popen([sys.executable, "-m", "storyeval.cli", "demo", "--port", str(port)], cwd=CHECKOUT, env=env)
+    server = subprocess.Popen([sys.executable, "-m", "storyeval.cli.main", "demo", "--port", str(port)], cwd=CHECKOUT, env=env)
     url = f"http://127.0.0.1:{port}/"
     deadline = time.monotonic() + 180
     while True:

@@ -62,7 +62,7 @@ from collections.abc import Callable, Sequence
 
 from lemminflect import getAllInflections, getAllLemmas, getInflection, getLemma
 
-from storyeval import resources
+from storyeval.checkpoints import resources
 
 Tagged = Sequence[str]  # Penn tags, parallel to the tokens
 

@@ -23,7 +23,7 @@ import inflect
 from lemminflect import getAllLemmas, getInflection
 from wordfreq import word_frequency
 
-from storyeval import resources
+from storyeval.checkpoints import resources
 from storyeval_training.builders.common import InputFormatError, open_lines
 from storyeval_training.negatives.repetition import Sentences
 

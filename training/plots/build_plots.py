@@ -39,8 +39,8 @@ from pathlib import Path
 import datasets
 from tqdm.auto import tqdm
 
-from storyeval import resources
 from storyeval import text as textlib
+from storyeval.checkpoints import resources
 from storyeval_training import paths
 from storyeval_training.builders import BUILDERS, prepare
 from storyeval_training.plots.extraction import extract_plot

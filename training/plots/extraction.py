@@ -36,8 +36,8 @@ from __future__ import annotations
 
 import functools
 
-from storyeval import resources
 from storyeval import text as textlib
+from storyeval.checkpoints import resources
 
 DEFAULT_KEYWORDS_PER_SENTENCE = 3
 MAX_KEYWORD_WORDS = 2  # ROC storylines are single words and short phrases

@@ -39,7 +39,7 @@ from pathlib import Path
 
 from lemminflect import getAllInflections, getAllLemmas
 
-from storyeval import resources
+from storyeval.checkpoints import resources
 from storyeval_training.builders.common import InputFormatError, open_lines
 from storyeval_training.negatives.substitution import inflected_antonyms, read_antonyms
 

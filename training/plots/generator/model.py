@@ -15,7 +15,7 @@ from transformers import (
     PreTrainedTokenizerBase,
 )
 
-from storyeval.checkpoints import OFFLINE_BACKBONE, backbone_path
+from storyeval.checkpoints.resolution import OFFLINE_BACKBONE, backbone_path
 
 logger = logging.getLogger(__name__)
 

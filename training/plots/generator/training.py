@@ -11,7 +11,7 @@ import datasets
 import torch
 from transformers import DataCollatorForSeq2Seq
 
-from storyeval.checkpoints import OFFLINE_BACKBONE
+from storyeval.checkpoints.resolution import OFFLINE_BACKBONE
 from storyeval_training.builders import BUILDERS, load_split
 from storyeval_training.loop import LoopArguments, TrainingLoop, add_loop_arguments, check_loop_arguments
 from storyeval_training.plots.generator.model import (

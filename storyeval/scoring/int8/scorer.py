@@ -1,7 +1,7 @@
 """A scorer that scores in int8 by default, with its own int8 backend and thread count.
 
-Any :class:`~storyeval.scoring.SequenceScorer` scores in int8 with ``dtype="int8"``
-(see :mod:`storyeval.int8_runtime`), on torch's thread count and the default
+Any :class:`~storyeval.scoring.sequence.SequenceScorer` scores in int8 with ``dtype="int8"``
+(see :mod:`storyeval.scoring.int8.runtime`), on torch's thread count and the default
 backend; :func:`load_int8_scorer` chooses both and exports (or finds the cached
 export) at load, so the first ``score`` call does not pay for it.
 """
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import torch
 
-from storyeval.int8_runtime import get_backend, int8_model
-from storyeval.scoring import SequenceScorer, load_union_scorer
+from storyeval.scoring.int8.runtime import get_backend, int8_model
+from storyeval.scoring.sequence import SequenceScorer, load_union_scorer
 
 INT8 = torch.int8  # the dtype the scorers resolve "int8" to
 

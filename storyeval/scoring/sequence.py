@@ -3,7 +3,7 @@
 Load once, score many times: a scorer keeps its model and tokenizer, sorts
 its inputs by length so that batches waste little padding, and restores the
 input order. A story longer than the model's window is never truncated: it is
-cut into overlapping windows (:mod:`storyeval.windows`), every window is scored,
+cut into overlapping windows (:mod:`storyeval.scoring.windows`), every window is scored,
 and the story's score is the mean over its windows, or their minimum where the
 checkpoint's ``window_aggregation`` says so (a story is then as plausible as its
 weakest part). A story that needs more than ``MAX_WINDOWS`` windows is refused
@@ -23,13 +23,16 @@ from pathlib import Path
 import torch
 from transformers import AutoTokenizer
 
-from storyeval import bundled, checkpoints, int8_runtime, windows
-from storyeval.devices import DTYPES, resolve_device, resolve_dtype  # noqa: F401 (DTYPES: part of this module's API)
+from storyeval.checkpoints import bundled
+from storyeval.checkpoints import resolution as checkpoints
+from storyeval.checkpoints.registry import metric_spec
 from storyeval.inputs import PROBE_STORY, check_batch_size, check_progress_bar, check_texts
-from storyeval.registry import metric_spec
-from storyeval.signature import settings_string
+from storyeval.scoring import windows
+from storyeval.scoring.devices import DTYPES, resolve_device, resolve_dtype  # noqa: F401 (DTYPES: part of this module's API)
+from storyeval.scoring.int8 import runtime as int8_runtime
+from storyeval.scoring.signature import settings_string
+from storyeval.scoring.windows import MAX_WINDOWS, WINDOW_AGGREGATIONS, StoryTooLongError  # noqa: F401 (part of this module's API)
 from storyeval.text import normalize_story
-from storyeval.windows import MAX_WINDOWS, WINDOW_AGGREGATIONS, StoryTooLongError  # noqa: F401 (part of this module's API)
 
 
 class SequenceScorer:
@@ -57,7 +60,7 @@ class SequenceScorer:
         self.name = name  # the checkpoint's short name, for the settings string
 
     def settings(self, dtype=None) -> str:
-        """What a score from :meth:`score` with this ``dtype`` was computed with (see :mod:`storyeval.signature`)."""
+        """What a score from :meth:`score` with this ``dtype`` was computed with (see :mod:`storyeval.scoring.signature`)."""
         return settings_string(self.name, dtype)
 
     def windows(self, story: str) -> list[list[int]]:
@@ -98,7 +101,7 @@ class SequenceScorer:
         for chunk, ids, mask in windows.padded_batches(story_windows, batch_size, self.tokenizer.pad_token_id or 0, progress_bar):
             logits = model(input_ids=torch.from_numpy(ids).to(device), attention_mask=torch.from_numpy(mask).to(device)).logits
             # the sigmoid in float64, rounded to float32: exact to the last bit, so the int8 scorer without torch
-            # (storyeval.int8_cached) gives the same scores
+            # (storyeval.scoring.int8.cached) gives the same scores
             for k, value in zip(chunk, torch.sigmoid(logits.double()).float().tolist()):
                 window_scores[k] = value
         return windows.by_story(story_windows, window_scores, len(stories))
@@ -109,7 +112,7 @@ def _special_token_frame(tokenizer) -> tuple[list[int], list[int]]:
 
 
 def load_story_classifier(checkpoint: str | Path, device=None, preprocess: bool = True) -> SequenceScorer:
-    """A scorer for a UNION-architecture checkpoint folder (UNION and plot coherence; see :mod:`storyeval.checkpoints`).
+    """A scorer for a UNION-architecture checkpoint folder (UNION and plot coherence; see :mod:`storyeval.checkpoints.resolution`).
 
     It does not check which metric the folder belongs to, so benchmarks can score one metric's
     checkpoint with the other on purpose; :func:`load_scorer` checks.

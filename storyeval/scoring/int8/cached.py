@@ -1,6 +1,6 @@
 """Int8 scoring from a cached export, without importing torch or transformers.
 
-``dtype="int8"`` exports a checkpoint once (:mod:`storyeval.int8_runtime`; tracing the
+``dtype="int8"`` exports a checkpoint once (:mod:`storyeval.scoring.int8.runtime`; tracing the
 model needs torch) and caches the export. From then on, scoring needs only the int8
 runtime, the checkpoint's ``tokenizer.json`` (read by ``tokenizers``, the library
 behind transformers' fast tokenizers) and NumPy, and those import in a fraction of
@@ -8,7 +8,7 @@ torch's and transformers' time. ``storyeval score --dtype int8`` therefore loads
 :class:`CachedInt8Scorer` when :func:`load_cached_int8_scorer` finds everything it needs,
 and the torch scorer otherwise: the first run, which exports; a checkpoint whose files
 changed since; an encoder that ``dtype="int8"`` refuses; a CPU without int8 instructions.
-Both cut, batch and aggregate with :mod:`storyeval.windows` and run the same export,
+Both cut, batch and aggregate with :mod:`storyeval.scoring.windows` and run the same export,
 so they give the same scores.
 """
 from __future__ import annotations
@@ -19,9 +19,11 @@ from pathlib import Path
 
 import numpy as np
 
-from storyeval import checkpoints, int8_runtime, windows
+from storyeval.checkpoints import resolution as checkpoints
 from storyeval.inputs import check_batch_size, check_progress_bar, check_texts
-from storyeval.signature import settings_string
+from storyeval.scoring import windows
+from storyeval.scoring.int8 import runtime as int8_runtime
+from storyeval.scoring.signature import settings_string
 from storyeval.text import normalize_story
 
 # the scoring settings of a UNION-architecture checkpoint's config.json, and the defaults that
@@ -30,7 +32,7 @@ SCORING_DEFAULTS = {"max_length": 512, "window_stride": 256, "window_aggregation
 
 
 class CachedInt8Scorer:
-    """Scores stories with a cached int8 export, like a :class:`~storyeval.scoring.SequenceScorer` with ``dtype="int8"``."""
+    """Scores stories with a cached int8 export, like a :class:`~storyeval.scoring.sequence.SequenceScorer` with ``dtype="int8"``."""
 
     def __init__(self, run, tokenizer, pad_id: int, settings: dict, name: str, backend: str, folder: Path,
                  num_threads: int | None, preprocess: bool = True):

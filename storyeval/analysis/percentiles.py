@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from storyeval.registry import CORPORA
+from storyeval.checkpoints.registry import CORPORA
 
 REFERENCE_FILE = "reference_scores.json"
 FORMAT_VERSION = 1

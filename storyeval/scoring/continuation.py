@@ -10,15 +10,15 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from storyeval.checkpoints import checkpoint_name
-from storyeval.continuation.cooccurrence import CooccurrenceStats
-from storyeval.continuation.encoder import load_learned_encoder
-from storyeval.continuation.features import FeatureExtractor
-from storyeval.continuation.model import CRITERIA, ContinuationModel
-from storyeval.continuation.ngram_lm import NgramLM
-from storyeval.devices import resolve_device, resolve_dtype
+from storyeval.checkpoints.resolution import checkpoint_name
 from storyeval.inputs import FLOAT_DTYPE_NAMES, check_batch_size, check_progress_bar, check_same_length, check_texts
-from storyeval.signature import settings_string
+from storyeval.models.continuation.cooccurrence import CooccurrenceStats
+from storyeval.models.continuation.encoder import load_learned_encoder
+from storyeval.models.continuation.features import FeatureExtractor
+from storyeval.models.continuation.model import CRITERIA, ContinuationModel
+from storyeval.models.continuation.ngram_lm import NgramLM
+from storyeval.scoring.devices import resolve_device, resolve_dtype
+from storyeval.scoring.signature import settings_string
 from storyeval.text import normalize_story
 
 
@@ -41,7 +41,7 @@ class ContinuationScorer:
         self.name = checkpoint_name(folder)  # for the settings string
 
     def settings(self, dtype=None) -> str:
-        """What a score from :meth:`score` with this ``dtype`` was computed with (see :mod:`storyeval.signature`)."""
+        """What a score from :meth:`score` with this ``dtype`` was computed with (see :mod:`storyeval.scoring.signature`)."""
         return settings_string(self.name, dtype)
 
     def model_in(self, dtype: torch.dtype, device: torch.device):

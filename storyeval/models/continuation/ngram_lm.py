@@ -15,7 +15,7 @@ from typing import Iterable
 
 import numpy as np
 
-from storyeval.continuation.arrays import load_npz, words_from_array, words_to_array
+from storyeval.models.continuation.arrays import load_npz, words_from_array, words_to_array
 
 PAD, UNK, BOS, EOS = 0, 1, 2, 3
 SPECIALS = ("<pad>", "<unk>", "<s>", "</s>")

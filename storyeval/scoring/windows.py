@@ -1,7 +1,7 @@
 """Stories as token windows, windows as padded batches, window scores as story scores.
 
-The part of story scoring that needs no model: :class:`storyeval.scoring.SequenceScorer`
-(torch) and :class:`storyeval.int8_cached.CachedInt8Scorer` (an int8 runtime, no torch)
+The part of story scoring that needs no model: :class:`storyeval.scoring.sequence.SequenceScorer`
+(torch) and :class:`storyeval.scoring.int8.cached.CachedInt8Scorer` (an int8 runtime, no torch)
 share it, so both cut, batch and aggregate a story the same way. A story longer than
 the model's window is never truncated: it is cut into overlapping windows
 (``stride`` tokens apart, each wrapped in the model's special tokens). A story that

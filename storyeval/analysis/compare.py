@@ -19,7 +19,7 @@ comparison repeats exactly. No correction for testing several pairs is applied.
 
 In Python, for an eval loop::
 
-    from storyeval.compare import compare_systems
+    from storyeval.analysis.compare import compare_systems
     result = compare_systems({"baseline": base_scores, "ours": our_scores})
     print(result.table())
 """
@@ -339,7 +339,7 @@ def compare_files(paths: Sequence[str | Path], scorer=None, *, story_field: str 
                   id_field: str = "id", batch_size: int = 16, dtype=None, **options) -> tuple[Comparison, dict[str, list[float]], bool]:
     """Read, match and (if they carry no scores) score the systems' files, then :func:`compare_systems`.
 
-    ``scorer`` is a loaded story scorer (``storyeval.scoring.load_scorer``), or a callable that returns
+    ``scorer`` is a loaded story scorer (``storyeval.scoring.sequence.load_scorer``), or a callable that returns
     one, called only when the files need scoring. Returns the comparison, each system's per-item scores
     (in the first file's order) and whether the scores were read from the files.
     """
@@ -452,8 +452,9 @@ def run(args) -> int:
             raise ComparisonInputError("--batch-size must be positive")
 
         def scorer():
-            from storyeval import checkpoints, scoring
-            from storyeval.devices import set_num_threads
+            from storyeval.checkpoints import resolution as checkpoints
+            from storyeval.scoring import sequence as scoring
+            from storyeval.scoring.devices import set_num_threads
 
             set_num_threads(args.num_threads)
             return scoring.load_scorer(args.metric, checkpoints.resolve_checkpoint(args.metric, args.config), device=args.device)

@@ -1,6 +1,6 @@
 """Which sentence drags a story's score down: leave-one-out sentence blame.
 
-    from storyeval.explain import explain
+    from storyeval.analysis.explain import explain
     result = explain("Ken went home. He was tired. He was not tired. He slept.", scorer)
     result.ranking()          # sentence indices, most blamed first
 
@@ -59,7 +59,7 @@ def story_sentences(story: str) -> list[str]:
 
 
 def _check_scorer(scorer) -> None:
-    from storyeval.continuation.scorer import ContinuationScorer
+    from storyeval.scoring.continuation import ContinuationScorer
 
     if isinstance(scorer, ContinuationScorer):
         raise TypeError("explain needs a story scorer (union, plot_coherence); continuation quality scores pairs, not stories")

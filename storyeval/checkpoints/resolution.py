@@ -5,7 +5,7 @@ checkpoint folder, or a Hub repo id. Resolution order:
 
 1. a registered name: the copy bundled with the package (``hub_cards/<checkpoint>/`` in
    a checkout), entered into the Hugging Face cache and returned by ``snapshot_download``
-   like any download (see :mod:`storyeval.bundled`); else the Hub (so a folder called
+   like any download (see :mod:`storyeval.checkpoints.bundled`); else the Hub (so a folder called
    ``roc`` in the working directory, as in the shared data, does not shadow it; ``./roc``
    names the folder);
 2. any other name: a local folder (a path that exists);
@@ -28,14 +28,14 @@ import json
 import logging
 from pathlib import Path
 
-from storyeval import bundled
-from storyeval.registry import METRICS, UNION_MODEL_TYPE, UNPUBLISHED
+from storyeval.checkpoints import bundled
+from storyeval.checkpoints.registry import METRICS, UNION_MODEL_TYPE, UNPUBLISHED
 
-# where the bundled checkpoints are: the package's data, else the checkout's hub_cards/ (see storyeval.bundled)
+# where the bundled checkpoints are: the package's data, else the checkout's hub_cards/ (see storyeval.checkpoints.bundled)
 HUB_CARDS = bundled.CHECKPOINTS_ROOT
 HUB_ORGANISATION = bundled.HUB_ORGANISATION
 
-# views of storyeval.registry, where configs are added: metric -> config name -> checkpoint name, metric -> default
+# views of storyeval.checkpoints.registry, where configs are added: metric -> config name -> checkpoint name, metric -> default
 REGISTRY: dict[str, dict[str, str]] = {name: spec.configs for name, spec in METRICS.items()}
 DEFAULT_CONFIG = {name: spec.default for name, spec in METRICS.items()}
 
@@ -45,9 +45,9 @@ OFFLINE_BACKBONE = "all-MiniLM-L6-v2"
 
 
 def backbone_path(name_or_path: str = OFFLINE_BACKBONE) -> str:
-    """A backbone's local folder where it has an offline copy (see :mod:`storyeval.backbones`);
+    """A backbone's local folder where it has an offline copy (see :mod:`storyeval.checkpoints.backbones`);
     any other value (``bert-base-uncased``, a folder) unchanged, for ``from_pretrained`` to resolve."""
-    from storyeval.backbones import resolve_backbone
+    from storyeval.checkpoints.backbones import resolve_backbone
 
     return resolve_backbone(name_or_path)
 
@@ -165,7 +165,7 @@ def bundled_configs(metric: str) -> list[str]:
 
 
 def _from_bundle(metric: str, name: str, cache_dir: str | None) -> Path:
-    """A bundled checkpoint, through the Hugging Face cache like any download (see :mod:`storyeval.bundled`)."""
+    """A bundled checkpoint, through the Hugging Face cache like any download (see :mod:`storyeval.checkpoints.bundled`)."""
     try:
         revision = bundled.enter_into_cache(name, cache_dir, HUB_CARDS)
     except OSError as error:
@@ -187,7 +187,7 @@ def _download(metric: str | None, repo_id: str, local_files_only: bool | None, c
     from huggingface_hub.errors import GatedRepoError, LocalEntryNotFoundError, RepositoryNotFoundError
 
     if local_files_only is None:
-        from storyeval.backbones import hub_offline
+        from storyeval.checkpoints.backbones import hub_offline
 
         local_files_only = hub_offline()
     context = f"no checkpoint folder at {missing}, and " if missing else ""

@@ -8,7 +8,7 @@ each row for its int8 products. Any encoder the exporter traces can be exported,
 but ``dtype="int8"`` refuses the encoder types in :data:`DRIFT_BOUND_MISSED`
 (MPNet, the base tier), whose int8 copy was measured to move rankings past the
 project's bound; the MiniLM tier holds it. The scorer's text side,
-windows, batches and order are :class:`storyeval.scoring.SequenceScorer`'s:
+windows, batches and order are :class:`storyeval.scoring.sequence.SequenceScorer`'s:
 only the model call differs. ``backend="ctranslate2"`` keeps the runtime that
 shipped first (BERT encoders only; it moves scores more, see speed.md).
 
@@ -18,7 +18,7 @@ weights and encoder config, the exporter's format and the versions of the
 libraries that wrote it, so a changed checkpoint or library is exported anew
 and the old export of that checkpoint is removed. Its manifest also records a
 hash of the checkpoint folder's files the model was loaded from, by which
-:mod:`storyeval.int8_cached` finds the export without loading the model.
+:mod:`storyeval.scoring.int8.cached` finds the export without loading the model.
 
 Int8 products are fast and exact only with the CPU's int8 dot-product
 instructions (VNNI on x86, dot product on ARM). Without them the scorer falls
@@ -26,8 +26,8 @@ back to the float32 model with a warning: slower, never wrong.
 
 Each runtime sits behind :class:`Int8Backend`, so another one (the benchmarks
 measure ONNX Runtime through it) can be plugged in with :func:`register_backend`.
-This module never imports the scorers, so :mod:`storyeval.scoring` can call
-:func:`int8_model` for its ``dtype="int8"``; :mod:`storyeval.int8` holds the
+This module never imports the scorers, so :mod:`storyeval.scoring.sequence` can call
+:func:`int8_model` for its ``dtype="int8"``; :mod:`storyeval.scoring.int8.scorer` holds the
 scorer with a backend and thread count of its own.
 """
 from __future__ import annotations
@@ -50,7 +50,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from storyeval import bundled
+from storyeval.checkpoints import bundled
 
 if TYPE_CHECKING:
     import torch
@@ -298,7 +298,7 @@ def _linux_cpu_flags() -> set[str]:
 
 
 def cache_root() -> Path:
-    from storyeval.backbones import cache_root as storyeval_cache
+    from storyeval.checkpoints.backbones import cache_root as storyeval_cache
 
     return storyeval_cache() / "int8"
 
@@ -318,14 +318,14 @@ def weights_sha256(model) -> str:
 
 
 def record_checkpoint(model, folder: Path, stamp: tuple) -> None:
-    """Note on ``model`` the checkpoint folder it was loaded from, with its :func:`storyeval.bundled.folder_stamp`
+    """Note on ``model`` the checkpoint folder it was loaded from, with its :func:`storyeval.checkpoints.bundled.folder_stamp`
     taken before the load, so that its export can be found by the folder's files later (:func:`find_export`).
     The scorers never change their model's weights."""
     model.storyeval_checkpoint = (str(folder), stamp)
 
 
 def _loaded_checkpoint_hash(model) -> str | None:
-    """The :func:`storyeval.bundled.content_hash` of the folder ``model`` was loaded from, if its files are
+    """The :func:`storyeval.checkpoints.bundled.content_hash` of the folder ``model`` was loaded from, if its files are
     unchanged since; else None."""
     folder, stamp = getattr(model, "storyeval_checkpoint", (None, None))
     if folder is None or not Path(folder).is_dir() or bundled.folder_stamp(Path(folder)) != stamp:
@@ -338,7 +338,7 @@ EXPORT_FORMAT = 1  # raise when the export steps change, so old exports are not 
 
 def find_export(folder: Path, backend: Int8Backend) -> Path | None:
     """``backend``'s cached export of the checkpoint in ``folder`` (by the hash of its files,
-    :func:`storyeval.bundled.content_hash`), made in this format with the installed libraries' versions;
+    :func:`storyeval.checkpoints.bundled.content_hash`), made in this format with the installed libraries' versions;
     None if there is none yet. Needs neither torch nor the model."""
     root = cache_root()
     if not root.is_dir():

@@ -40,14 +40,14 @@ class MetricSpec:
 METRICS: dict[str, MetricSpec] = {
     spec.name: spec
     for spec in (
-        # "-base": the base-size tier (MPNet-base; the backbone is installed apart, see storyeval.backbones)
+        # "-base": the base-size tier (MPNet-base; the backbone is installed apart, see storyeval.checkpoints.backbones)
         MetricSpec("union", {"roc": "union-roc", "wp": "union-wp", "roc-base": "union-roc-base", "wp-base": "union-wp-base"}, "roc",
-                   "storyeval.scoring:SequenceScorer", "storyeval.scoring:load_story_classifier"),
+                   "storyeval.scoring.sequence:SequenceScorer", "storyeval.scoring.sequence:load_story_classifier"),
         MetricSpec("plot_coherence", {"roc": "plot-coherence-roc", "wp": "plot-coherence-wp", "roc-base": "plot-coherence-roc-base",
                                       "wp-base": "plot-coherence-wp-base"}, "roc",
-                   "storyeval.scoring:SequenceScorer", "storyeval.scoring:load_story_classifier"),
+                   "storyeval.scoring.sequence:SequenceScorer", "storyeval.scoring.sequence:load_story_classifier"),
         MetricSpec("continuation_quality", {"deltascore": "continuation-quality", "deltascore-base": "continuation-quality-base"}, "deltascore",
-                   "storyeval.continuation.scorer:ContinuationScorer", "storyeval.continuation.scorer:load_continuation_scorer",
+                   "storyeval.scoring.continuation:ContinuationScorer", "storyeval.scoring.continuation:load_continuation_scorer",
                    takes_contexts=True, batch_size=256),
     )
 }

@@ -8,7 +8,7 @@ backbone checked by hash. It is trained self-supervised on ROC stories (``python
 storyeval_training.train_continuation_encoder``): a context with its true next sentence against
 another story's, a later sentence of the same story, a perturbed true sentence and
 model-generated implausible ones. The continuation model reads its logit as one more feature
-(the ``encoder`` group of :mod:`storyeval.continuation.features`).
+(the ``encoder`` group of :mod:`storyeval.models.continuation.features`).
 
 The window: the pair is read as the backbone lays a pair out (``[CLS] context [SEP] candidate
 [SEP]`` in BERT, ``<s> context </s></s> candidate </s>`` in MPNet) within ``max_length`` tokens.
@@ -28,7 +28,7 @@ from pathlib import Path
 
 import torch
 
-logger = logging.getLogger("storyeval.continuation.encoder")
+logger = logging.getLogger("storyeval.models.continuation.encoder")
 
 # the scorer_config.json value naming this encoder: v2 is a UnionModel in its backbone's pair layout
 # (v1, a BERT sequence classifier, never shipped)

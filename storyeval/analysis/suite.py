@@ -1,6 +1,6 @@
 """``story_quality``: every bundled metric in one call, each score also as a percentile of human stories.
 
-    from storyeval.suite import StoryQuality
+    from storyeval.analysis.suite import StoryQuality
     suite = StoryQuality("roc")                       # loads each checkpoint once
     result = suite.score(stories)                     # or suite.score(continuations, contexts=prompts)
     result["combined"]                                # one number per story, 0-100
@@ -16,7 +16,7 @@ Components per config (the checkpoint's corpus is the config's):
 * ``wp-base``: ``wp`` with the base tier's UNION (union-wp-base).
 
 Each score is turned into a percentile with the checkpoint's reference
-distribution for the config's corpus (``storyeval.percentiles``): the share, in
+distribution for the config's corpus (``storyeval.analysis.percentiles``): the share, in
 percent, of human-written test stories of that corpus that score lower.
 ``combined`` is the plain mean of the components' percentiles, one per story: a
 fixed rule, with no weight fitted on anything, so it is never tuned on the
@@ -55,7 +55,7 @@ CONTINUATION_CRITERION = "overall"
 
 def output_keys(config: str, with_contexts: bool) -> list[str]:
     """The per-story keys :meth:`StoryQuality.score` returns for ``config``, in order."""
-    from storyeval.continuation.model import CRITERIA
+    from storyeval.models.continuation.model import CRITERIA
 
     keys = []
     for metric, _ in SUITE_CONFIGS[config]:
@@ -79,9 +79,9 @@ class StoryQuality:
     """Loads the config's checkpoints and reference distributions once; :meth:`score` scores many times."""
 
     def __init__(self, config: str = DEFAULT_SUITE_CONFIG, device=None, local_files_only: bool | None = None):
-        from storyeval import checkpoints
-        from storyeval.percentiles import load_reference
-        from storyeval.scoring import load_scorer
+        from storyeval.analysis.percentiles import load_reference
+        from storyeval.checkpoints import resolution as checkpoints
+        from storyeval.scoring.sequence import load_scorer
 
         self.config = check_config(config)
         self.corpus = self.config.removesuffix("-base")  # the corpus of the config's checkpoints and references

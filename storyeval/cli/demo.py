@@ -20,9 +20,9 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from storyeval import checkpoints
 from storyeval import text as textlib
-from storyeval.explain import explain_sentences
+from storyeval.analysis.explain import explain_sentences
+from storyeval.checkpoints import resolution as checkpoints
 from storyeval.files import FORMATS, InputError, read_stories
 from storyeval.inputs import has_words
 
@@ -51,7 +51,7 @@ class DemoInputError(ValueError):
 
 def _scorer(metric: str):
     """The metric's default scorer, loaded once (the loaders cache)."""
-    from storyeval.scoring import load_scorer
+    from storyeval.scoring.sequence import load_scorer
 
     if metric not in checkpoints.REGISTRY:
         raise DemoInputError(f"{METRIC_TITLES.get(metric, metric)}: no checkpoint is registered yet")
@@ -111,7 +111,7 @@ def score_story(story: str, context: str = "", metrics=("union", "plot_coherence
 
 def _with_percentile(note: str, metric: str, score: float, criterion: str | None = None) -> str:
     """The note with the score's percentile among human-written test stories, where the checkpoint has a reference."""
-    from storyeval.percentiles import percentile_note
+    from storyeval.analysis.percentiles import percentile_note
 
     extra = percentile_note(checkpoints.resolve_checkpoint(metric, "default"), score, criterion)
     return f"{note}; {extra}" if extra else note

@@ -6,7 +6,7 @@ such module or cannot be reached, in its own modules cache: ``union`` under
 a folder of ``<64-hex hash>/<name>.py`` (the newest one wins). Registering
 writes the package's metric modules there with evaluate's own function for it,
 so the layout is evaluate's, and enters the bundled checkpoints into the
-Hugging Face cache (see :mod:`storyeval.bundled`).
+Hugging Face cache (see :mod:`storyeval.checkpoints.bundled`).
 
 Re-running it is harmless. Copies of another version of a module or checkpoint
 (after an upgrade, or a checkout at another commit) are replaced, and only those
@@ -19,7 +19,7 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from storyeval import bundled
+from storyeval.checkpoints import bundled
 
 # the namespaces evaluate looks in: canonical metrics ("union") and the Spaces the push command creates ("storyeval/union")
 NAMESPACES = ("evaluate-metric", bundled.HUB_ORGANISATION)

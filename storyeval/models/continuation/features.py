@@ -22,7 +22,7 @@ Feature versions (a checkpoint's ``scorer_config.json`` names its own; none mean
   it) and PMI counts only the words its statistics are fitted on.
 
 The ``encoder`` group (:data:`LEARNED_GROUPS`) is the logit of a trained cross-encoder
-(:mod:`storyeval.continuation.encoder`), given to the extractor as ``encoder``; the
+(:mod:`storyeval.models.continuation.encoder`), given to the extractor as ``encoder``; the
 count-based groups need no model.
 """
 from __future__ import annotations
@@ -34,10 +34,10 @@ import math
 import numpy as np
 from lemminflect import getLemma
 
-from storyeval import resources
 from storyeval import text as textlib
-from storyeval.continuation.cooccurrence import WINDOWS, CooccurrenceStats
-from storyeval.continuation.ngram_lm import NgramLM
+from storyeval.checkpoints import resources
+from storyeval.models.continuation.cooccurrence import WINDOWS, CooccurrenceStats
+from storyeval.models.continuation.ngram_lm import NgramLM
 
 _PRONOUN_GROUPS = {
     "male": {"he", "him", "his", "himself"},

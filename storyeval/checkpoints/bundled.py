@@ -25,7 +25,7 @@ from pathlib import Path
 from filelock import FileLock
 
 HUB_ORGANISATION = "storyeval"
-PACKAGE = Path(__file__).resolve().parent
+PACKAGE = Path(__file__).resolve().parents[1]  # storyeval/, which the package data is mapped into
 # a file in every snapshot this module wrote: `storyeval register` may replace such snapshots, never a download
 MARKER = ".storyeval-bundled"
 

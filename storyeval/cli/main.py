@@ -32,11 +32,12 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from storyeval import checkpoints, compare
+from storyeval.analysis import compare
+from storyeval.checkpoints import resolution as checkpoints
+from storyeval.checkpoints.registry import CORPORA as REFERENCE_CORPORA
+from storyeval.checkpoints.registry import METRICS, metric_spec
 from storyeval.files import InputError, Writer, count_records, csv_header, file_format, read_rows
 from storyeval.inputs import DTYPE_NAMES, PROBE_STORY, positive_int
-from storyeval.registry import CORPORA as REFERENCE_CORPORA
-from storyeval.registry import METRICS, metric_spec
 from storyeval.version import __version__
 
 CHUNK = 1024  # stories read, scored and written at a time
@@ -47,16 +48,16 @@ DEMO_INSTALL = 'python -m pip install "gradio>=5.0" (in a checkout: python -m pi
 def load_scorer(metric: str, config: str, device, num_threads: int | None = None, dtype: str | None = None, quiet: bool = False):
     folder = checkpoints.resolve_checkpoint(metric, config)
     import_nltk_without_unused_statistics()
-    if dtype == "int8" and device == "cpu" and metric_spec(metric).loader == "storyeval.scoring:load_story_classifier":
-        from storyeval.int8_cached import load_cached_int8_scorer
+    if dtype == "int8" and device == "cpu" and metric_spec(metric).loader == "storyeval.scoring.sequence:load_story_classifier":
+        from storyeval.scoring.int8.cached import load_cached_int8_scorer
 
         checkpoints.check_metric(metric, folder)
         scorer = load_cached_int8_scorer(folder, num_threads)
         if scorer is not None:  # the export is cached: no torch, no transformers (cold start)
             scorer.windows(PROBE_STORY)  # missing NLTK data fails here, as in the torch scorer's load
             return scorer
-    from storyeval import scoring
-    from storyeval.devices import set_num_threads
+    from storyeval.scoring import sequence as scoring
+    from storyeval.scoring.devices import set_num_threads
 
     set_num_threads(num_threads)
     if quiet:  # transformers draws its own bar while it reads the weights
@@ -90,7 +91,7 @@ def import_nltk_without_unused_statistics() -> None:
 def score_columns(metric: str, score_field: str) -> list[str]:
     """The fields or columns a metric's scores go in."""
     if metric_spec(metric).takes_contexts:
-        from storyeval.continuation.model import CRITERIA
+        from storyeval.models.continuation.model import CRITERIA
 
         return [f"{score_field}_{criterion}" for criterion in CRITERIA]
     return [score_field]
@@ -98,7 +99,7 @@ def score_columns(metric: str, score_field: str) -> list[str]:
 
 def load_percentile_reference(metric: str, config: str, corpus: str):
     """The checkpoint's human-written reference scores of ``corpus``, or an :class:`InputError` saying why there are none."""
-    from storyeval.percentiles import load_reference
+    from storyeval.analysis.percentiles import load_reference
 
     try:
         return load_reference(checkpoints.resolve_checkpoint(metric, config), corpus)
@@ -110,7 +111,7 @@ def with_percentiles(scores: list[list[float]], reference, metric: str) -> list[
     """Each row's scores followed by their percentiles among the reference's human-written stories."""
     criteria = [None]
     if metric_spec(metric).takes_contexts:
-        from storyeval.continuation.model import CRITERIA
+        from storyeval.models.continuation.model import CRITERIA
 
         criteria = list(CRITERIA)
     columns = [reference.percentile([row[i] for row in scores], criterion) for i, criterion in enumerate(criteria)]
@@ -142,7 +143,7 @@ def score_chunk(scorer, metric: str, rows, args) -> list[list[float]]:
         scores = scorer.score([row.texts[args.context_column] for row in rows], [row.texts[args.column] for row in rows],
                               batch_size=args.batch_size, dtype=args.dtype)
         return [list(values) for values in zip(*scores.values())]
-    from storyeval.windows import StoryTooLongError
+    from storyeval.scoring.windows import StoryTooLongError
 
     try:
         return [[value] for value in scorer.score([row.texts[args.column] for row in rows], batch_size=args.batch_size, dtype=args.dtype)]
@@ -185,7 +186,7 @@ def score_file(args) -> dict:
                         constants={settings_field: settings})
         # fields the output adds: an input that has one already is refused, not overwritten
         if args.explain:
-            from storyeval import explain  # its sentence splitting needs NLTK: imported only when asked for
+            from storyeval.analysis import explain  # its sentence splitting needs NLTK: imported only when asked for
 
         added = columns + ([settings_field] if fmt == ".jsonl" else []) + ([explain.FIELD] if args.explain else [])
         rows = read_rows(path, fmt, fields, added)
@@ -246,7 +247,7 @@ def score_file(args) -> dict:
 
 
 def register(args) -> int:
-    from storyeval.registration import register as register_everything
+    from storyeval.checkpoints.registration import register as register_everything
 
     try:
         report = register_everything()
@@ -266,14 +267,14 @@ def demo(args) -> int:
     except ImportError:
         print(f"storyeval: error: the demo needs the [demo] extra: {DEMO_INSTALL}", file=sys.stderr)
         return 1
-    from storyeval.demo import launch
+    from storyeval.cli.demo import launch
 
     launch(args.metric, args.host, args.port)
     return 0
 
 
 def push(args) -> int:
-    from storyeval.hub import PushError, push_folder
+    from storyeval.cli.hub import PushError, push_folder
 
     try:
         report = push_folder(args.folder, args.repo_id, dry_run=args.dry_run, private=args.private)
@@ -379,7 +380,7 @@ def main(argv=None) -> int:
         args.device = "cpu"  # int8 runs on the CPU only: not CUDA by default
     try:
         if args.device != "cpu":  # the CPU is always there, and checking it would import torch
-            from storyeval.devices import resolve_device
+            from storyeval.scoring.devices import resolve_device
 
             resolve_device(args.device)  # a bad --device fails before the model loads or the input is read
         score_file(args)

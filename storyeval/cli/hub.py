@@ -102,7 +102,7 @@ def validate_folder(folder: str | Path) -> FolderReport:
         if size_mb > MAX_CHECKPOINT_MB:
             raise PushError(f"{folder / 'model.safetensors'}: {size_mb:.1f} MB, over the {MAX_CHECKPOINT_MB} MB limit")
         metric = checkpoint_metric(folder)
-        from storyeval.scoring import load_scorer
+        from storyeval.scoring.sequence import load_scorer
 
         load_scorer(metric, folder, device="cpu")
         report.checks.append(f"{metric} checkpoint loads ({size_mb:.1f} MB)")
@@ -177,7 +177,7 @@ def build_space_wheel(destination: Path) -> Path:
     import subprocess
     import sys
 
-    checkout = Path(__file__).resolve().parent.parent
+    checkout = Path(__file__).resolve().parents[2]
     if not (checkout / "setup.py").is_file():
         raise PushError("pushing a Space builds storyeval's wheel, which needs a source checkout (setup.py)")
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(destination), str(checkout)], check=True)
@@ -186,7 +186,7 @@ def build_space_wheel(destination: Path) -> Path:
 
 def checkpoint_metric(folder: Path) -> str:
     """Which metric a checkpoint folder belongs to, from its own config files."""
-    from storyeval.checkpoints import recorded_metric
+    from storyeval.checkpoints.resolution import recorded_metric
 
     metric = recorded_metric(folder)
     if metric is not None:

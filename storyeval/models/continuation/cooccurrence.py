@@ -14,7 +14,7 @@ from typing import Iterable
 import numpy as np
 from scipy import sparse
 
-from storyeval.continuation.arrays import load_npz, words_from_array, words_to_array
+from storyeval.models.continuation.arrays import load_npz, words_from_array, words_to_array
 
 WINDOWS = (10, 25, 50)
 

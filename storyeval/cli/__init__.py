@@ -1,0 +1,2 @@
+"""The ``storyeval`` command (``main``: score, compare, register, demo, push), the Gradio demos (``demo``)
+and the Hub push (``hub``). The top layer: may import every other; nothing imports it."""
