@@ -71,7 +71,7 @@ def main(argv=None):
     if args.per_generator < 1 or args.batch_size < 1:
         parser.error("--per-generator and --batch-size must be positive")
 
-    from storyeval.scoring import WINDOW_AGGREGATIONS, SequenceScorer, load_story_classifier
+    from storyeval.scoring.sequence import WINDOW_AGGREGATIONS, SequenceScorer, load_story_classifier
 
     label, folder = args.checkpoint
     scorer = load_story_classifier(folder, device="cpu")
