@@ -233,3 +233,19 @@ def test_cross_validation_holds_every_rated_pair_out_once(tmp_path):
     assert all(-1 <= v["rho"] <= 1 and len(v["ci95"]) == 2 for v in result["spearman"].values())
     with pytest.raises(SystemExit):
         continuation_quality.main(["--cross-validate", "1"])
+
+
+def test_wp_extra_pairs_groups_generators_as_weak_or_strong_and_counts_ties_half():
+    from benchmarks.wp_extra_pairs import accuracies
+
+    result = accuracies([0.9, 0.2, 0.5, 0.1], [0.1, 0.3, 0.5, 0.9], ["gpt2-xl", "gpt-neox-20b", "gpt-4", "gpt-4"])
+    assert result["weak"] == {"accuracy": 0.5, "pairs": 2}
+    assert result["strong"] == {"accuracy": 0.25, "pairs": 2}
+    assert result["all"]["pairs"] == 4 and result["gpt-4"]["accuracy"] == 0.25
+
+
+def test_wp_drift_detokenises_the_release_text():
+    from benchmarks.wp_drift import detokenise, first_words
+
+    assert detokenise("he did n't go , she said .") == "he didn't go, she said."
+    assert first_words("a b c d", 2) == "a b"
