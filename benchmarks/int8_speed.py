@@ -33,7 +33,7 @@ from pathlib import Path
 from . import scoring_speed
 from .common import CHECKOUT, command_line, correlations, machine, write_results
 from .correlation import load_human_set
-from .scoring_speed import add_workload_arguments, roc_test_stories, score_agreement, workload_checkpoint
+from .scoring_speed import CORPORA, add_workload_arguments, score_agreement, workload_checkpoint
 
 BACKENDS = ("openvino", "ctranslate2", "ctranslate2-int16", "ctranslate2-float32", "onnxruntime")  # the first is what dtype="int8" runs
 COEFFICIENTS = ("pearson", "spearman", "kendall")
@@ -188,7 +188,7 @@ def main(argv=None):
         payload.update(human_agreement(args))
         mode_name = "human"
     else:
-        stories = roc_test_stories(args.stories)
+        stories = CORPORA[args.corpus](args.stories)
         payload["stories"] = len(stories)
         payload.update(drift_only(args, stories) if args.drift_only else speed(args, stories))
         mode_name = "drift" if args.drift_only else "speed"

@@ -4,7 +4,8 @@
     python -m benchmarks.scoring_speed --metric plot_coherence --checkpoint hub_cards/plot-coherence-roc --skip-bert-base
 
 Each measurement runs in a fresh process: cold load (imports included, and
-also reported on their own), stories/s over 1,000 ROC test stories with peak
+also reported on their own), stories/s over 1,000 ROC test stories (``--corpus wp``: the WP
+builder's test stories, about 200 words each, with their prompts) with peak
 RSS, and the same for a BERT-base-sized scorer (random weights, same code
 path and dtype) for the speed ratio. ``text_seconds`` times the text side of
 scoring (normalisation and tokenisation) again on its own. With ``--dtype bfloat16`` it also reports
@@ -65,6 +66,17 @@ def roc_test_stories(n: int) -> list[str]:
     return [" ".join(parse_plot_guided_line(line, path, i)["sentences"]) for i, line in enumerate(lines, 1)]
 
 
+def wp_test_stories(n: int) -> list[str]:
+    """The first ``n`` test stories of the WP builder's ``extra`` config (cut at 200 words), each after its prompt."""
+    from storyeval_training.builders import WritingPrompts, load_split
+
+    test = load_split(WritingPrompts, "test", config_name="extra")
+    return [story if story.startswith(context) else f"{context} {story}" for context, story in zip(test["context"][:n], test["story"][:n])]
+
+
+CORPORA = {"roc": roc_test_stories, "wp": wp_test_stories}
+
+
 def run(checkpoint: str, kind: str, stories_path: str, batch_size: int, repeats: int, dtype: str) -> tuple[dict, list[float]]:
     """The median of ``repeats`` fresh-process measurements (each kept under "runs"), and the scores of the last."""
     runs = []
@@ -93,7 +105,8 @@ def add_workload_arguments(parser: argparse.ArgumentParser) -> None:
     """The scorer and stories a speed measurement runs on (shared with speed_ceiling.py)."""
     parser.add_argument("--metric", default="union", choices=["union", "plot_coherence"])
     parser.add_argument("--checkpoint", default=None, help="checkpoint folder (default: the bundled roc checkpoint of --metric)")
-    parser.add_argument("--stories", type=int, default=1000)
+    parser.add_argument("--stories", type=int, default=1000, help="how many test stories (at most the corpus's test split)")
+    parser.add_argument("--corpus", default="roc", choices=sorted(CORPORA), help="whose test stories: ROC's, or WP's (about 200 words)")
     parser.add_argument("--batch-size", type=int, default=32)
 
 
@@ -117,13 +130,14 @@ def main(argv=None):
     if args.repeats < 1:
         parser.error("--repeats must be at least 1")
     args.checkpoint = workload_checkpoint(args)
-    stories_path = RESULTS / ".roc_test_stories.txt"
+    stories_path = RESULTS / f".{args.corpus}_test_stories.txt"
     stories_path.parent.mkdir(parents=True, exist_ok=True)
-    stories_path.write_text("\n".join(roc_test_stories(args.stories)) + "\n", encoding="utf-8")
+    stories_path.write_text("\n".join(CORPORA[args.corpus](args.stories)) + "\n", encoding="utf-8")
     try:
         ours, scores = run(args.checkpoint, args.metric, str(stories_path), args.batch_size, args.repeats, args.dtype)
         print("ours:", json.dumps({k: v for k, v in ours.items() if k != "runs"}))
         payload = {"machine": machine(), "command": command_line(__name__, argv), "metric": args.metric, "checkpoint": args.checkpoint,
+                   "corpus": args.corpus,
                    "batch_size": args.batch_size, "dtype": args.dtype, "ours": ours}
         if args.dtype != "float32":
             _, reference = run(args.checkpoint, args.metric, str(stories_path), args.batch_size, 1, "float32")

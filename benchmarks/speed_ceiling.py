@@ -25,7 +25,7 @@ import torch.nn.functional as F
 from transformers import BertConfig
 
 from .common import RESULTS, command_line, machine, write_results
-from .scoring_speed import add_workload_arguments, roc_test_stories, workload_checkpoint
+from .scoring_speed import CORPORA, add_workload_arguments, workload_checkpoint
 
 # the sizes of the BERT-base-sized scorer scoring_speed.py measures: transformers' BertConfig defaults
 BERT_BASE = {name: getattr(BertConfig(), name) for name in ("hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads")}
@@ -96,7 +96,7 @@ def main(argv=None):
     scorer = load_scorer(args.metric, checkpoint, device="cpu")
     encoder = scorer.model.config.encoder
     ours = {name: getattr(encoder, name) for name in BERT_BASE}
-    stories = roc_test_stories(args.stories)
+    stories = CORPORA[args.corpus](args.stories)
     shapes = batch_shapes([len(w) for story in stories for w in scorer.windows(story)], args.batch_size)
     flops = {"ours": encoder_flops(shapes, ours), "bert_base": encoder_flops(shapes, BERT_BASE)}
     payload = {
