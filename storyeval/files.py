@@ -57,6 +57,12 @@ def file_format(path: str | Path) -> str:
     return fmt
 
 
+def json_problem(error: json.JSONDecodeError) -> str:
+    """A JSON error in full, with where on the line it is: the message alone can stop short
+    ("Invalid control character at"), and the line number is the file's, not the decoder's 1."""
+    return f"not JSON ({error.msg}: column {error.colno})"
+
+
 def text_lines(path: Path) -> Iterator[tuple[int, str]]:
     """(line number, line) of a UTF-8 file, split at "\n" only.
 
@@ -111,7 +117,7 @@ def read_rows(path: Path, fmt: str, fields: list[str], reserved: list[str] = ())
             try:
                 record = json.loads(line)
             except json.JSONDecodeError as error:
-                raise InputError(f"{path}:{lineno}: not JSON ({error.msg})") from None
+                raise InputError(f"{path}:{lineno}: {json_problem(error)}") from None
             for field in fields:
                 if not isinstance(record, dict) or not isinstance(record.get(field), str):
                     raise InputError(f"{path}:{lineno}: expected an object with a string field {field!r}")

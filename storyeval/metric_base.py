@@ -69,8 +69,8 @@ class CheckpointMetric(evaluate.Metric):
     DTYPES: tuple[str, ...] = DTYPE_NAMES  # the precisions its scorer runs in
 
     def _info(self) -> evaluate.MetricInfo:
-        if self.config_name == "default":
-            logger.warning("%s: config 'default' is '%s'", self.METRIC, checkpoints.DEFAULT_CONFIG[self.METRIC])
+        if self.config_name == "default":  # a normal load: said at INFO, so it does not read like a problem
+            logger.info("%s: config 'default' is '%s'", self.METRIC, checkpoints.DEFAULT_CONFIG[self.METRIC])
         return evaluate.MetricInfo(
             description=self.DESCRIPTION,
             citation=self.CITATION,
@@ -128,16 +128,17 @@ class CheckpointMetric(evaluate.Metric):
             check_on_invalid(options["on_invalid"])
 
 
-def unscorable_rows(on_invalid: str, **columns: list[str]) -> list[int]:
+def unscorable_rows(on_invalid: str, warn: bool = True, **columns: list[str]) -> list[int]:
     """Rows where a text of any column cannot be scored: an error naming the first (on_invalid="raise"),
-    or their indices ("nan"), with a warning naming them."""
+    or their indices ("nan"), with a warning naming them unless ``warn`` is False: the checks made before
+    inputs are queued pass False, so that the warning comes once, from ``_compute``, which writes the NaNs."""
     check_on_invalid(on_invalid)
     if on_invalid == "raise":
         for name, texts in columns.items():
             check_texts(texts, name)
         return []
     rows = sorted({i for texts in columns.values() for i, text in enumerate(texts) if text_problem(text)})
-    if rows:
+    if rows and warn:
         logger.warning("%d input(s) cannot be scored (empty, or no letters or digits) and score NaN: rows %s", len(rows), rows)
     return rows
 
@@ -169,14 +170,14 @@ class StoryScoreMetric(CheckpointMetric):
         self.check_reference_free(references)
         predictions = check_strings(predictions, "predictions")
         self.check_ignored_contexts(contexts, predictions)
-        unscorable_rows(on_invalid, predictions=predictions)  # raises now, not at compute, unless NaN was asked for
+        unscorable_rows(on_invalid, False, predictions=predictions)  # raises now, not at compute, unless NaN was asked for
         super().add_batch(predictions=predictions, **kwargs)
 
     def add(self, *, prediction=None, reference=None, context=None, on_invalid: str = "raise", **kwargs):
         """Queue one story for the next ``compute()``; see the module description below."""
         self.check_reference_free(reference)
         (prediction,) = check_strings([prediction], "prediction")
-        unscorable_rows(on_invalid, prediction=[prediction])
+        unscorable_rows(on_invalid, False, prediction=[prediction])
         super().add(prediction=prediction, **kwargs)
 
     @staticmethod
@@ -194,7 +195,7 @@ class StoryScoreMetric(CheckpointMetric):
             return super().compute(**kwargs)
         predictions = check_strings(predictions, "predictions")
         self.check_ignored_contexts(contexts, predictions)
-        unscorable_rows(kwargs.get("on_invalid", "raise"), predictions=predictions)
+        unscorable_rows(kwargs.get("on_invalid", "raise"), False, predictions=predictions)
         if not predictions and not self.has_queued_inputs():
             return self.empty_result(kwargs.get("dtype"))
         # queued past our add_batch, which would check them again without on_invalid (evaluate's compute does the same)
@@ -256,7 +257,7 @@ class ContinuationMetric(CheckpointMetric):
         predictions = check_strings(predictions, "predictions")
         contexts = check_strings(contexts, "contexts")
         check_same_length(predictions=predictions, contexts=contexts)
-        unscorable_rows(on_invalid, predictions=predictions, contexts=contexts)
+        unscorable_rows(on_invalid, False, predictions=predictions, contexts=contexts)
         return predictions, contexts
 
     def _compute(self, predictions, contexts, batch_size: int = 256, device=None, progress_bar: bool = False, dtype=None,

@@ -119,7 +119,8 @@ def test_plot_coherence_wp_says_none_is_bundled_and_how_to_train_one(hub_calls, 
     monkeypatch.setattr(checkpoints, "HUB_CARDS", tmp_path)
     with pytest.raises(FileNotFoundError, match=r"no plot-coherence-wp checkpoint is bundled or published") as raised:
         checkpoints.resolve_checkpoint("plot_coherence", "wp")
-    assert "storyeval-train-plot-coherence --dataset wp --negatives generated" in str(raised.value)
+    assert "docs/TRAINING.md" in str(raised.value) and "pass its folder as the config name" in str(raised.value)
+    assert "\n" not in str(raised.value) and len(str(raised.value)) < 300  # one line, not a paragraph
     assert "hf download" not in str(raised.value) and hub_calls == []
     # a trained one, put where the message says, is used (through the cache, as a bundled one)
     (tmp_path / "plot-coherence-wp").symlink_to(plot_checkpoint)
@@ -128,8 +129,8 @@ def test_plot_coherence_wp_says_none_is_bundled_and_how_to_train_one(hub_calls, 
 
 
 @pytest.mark.parametrize("config, checkpoint, reason", [
-    ("wp", "plot-coherence-wp", "no WP negatives are released"),
-    ("wp-base", "plot-coherence-wp-base", "no base-size WP plot-coherence checkpoint has been trained"),
+    ("wp", "plot-coherence-wp", "none trained here agreed with people on WP better than `roc`"),
+    ("wp-base", "plot-coherence-wp-base", r"none has been trained \(it needs the WP negatives"),
 ])
 def test_unpublished_plot_coherence_configs_are_valid_names_that_say_why(config, checkpoint, reason):
     with pytest.raises(FileNotFoundError, match=f"no {checkpoint} checkpoint is bundled or published: {reason}"):

@@ -64,10 +64,51 @@ def test_continuation_quality_scores_the_story_after_its_opening(monkeypatch):
             asked.append((contexts, continuations))
             return {"overall": [3.0], "relevance": [3.0], "interestingness": [3.0]}
 
-    monkeypatch.setattr(demo, "_scorer", lambda metric: RecordingScorer())
+    monkeypatch.setattr(demo, "_scorer", lambda metric, tier="fast": RecordingScorer())
     demo.score_story("Ken went home. He was tired. He slept.", metrics=("continuation_quality",))
     demo.score_story("He was tired. He slept.", "Ken went home.", ("continuation_quality",))
     # as in training: a short opening, then the rest of the story
     assert asked == [(["Ken went home."], ["He was tired. He slept."]), (["Ken went home."], ["He was tired. He slept."])]
     rows, _ = demo.score_story("Ken went home.", metrics=("continuation_quality",))
     assert rows[0][1] is None and "two or more sentences" in rows[0][2]
+
+
+def components(page) -> dict:
+    """The page's components by elem_id, as Gradio sends them to the browser."""
+    return {c["props"].get("elem_id"): c["props"] for c in page.get_config_file()["components"] if c["props"].get("elem_id")}
+
+
+def test_tables_are_hidden_until_there_is_something_to_show_and_the_note_wraps():
+    pytest.importorskip("gradio")
+    shown = components(demo.build_demo(offer_base=False))
+    for elem_id in ("scores", "attribution", "highlight", "histogram", "file-scores"):
+        assert shown[elem_id]["visible"] is False, elem_id  # an empty table shows placeholder headers "1 2 3"
+    assert shown["scores"]["wrap"] is True and shown["attribution"]["wrap"] is True
+    assert "tier" not in shown
+
+
+def test_the_union_app_has_no_context_box_it_would_ignore():
+    pytest.importorskip("gradio")
+    assert components(demo.build_demo(metrics=("union",)))["context"]["visible"] is False
+    assert components(demo.build_demo(metrics=("plot_coherence",)))["context"]["visible"] is False
+    assert components(demo.build_demo())["context"]["visible"] is True  # continuation quality scores given it
+
+
+def test_the_base_tier_is_offered_where_its_backbone_is_installed(monkeypatch):
+    pytest.importorskip("gradio")
+    monkeypatch.setattr(demo, "base_tier_available", lambda: True)
+    tier = components(demo.build_demo())["tier"]
+    assert tier["value"] == "fast" and [choice[1] for choice in tier["choices"]] == ["fast", "base"]
+    monkeypatch.setattr(demo, "base_tier_available", lambda: False)
+    assert "tier" not in components(demo.build_demo())
+
+
+def test_the_base_tier_scores_with_the_base_checkpoints():
+    from storyeval.checkpoints.backbones import base_backbone_installed
+
+    if not base_backbone_installed():
+        pytest.skip("the base tier's backbone is not installed")
+    rows, attribution = demo.score_story("Ken went home. He was tired. He slept.", metrics=("union",), tier="base")
+    assert rows[0][0] == "UNION (roc-base)" and 0 <= rows[0][1] <= 1 and "human-written ROCStories" in rows[0][2]
+    assert len(attribution) == 3
+    assert demo.metric_title("union") == "UNION (roc)" and demo.metric_title("continuation_quality", "base") == "Continuation quality (deltascore-base)"

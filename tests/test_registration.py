@@ -30,7 +30,7 @@ def run_python(code, cwd, env):
 @pytest.fixture
 def isolated_env(tmp_path):
     env = {**os.environ, "HF_MODULES_CACHE": str(tmp_path / "modules"), "HF_HUB_CACHE": str(tmp_path / "hub"),
-           "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+           "HF_EVALUATE_CACHE": str(tmp_path / "evaluate"), "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
     env = subprocess_env(env)
     # the worktree's package first, as the tests import it
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(registration.__file__).resolve().parents[2]), env.get("PYTHONPATH")]))
@@ -50,7 +50,10 @@ def test_register_then_load_every_name_offline_from_anywhere(tmp_path, isolated_
     first = subprocess.run(register, cwd=outside, env=isolated_env, capture_output=True, text=True, timeout=300)
     assert first.returncode == 0, first.stderr
     assert "evaluate.load('storyeval/union')" in first.stderr and "storyeval/union-roc" in first.stderr
-    result = json.loads(run_python(LOAD_BY_NAME, outside, isolated_env).stdout.splitlines()[-1])
+    loaded = run_python(LOAD_BY_NAME, outside, isolated_env)
+    result = json.loads(loaded.stdout.splitlines()[-1])
+    # a normal load is quiet: no "couldn't be found ... on the Hugging Face Hub", no warning that 'default' is 'roc'
+    assert "couldn't be found" not in loaded.stderr and "WARNING" not in loaded.stderr.upper(), loaded.stderr[-2000:]
     assert result["loaded"] == {"union": "Union", "plot_coherence": "PlotCoherence", "continuation_quality": "ContinuationQuality",
                                 "storyeval/union": "Union", "storyeval/plot_coherence": "PlotCoherence",
                                 "storyeval/continuation_quality": "ContinuationQuality"}
@@ -67,10 +70,13 @@ def test_a_stale_module_copy_is_replaced(tmp_path):
     script.write_text("VERSION = 1\n")
     modules = tmp_path / "modules"
     modules.mkdir()
-    first = registration.register_modules(str(modules), metrics)
+    downloads = tmp_path / "downloads"
+    first = registration.register_modules(str(modules), metrics, downloads)
     assert first.modules == ["union", "storyeval/union"] and first.replaced == []
     script.write_text("VERSION = 2\n")  # an upgrade changed the module
-    second = registration.register_modules(str(modules), metrics)
+    second = registration.register_modules(str(modules), metrics, downloads)
     assert len(second.replaced) == 2
     copies = list((modules / "metrics" / "evaluate-metric--union").glob("*/union.py"))
     assert [p.read_text() for p in copies] == ["VERSION = 2\n"]
+    for name in ("evaluate-metric/union", "storyeval/union"):
+        assert registration.hub_download_path(name, "union.py", downloads).read_text() == "VERSION = 2\n"

@@ -5,7 +5,7 @@ import math
 import pytest
 
 from storyeval.analysis import percentiles
-from storyeval.analysis.suite import StoryQuality, output_keys
+from storyeval.analysis.suite import PROVENANCE_KEYS, StoryQuality, output_keys
 
 STORIES = [
     "[MALE] was at the bar . he noticed a phone on the floor . he gave it to the bartender .",
@@ -73,7 +73,7 @@ def roc_suite():
 
 def test_suite_without_contexts_leaves_continuation_out(roc_suite):
     result = roc_suite.score(STORIES)
-    assert list(result) == output_keys("roc", with_contexts=False) + ["mean_combined"]
+    assert list(result) == output_keys("roc", with_contexts=False) + ["mean_combined", *PROVENANCE_KEYS]
     for i in range(2):
         parts = [result["union_percentile"][i], result["plot_coherence_percentile"][i]]
         assert result["combined"][i] == pytest.approx(sum(parts) / 2)
@@ -85,7 +85,7 @@ def test_suite_with_contexts_scores_the_whole_story_and_adds_continuation(roc_su
     from storyeval.scoring.sequence import load_scorer
 
     result = roc_suite.score(CONTINUATIONS, contexts=CONTEXTS)
-    assert list(result) == output_keys("roc", with_contexts=True) + ["mean_combined"]
+    assert list(result) == output_keys("roc", with_contexts=True) + ["mean_combined", *PROVENANCE_KEYS]
     union = load_scorer("union", roc_suite.components[0][1])
     assert result["union"] == pytest.approx(union.score([f"{c} {p}" for c, p in zip(CONTEXTS, CONTINUATIONS)]))
     parts = [result[k][0] for k in ("union_percentile", "plot_coherence_percentile", "continuation_quality_overall_percentile")]
@@ -99,6 +99,23 @@ def test_suite_with_contexts_scores_the_whole_story_and_adds_continuation(roc_su
 def test_suite_refuses_bad_input(roc_suite, predictions, contexts, error):
     with pytest.raises(error):
         roc_suite.score(predictions, contexts)
+
+
+def test_every_result_says_what_produced_it(roc_suite):
+    """A suite result names each part's checkpoint, the precision and versions, and where its percentiles came from,
+    as every metric's result does: without it a result cannot be reproduced."""
+    from storyeval.scoring.signature import settings_string
+
+    alone, with_contexts, empty = roc_suite.score(STORIES), roc_suite.score(CONTINUATIONS, CONTEXTS), roc_suite.score([])
+    versions = settings_string("x").removeprefix("x")  # _fp32_storyeval-..._transformers-..._torch-...
+    assert alone["settings"].startswith(f"union-roc+plot-coherence-roc{versions}_percentiles-roc-test-")
+    assert with_contexts["settings"].startswith(f"union-roc+plot-coherence-roc+continuation-quality{versions}_percentiles-roc-test-")
+    assert empty["settings"] == alone["settings"]
+    references = alone["percentile_references"]
+    assert list(references) == ["union", "plot_coherence"] and list(with_contexts["percentile_references"])[-1] == "continuation_quality"
+    union = references["union"]
+    assert union["checkpoint"] == "union-roc" and union["corpus"] == "roc" and union["split"] == "test" and union["items"] > 1000
+    assert union["provenance"]["commit"] in alone["settings"]
 
 
 def test_suite_empty_input_and_unknown_config(roc_suite):
@@ -143,7 +160,9 @@ def test_the_base_config_scores_with_the_base_tier_against_roc_references():
     assert suite.components[0][1].name != "union-roc" and "union-roc-base" in str(suite.components[0][1])
     assert "plot-coherence-roc-base" in str(suite.components[1][1])
     result = suite.score(["Ken went to the bar. He found a phone. He gave it to the bartender."])
-    assert set(result) == {"union", "union_percentile", "plot_coherence", "plot_coherence_percentile", "combined", "mean_combined"}
+    assert set(result) == {"union", "union_percentile", "plot_coherence", "plot_coherence_percentile", "combined", "mean_combined",
+                           "settings", "percentile_references"}
+    assert result["settings"].startswith("union-roc-base+plot-coherence-roc-base_fp32_")
 
 
 def test_the_module_refuses_a_path_like_config_without_creating_it(tmp_path):

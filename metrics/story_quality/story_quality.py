@@ -33,11 +33,16 @@ Returns:
     combined (`list` of `float`): the mean of the percentiles (continuation quality by its
         overall criterion), per story.
     mean_combined (`float`): their mean (NaN for no stories).
+    settings (`str`): what produced the result: the checkpoints that took part, joined by "+",
+        their precision, the library versions and the percentiles' reference (corpus, split,
+        commit). Compare results only when it matches.
+    percentile_references (`dict`): per metric, its checkpoint and its reference's provenance
+        (builder, split, number of stories, commit, command).
 Examples:
     >>> story_quality = evaluate.load("story_quality", "roc")
     >>> results = story_quality.compute(predictions=["Ken was at the bar. He noticed a phone on the floor."])
     >>> sorted(results)
-    ['combined', 'mean_combined', 'plot_coherence', 'plot_coherence_percentile', 'union', 'union_percentile']
+    ['combined', 'mean_combined', 'percentile_references', 'plot_coherence', 'plot_coherence_percentile', 'settings', 'union', 'union_percentile']
 """
 
 
@@ -53,7 +58,7 @@ class StoryQuality(metric_base.CheckpointMetric):
 
     def _info(self) -> evaluate.MetricInfo:
         if self.config_name == "default":
-            metric_base.logger.warning("story_quality: config 'default' is '%s'", suite.DEFAULT_SUITE_CONFIG)
+            metric_base.logger.info("story_quality: config 'default' is '%s'", suite.DEFAULT_SUITE_CONFIG)
         return evaluate.MetricInfo(
             description=_DESCRIPTION,
             citation=_CITATION,

@@ -1,6 +1,7 @@
 """Compare generation systems on one metric, with confidence intervals and paired tests.
 
     storyeval compare a.jsonl b.jsonl [c.jsonl ...] --metric union --config roc
+    storyeval compare a.jsonl b.jsonl --metric story_quality     # the suite's combined percentile
     storyeval compare a.jsonl b.jsonl --json comparison.json --plot comparison.png
 
 Each file holds one system's outputs for the same prompts. Items are matched by
@@ -8,7 +9,13 @@ an ``id`` field when every file has one, else by position (line order); a
 mismatch is refused with the row numbers. A file whose records carry a ``score``
 field is compared on those scores; otherwise its stories are scored with
 ``--metric``/``--config`` (every file must be one kind or the other, so scores
-from different metrics are never mixed).
+from different metrics are never mixed). ``--metric story_quality`` compares the
+suite's ``combined`` (the mean of its metrics' percentiles among human stories).
+
+What scored the items goes with the result: the metric, config and settings string
+(checkpoint, precision, versions) when they are scored here, or the files' own
+``<score field>_settings`` (what ``storyeval score`` writes) when they carry scores;
+files whose settings differ are refused, as their scores do not compare.
 
 Per system: the mean with a bootstrap confidence interval (BCa, ``scipy.stats.bootstrap``).
 Per pair (A listed before B): the mean difference A - B with a paired bootstrap
@@ -43,6 +50,8 @@ DEFAULT_CONFIDENCE = 0.95
 # resampled values held in memory at once: scipy's `batch` is set so that n_items * batch stays below this
 MAX_VALUES_IN_MEMORY = 20_000_000
 SYSTEM_FORMATS = (".jsonl", ".txt")
+# what compare scores stories with: the story metrics, and the suite's combined percentile
+COMPARE_METRICS = ("union", "plot_coherence", "story_quality")
 
 
 class ComparisonInputError(ValueError):
@@ -79,6 +88,11 @@ class Comparison:
     confidence_level: float
     resamples: int
     seed: int
+    # what the scores are: set by compare_files (None for scores handed to compare_systems)
+    metric: str | None = None
+    config: str | None = None
+    settings: str | None = None  # the settings string of every score compared, where known
+    scores_from: str | None = None  # "scored" (here) or "files" (their score field)
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -102,6 +116,9 @@ class Comparison:
             f"(BCa bootstrap CIs and paired permutation tests, {self.resamples} resamples, seed {self.seed}; "
             "p-values are one-sided and not corrected for the number of pairs)"
         )
+        if self.metric or self.settings:
+            what = f"{self.metric}/{self.config}" if self.metric else "the files' scores"
+            lines.append(f"scores: {what}; settings: {self.settings or 'not recorded in the files'}")
         return "\n".join(lines)
 
 
@@ -216,15 +233,18 @@ class SystemFile:
     ids: list | None  # None: matched by position
     stories: list[str] | None  # None where the file carries scores
     scores: list[float] | None
+    settings: str | None = None  # the records' "<score field>_settings" (storyeval score writes it), where they carry scores
 
 
 def read_system(path: str | Path, story_field: str = "story", score_field: str = "score", id_field: str = "id") -> SystemFile:
     """One system's items: a ``.jsonl`` file (records with an id, a story and/or a score) or a ``.txt`` file
     (one story per line)."""
-    from storyeval.files import InputError, read_stories, text_lines
+    from storyeval.files import InputError, json_problem, read_stories, text_lines
     from storyeval.inputs import has_words, not_unicode_text
 
     path = Path(path)
+    if path.is_dir():
+        raise ComparisonInputError(f"{path} is a folder; give a system's .jsonl or .txt file")
     if not path.is_file():
         raise ComparisonInputError(f"input file not found: {path}")
     fmt = path.suffix.lower()
@@ -235,14 +255,14 @@ def read_system(path: str | Path, story_field: str = "story", score_field: str =
             rows = [lineno for lineno, _ in text_lines(path)]
             stories = [story for _, story in read_stories(path, fmt, story_field)]
             return SystemFile(path, rows, None, stories, None)
-        rows, ids, stories, scores = [], [], [], []
+        rows, ids, stories, scores, settings = [], [], [], [], {}
         for lineno, line in text_lines(path):
             if not line.strip():
                 continue
             try:
                 record = json.loads(line)
             except json.JSONDecodeError as error:
-                raise ComparisonInputError(f"{path}:{lineno}: not JSON ({error.msg})") from None
+                raise ComparisonInputError(f"{path}:{lineno}: {json_problem(error)}") from None
             if not isinstance(record, dict):
                 raise ComparisonInputError(f"{path}:{lineno}: expected a JSON object")
             rows.append(lineno)
@@ -252,6 +272,7 @@ def read_system(path: str | Path, story_field: str = "story", score_field: str =
                 if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
                     raise ComparisonInputError(f"{path}:{lineno}: {score_field!r} must be a finite number, got {value!r}")
                 scores.append(float(value))
+                settings.setdefault(record.get(f"{score_field}_settings"), lineno)
             else:
                 story = record.get(story_field)
                 if not isinstance(story, str) or not has_words(story):
@@ -272,12 +293,18 @@ def read_system(path: str | Path, story_field: str = "story", score_field: str =
     if with_ids and len(with_ids) != len(ids):
         missing = rows[ids.index(None)]
         raise ComparisonInputError(f"{path}:{missing}: no {id_field!r} field, but other records have one")
+    if len(settings) > 1:
+        (first, first_line), (other, other_line) = list(settings.items())[:2]
+        raise ComparisonInputError(f"{path}: line {first_line} was scored with {first}, line {other_line} with {other}; "
+                                   "scores with different settings do not compare")
     seen: dict = {}
     for row, item_id in zip(rows, ids):
         if item_id is not None and item_id in seen:
             raise ComparisonInputError(f"{path}:{row}: {id_field} {item_id!r} repeats line {seen[item_id]}")
         seen[item_id] = row
-    return SystemFile(path, rows, ids if with_ids else None, stories if not scores else None, scores if scores else None)
+    return SystemFile(path, rows, ids if with_ids else None, stories if not scores else None, scores if scores else None,
+                      next(iter(settings), None))
+
 
 
 def _record_id(record: dict, id_field: str, path: Path, lineno: int):
@@ -322,7 +349,7 @@ def align(systems: list[SystemFile], id_field: str = "id") -> list[SystemFile]:
         aligned.append(SystemFile(
             other.path, [other.rows[k] for k in order], [other.ids[k] for k in order],
             None if other.stories is None else [other.stories[k] for k in order],
-            None if other.scores is None else [other.scores[k] for k in order],
+            None if other.scores is None else [other.scores[k] for k in order], other.settings,
         ))
     return aligned
 
@@ -336,12 +363,14 @@ def system_names(paths: Sequence[str | Path]) -> list[str]:
 
 
 def compare_files(paths: Sequence[str | Path], scorer=None, *, story_field: str = "story", score_field: str = "score",
-                  id_field: str = "id", batch_size: int = 16, dtype=None, **options) -> tuple[Comparison, dict[str, list[float]], bool]:
+                  id_field: str = "id", batch_size: int = 16, dtype=None, metric: str | None = None, config: str | None = None,
+                  **options) -> tuple[Comparison, dict[str, list[float]], bool]:
     """Read, match and (if they carry no scores) score the systems' files, then :func:`compare_systems`.
 
     ``scorer`` is a loaded story scorer (``storyeval.scoring.sequence.load_scorer``), or a callable that returns
-    one, called only when the files need scoring. Returns the comparison, each system's per-item scores
-    (in the first file's order) and whether the scores were read from the files.
+    one, called only when the files need scoring; ``metric`` and ``config`` name it in the result, with its
+    ``settings(dtype)``. Returns the comparison, each system's per-item scores (in the first file's order)
+    and whether the scores were read from the files.
     """
     if len(paths) < 2:
         raise ComparisonInputError(f"need at least two systems' files to compare, got {len(paths)}")
@@ -355,23 +384,49 @@ def compare_files(paths: Sequence[str | Path], scorer=None, *, story_field: str 
             f"{', '.join(str(s.path) for s, has in zip(systems, scored) if not has)} do not: "
             "score every file with the same metric, or leave the scores out of all of them"
         )
-    if not all(scored):
+    if all(scored):
+        recorded = {s.settings for s in systems}
+        if len(recorded) > 1:
+            named = "; ".join(f"{s.path}: {s.settings or 'none recorded'}" for s in systems)
+            raise ComparisonInputError(f"the files' scores were computed with different settings ({named}); "
+                                       "scores with different settings do not compare")
+        about = {"settings": recorded.pop(), "scores_from": "files"}
+    else:
         if scorer is None:
             raise ComparisonInputError("the files hold stories without scores, and no scorer was given")
         if callable(scorer) and not hasattr(scorer, "score"):
             scorer = scorer()
         for system in systems:
             system.scores = scorer.score(system.stories, batch_size=batch_size, dtype=dtype)
+        settings = scorer.settings(dtype) if hasattr(scorer, "settings") else None
+        about = {"metric": metric, "config": config, "settings": settings, "scores_from": "scored"}
     names = system_names([s.path for s in systems])
     scores = {name: list(s.scores) for name, s in zip(names, systems)}
-    return compare_systems(scores, **options), scores, all(scored)
+    return dataclasses.replace(compare_systems(scores, **options), **about), scores, all(scored)
+
+
+class SuiteCombined:
+    """The story_quality suite as a story scorer for :func:`compare_files`: each story's ``combined``."""
+
+    def __init__(self, config: str, device=None):
+        from storyeval.analysis.suite import StoryQuality
+
+        self.suite = StoryQuality(config, device=device)
+
+    def score(self, stories, batch_size: int = 16, dtype=None) -> list[float]:
+        if dtype is not None:
+            raise ValueError("--metric story_quality scores in float32: leave out --dtype")
+        return self.suite.score(stories, batch_size=batch_size)["combined"]
+
+    def settings(self, dtype=None) -> str:
+        return self.suite.settings(with_contexts=False)
 
 
 # ---- plot -------------------------------------------------------------------------------------------------
 
 
-def plot_comparison(comparison: Comparison, scores: Mapping[str, Sequence[float]], path: str | Path, metric: str = "score") -> Path:
-    """A box plot of each system's scores, with its mean and confidence interval drawn beside the box."""
+def comparison_figure(comparison: Comparison, scores: Mapping[str, Sequence[float]], metric: str = "score"):
+    """The matplotlib figure :func:`plot_comparison` saves."""
     try:
         import matplotlib
     except ImportError:
@@ -388,8 +443,17 @@ def plot_comparison(comparison: Comparison, scores: Mapping[str, Sequence[float]
                       fmt="o", color="tab:red", capsize=5)
     axes.set_xticks(positions, names)
     axes.set_ylabel(metric)
-    axes.set_title(f"{metric}: boxes = scores (orange: median); red = mean and {comparison.confidence_level:.0%} bootstrap CI", fontsize=9)
+    # two short lines: one long line is clipped at the figure's edges when there are only two systems
+    axes.set_title(f"{metric}\nboxes: scores (orange: median); red: mean, {comparison.confidence_level:.0%} bootstrap CI", fontsize=9)
     figure.tight_layout()
+    return figure
+
+
+def plot_comparison(comparison: Comparison, scores: Mapping[str, Sequence[float]], path: str | Path, metric: str = "score") -> Path:
+    """A box plot of each system's scores, with its mean and confidence interval drawn beside the box."""
+    import matplotlib.pyplot as plt
+
+    figure = comparison_figure(comparison, scores, metric)
     figure.savefig(path, dpi=120)
     plt.close(figure)
     return Path(path)
@@ -398,26 +462,30 @@ def plot_comparison(comparison: Comparison, scores: Mapping[str, Sequence[float]
 # ---- command line -----------------------------------------------------------------------------------------
 
 
-def add_parser(commands) -> argparse.ArgumentParser:
+def add_parser(commands, formatter_class=argparse.HelpFormatter) -> argparse.ArgumentParser:
     """Add ``storyeval compare`` to the CLI's subcommands; its handler is ``run``."""
     from storyeval.inputs import DTYPE_NAMES, positive_int
 
-    parser = commands.add_parser("compare", help="compare systems' outputs on one metric, with confidence intervals and paired tests")
+    parser = commands.add_parser("compare", help="compare systems' outputs on one metric, with confidence intervals and paired tests",
+                                 description=__doc__.split("\n\n", 2)[2].split("\n\nIn Python")[0].replace("``", ""),
+                                 formatter_class=formatter_class)
     parser.add_argument("inputs", nargs="+", help="one .jsonl or .txt file per system, for the same prompts")
-    parser.add_argument("--metric", default="union", choices=["union", "plot_coherence"],
-                        help="scores the files' stories when they carry no scores (default: union)")
-    parser.add_argument("--config", default="roc", help="checkpoint: a config name, a folder or a Hub repo id")
+    parser.add_argument("--metric", default="union", choices=COMPARE_METRICS,
+                        help="scores the files' stories when they carry no scores; story_quality: the suite's combined percentile")
+    parser.add_argument("--config", default="roc", help="checkpoint (story_quality: suite config): a config name, a folder or a Hub repo id")
     parser.add_argument("--field", default="story", help="the story field (.jsonl)")
     parser.add_argument("--score-field", default="score", help="a field holding scores already computed (.jsonl)")
     parser.add_argument("--id-field", default="id", help="matches items across files (.jsonl); without it, by line")
-    parser.add_argument("--resamples", type=int, default=DEFAULT_RESAMPLES)
-    parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
+    parser.add_argument("--resamples", type=positive_int, default=DEFAULT_RESAMPLES,
+                        help="bootstrap and permutation resamples; the smallest p-value is 1 / (resamples + 1)")
+    parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help="seeds every resampling, so a comparison repeats exactly")
     parser.add_argument("--confidence", type=float, default=DEFAULT_CONFIDENCE, help="confidence level of the intervals")
     parser.add_argument("--json", dest="json_path", help="also write the comparison as JSON to this file ('-': stdout, instead of the table)")
     parser.add_argument("--plot", help="write a box plot of the score distributions (.png, .pdf, .svg; needs matplotlib)")
-    parser.add_argument("--batch-size", type=int, default=16)
-    parser.add_argument("--device", default=None)
-    parser.add_argument("--dtype", default=None, choices=DTYPE_NAMES)
+    parser.add_argument("--batch-size", type=positive_int, default=16, help="windows per forward pass when scoring")
+    parser.add_argument("--device", default=None, help="e.g. cpu, cuda, cuda:1 (default: CUDA if available)")
+    parser.add_argument("--dtype", default=None, choices=DTYPE_NAMES,
+                        help="weights' precision when scoring (default: float32); compare only scores of one dtype")
     parser.add_argument("--num-threads", type=positive_int, default=None, help="CPU threads for scoring (default: torch's)")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing --json or --plot file")
     return parser
@@ -448,20 +516,24 @@ def run(args) -> int:
 
             if importlib.util.find_spec("matplotlib") is None:
                 raise ComparisonInputError("--plot needs matplotlib: pip install 'storyeval[plot]'")
-        if args.batch_size < 1:
-            raise ComparisonInputError("--batch-size must be positive")
+        if args.metric == "story_quality" and args.dtype is not None:
+            raise ComparisonInputError("--metric story_quality scores in float32: leave out --dtype")
 
         def scorer():
-            from storyeval.checkpoints import resolution as checkpoints
-            from storyeval.scoring import sequence as scoring
             from storyeval.scoring.devices import set_num_threads
 
             set_num_threads(args.num_threads)
+            if args.metric == "story_quality":
+                return SuiteCombined(args.config, device=args.device)
+            from storyeval.checkpoints import resolution as checkpoints
+            from storyeval.scoring import sequence as scoring
+
             return scoring.load_scorer(args.metric, checkpoints.resolve_checkpoint(args.metric, args.config), device=args.device)
 
         comparison, scores, from_files = compare_files(
             args.inputs, scorer, story_field=args.field, score_field=args.score_field, id_field=args.id_field,
-            batch_size=args.batch_size, dtype=args.dtype, confidence_level=args.confidence, resamples=args.resamples, seed=args.seed,
+            batch_size=args.batch_size, dtype=args.dtype, metric=args.metric, config=args.config,
+            confidence_level=args.confidence, resamples=args.resamples, seed=args.seed,
         )
     # ImportError: an optional runtime (dtype int8) is missing; its message says what to install
     except (ComparisonInputError, LookupError, OSError, ValueError, TypeError, ImportError) as error:

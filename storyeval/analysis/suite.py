@@ -31,6 +31,14 @@ out (no keys, and not in ``combined``): it only judges a continuation against
 its context, and guessing a context from the story would score something it was
 not trained on. ``combined`` therefore means different things with and without
 contexts: compare it only between calls made the same way.
+
+Every result also carries ``settings``, one string naming what produced it, as
+each metric's does: the checkpoints that took part, joined by ``+``, their
+precision and the library versions, then the reference the percentiles come from
+(corpus, split and the commit that built it), e.g.
+``union-roc+plot-coherence-roc_fp32_storyeval-0.1.0.dev0_transformers-5.24_torch-2.13_percentiles-roc-test-5cc910f``;
+and ``percentile_references``: per metric, its checkpoint and its reference's
+provenance (builder, split, number of stories, commit, command).
 """
 from __future__ import annotations
 
@@ -51,6 +59,10 @@ SUITE_CONFIGS: dict[str, tuple[tuple[str, str], ...]] = {
 DEFAULT_SUITE_CONFIG = "roc"
 # continuation quality's criterion that enters ``combined``: the overall rating, which the other two refine
 CONTINUATION_CRITERION = "overall"
+
+
+# what every result carries besides the per-story keys and mean_combined: what produced it
+PROVENANCE_KEYS = ["settings", "percentile_references"]
 
 
 def output_keys(config: str, with_contexts: bool) -> list[str]:
@@ -92,8 +104,31 @@ class StoryQuality:
             reference = load_reference(folder, self.corpus)
             self.components.append((metric, folder, load_scorer(metric, folder, device=device), reference))
 
+    def parts(self, with_contexts: bool) -> list[tuple]:
+        """The components that score a call made with or without contexts (continuation quality needs them)."""
+        return [part for part in self.components if with_contexts or part[0] != "continuation_quality"]
+
+    def settings(self, with_contexts: bool = False) -> str:
+        """The settings string of a result (see the module docstring): its scores compare with another's only when it matches."""
+        from storyeval.scoring.signature import settings_string
+
+        parts = self.parts(with_contexts)
+        checkpoints = "+".join(scorer.name for _, _, scorer, _ in parts)
+        splits = sorted({f"{reference.corpus}-{reference.provenance.get('split', 'unknown')}" for *_, reference in parts})
+        commits = sorted({str(reference.provenance["provenance"].get("commit", "unknown")) for *_, reference in parts})
+        return f"{settings_string(checkpoints)}_percentiles-{'+'.join(splits)}-{'+'.join(commits)}"
+
+    def percentile_references(self, with_contexts: bool = False) -> dict[str, dict]:
+        """Per metric of a result: its checkpoint and where its percentiles' reference came from."""
+        return {metric: {"checkpoint": scorer.name, "corpus": reference.corpus, **reference.provenance}
+                for metric, _, scorer, reference in self.parts(with_contexts)}
+
+    def provenance(self, with_contexts: bool) -> dict:
+        return {"settings": self.settings(with_contexts), "percentile_references": self.percentile_references(with_contexts)}
+
     def empty_result(self, with_contexts: bool) -> dict:
-        return {**{key: [] for key in output_keys(self.config, with_contexts)}, "mean_combined": math.nan}
+        return {**{key: [] for key in output_keys(self.config, with_contexts)}, "mean_combined": math.nan,
+                **self.provenance(with_contexts)}
 
     def score(self, predictions: Sequence[str], contexts: Sequence[str] | None = None, batch_size: int = 16,
               device=None, progress_bar: bool = False) -> dict:
@@ -124,4 +159,4 @@ class StoryQuality:
                 percentiles.append(result[f"{metric}_percentile"])
         result["combined"] = [sum(story) / len(story) for story in zip(*percentiles)]
         result["mean_combined"] = sum(result["combined"]) / len(result["combined"])
-        return result
+        return {**result, **self.provenance(contexts is not None)}

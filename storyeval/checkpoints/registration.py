@@ -8,6 +8,15 @@ writes the package's metric modules there with evaluate's own function for it,
 so the layout is evaluate's, and enters the bundled checkpoints into the
 Hugging Face cache (see :mod:`storyeval.checkpoints.bundled`).
 
+Each module is also entered into evaluate's cache of Hub downloads, under the
+address ``evaluate.load`` asks the Hub for first, as the checkpoints are entered
+into the Hugging Face cache. When the Hub cannot serve that address (offline, or
+no such Space), evaluate takes the cached file quietly. Without it evaluate
+falls back to its modules cache with a warning that the module "couldn't be
+found locally or remotely on the Hugging Face Hub", on every load, which reads
+like a failure. Where the Hub does serve the address (a pushed Space), that copy
+is used, as before.
+
 Re-running it is harmless. Copies of another version of a module or checkpoint
 (after an upgrade, or a checkout at another commit) are replaced, and only those
 that storyeval wrote.
@@ -15,6 +24,7 @@ that storyeval wrote.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,8 +42,22 @@ class Registration:
     replaced: list[Path] = field(default_factory=list)  # stale copies removed
 
 
-def register_modules(dynamic_modules_path: str | None = None, metrics_root: Path | None = None) -> Registration:
-    """Copy each metric module into evaluate's modules cache under both its names."""
+def hub_download_path(name: str, script: str, downloads_path: str | Path | None = None) -> Path:
+    """Where evaluate's cache of Hub downloads keeps ``script`` of the Hub module ``name`` (``evaluate-metric/union``),
+    at the revision ``evaluate.load`` asks for first: the file it reads when the Hub cannot serve it."""
+    from evaluate import SCRIPTS_VERSION, config
+    from evaluate.utils.file_utils import hash_url_to_filename, hf_hub_url
+
+    revision = os.getenv("HF_SCRIPTS_VERSION", SCRIPTS_VERSION)
+    if re.match(r"\d*\.\d*\.\d*", revision):  # as evaluate's HubEvaluationModuleFactory tags a version
+        revision = "v" + revision
+    url = hf_hub_url(path=name, name=script, revision=revision)
+    return Path(downloads_path or config.DOWNLOADED_EVALUATE_PATH) / hash_url_to_filename(url)
+
+
+def register_modules(dynamic_modules_path: str | None = None, metrics_root: Path | None = None,
+                     downloads_path: str | Path | None = None) -> Registration:
+    """Copy each metric module into evaluate's modules cache, and its cache of Hub downloads, under both its names."""
     from evaluate.loading import DownloadMode, _create_importable_file, init_dynamic_modules
 
     report = Registration()
@@ -52,6 +76,9 @@ def register_modules(dynamic_modules_path: str | None = None, metrics_root: Path
                     shutil.rmtree(other)
                     report.replaced.append(other)
             os.utime(folder / module_hash / script.name)  # the newest copy is the one evaluate loads
+            download = hub_download_path(name, script.name, downloads_path)
+            download.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(script, download)  # replaces an older version's copy: the address is the same
             report.modules.append(metric if namespace == "evaluate-metric" else name)
     return report
 

@@ -52,19 +52,17 @@ METRICS: dict[str, MetricSpec] = {
     )
 }
 
-# registered checkpoints that are neither bundled nor on the Hub, and how to make one
+# registered checkpoints that are neither bundled nor on the Hub: why, in a clause that fits an error's one line
+# (how to train one is in docs/TRAINING.md). Bundling one (hub_cards/<name>/model.safetensors) makes its config
+# loadable and listed, whatever this says.
 UNPUBLISHED = {
     "plot-coherence-wp": (
-        "no WP negatives are released, and the ones a generator trained on this project's CPU writes are told from human "
-        "stories by fluency alone: the classifier trained on them agreed with people on WP no better than `roc` "
-        "(benchmarks/experiments/wp.md), so none was shipped; fluent negatives need a stronger generator, trained on a GPU. "
-        "Train one with the README's plot-coherence stages run with --dataset wp (build-plots, train-plot-generator, "
-        "generate-negatives, adversarial-filter), then `storyeval-train-plot-coherence --dataset wp --negatives generated "
-        "--generated-dir <adversarial-filter output> --output-dir <run> --export-dir <folder>`"
+        "none trained here agreed with people on WP better than `roc` (benchmarks/experiments/wp.md); "
+        "train one as docs/TRAINING.md says ('WritingPrompts on a CPU')"
     ),
     "plot-coherence-wp-base": (
-        "no base-size WP plot-coherence checkpoint has been trained: it needs the WP negatives that `wp` needs (see "
-        "plot-coherence-wp); train one as `wp`, started from the `roc-base` checkpoint (--model-name-or-path <its folder>)"
+        "none has been trained (it needs the WP negatives `wp` needs); train one as docs/TRAINING.md says for `wp`, "
+        "starting from `roc-base`"
     ),
 }
 

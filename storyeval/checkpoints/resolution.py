@@ -69,8 +69,8 @@ def resolve_checkpoint(metric: str, config_name: str, local_files_only: bool | N
             return _from_bundle(metric, names[config_name], cache_dir)
         if place.name in UNPUBLISHED:
             raise FileNotFoundError(
-                f"no {place.name} checkpoint is bundled or published: {UNPUBLISHED[place.name]}; "
-                f"pass that folder as the config name or put it in {place}."
+                f"no {place.name} checkpoint is bundled or published: {UNPUBLISHED[place.name]}, "
+                "then pass its folder as the config name"
             )
         repo_id = f"{HUB_ORGANISATION}/{names[config_name]}"
     elif config_name.startswith((".", "/", "~")) or ("/" in config_name and not _is_repo_id(config_name)):
@@ -162,6 +162,13 @@ def _local_path(name: str) -> Path:
 def bundled_configs(metric: str) -> list[str]:
     """The registered configs of ``metric`` whose checkpoint is bundled in this checkout."""
     return sorted(name for name, folder in REGISTRY[metric].items() if bundled.checkpoint_folder(folder, HUB_CARDS))
+
+
+def available_configs(metric: str) -> list[str]:
+    """The registered configs of ``metric`` that can be loaded, in registry order: bundled, or published on
+    the Hub (every registered checkpoint that is not :data:`UNPUBLISHED`). What ``--help`` lists."""
+    return [name for name, folder in REGISTRY[metric].items()
+            if bundled.checkpoint_folder(folder, HUB_CARDS) or folder not in UNPUBLISHED]
 
 
 def _from_bundle(metric: str, name: str, cache_dir: str | None) -> Path:

@@ -14,6 +14,11 @@ pass per sentence, batched, which is cheap for the short stories a demo takes.
 Every handler turns bad input (an empty box, a huge paste, a malformed upload)
 into a message in the page's status line; nothing reaches the user as a
 stack trace.
+
+Two tiers of checkpoints: the fast one (MiniLM-L6, the ``roc`` and ``deltascore``
+configs) and, where its MPNet-base backbone is installed, the base one (``roc-base``,
+``deltascore-base``), which agrees with people best (BENCHMARKS.md); the page
+offers the choice only where the base tier can load.
 """
 from __future__ import annotations
 
@@ -33,11 +38,28 @@ MAX_SENTENCES = 60  # leave-one-out costs a forward pass per sentence
 MAX_UPLOAD_STORIES = 2_000
 HISTOGRAM_BINS = 10
 
-METRIC_TITLES = {
-    "union": "UNION (roc)",
-    "plot_coherence": "Plot coherence (roc)",
-    "continuation_quality": "Continuation quality",
+METRIC_NAMES = {"union": "UNION", "plot_coherence": "Plot coherence", "continuation_quality": "Continuation quality"}
+# each tier's config per metric: the fast MiniLM-L6 configs, and the base tier (MPNet-base)
+TIERS = {
+    "fast": {"union": "roc", "plot_coherence": "roc", "continuation_quality": "deltascore"},
+    "base": {"union": "roc-base", "plot_coherence": "roc-base", "continuation_quality": "deltascore-base"},
 }
+TIER_CHOICES = [("Fast: MiniLM-L6 (roc)", "fast"), ("Base: MPNet-base (roc-base), agrees with people best, slower", "base")]
+
+
+def metric_title(metric: str, tier: str = "fast") -> str:
+    """A metric's row title with its config: "UNION (roc)"; continuation quality's default config goes unnamed."""
+    config = TIERS[tier].get(metric)
+    if config is None or config == "deltascore":
+        return METRIC_NAMES.get(metric, metric)
+    return f"{METRIC_NAMES[metric]} ({config})"
+
+
+def base_tier_available() -> bool:
+    """Whether the base tier can be offered: its backbone is installed (see :mod:`storyeval.checkpoints.backbones`)."""
+    from storyeval.checkpoints.backbones import base_backbone_installed
+
+    return base_backbone_installed()
 
 STORY_SCORE_MEANINGS = {
     "union": "probability the story reads as human-written",
@@ -49,13 +71,19 @@ class DemoInputError(ValueError):
     """Bad input, shown to the user as it is."""
 
 
-def _scorer(metric: str):
-    """The metric's default scorer, loaded once (the loaders cache)."""
+def _config(metric: str, tier: str) -> str:
+    if tier not in TIERS:
+        raise DemoInputError(f"Unknown tier {tier!r}: choose one of {', '.join(TIERS)}.")
+    return TIERS[tier][metric]
+
+
+def _scorer(metric: str, tier: str = "fast"):
+    """The metric's scorer in ``tier``, loaded once (the loaders cache)."""
     from storyeval.scoring.sequence import load_scorer
 
     if metric not in checkpoints.REGISTRY:
-        raise DemoInputError(f"{METRIC_TITLES.get(metric, metric)}: no checkpoint is registered yet")
-    return load_scorer(metric, checkpoints.resolve_checkpoint(metric, "default"))
+        raise DemoInputError(f"{METRIC_NAMES.get(metric, metric)}: no checkpoint is registered yet")
+    return load_scorer(metric, checkpoints.resolve_checkpoint(metric, _config(metric, tier)))
 
 
 def _check_text(value, what: str, required: bool = True) -> str:
@@ -72,7 +100,8 @@ def _check_text(value, what: str, required: bool = True) -> str:
     return value
 
 
-def score_story(story: str, context: str = "", metrics=("union", "plot_coherence", "continuation_quality")) -> tuple[list[list], list[list]]:
+def score_story(story: str, context: str = "", metrics=("union", "plot_coherence", "continuation_quality"),
+                tier: str = "fast") -> tuple[list[list], list[list]]:
     """Rows of (metric, score, note), and the leave-one-out rows (sentence #, sentence, score without it, change)."""
     story = _check_text(story, "story")
     context = _check_text(context, "context", required=False)
@@ -84,36 +113,37 @@ def score_story(story: str, context: str = "", metrics=("union", "plot_coherence
         raise DemoInputError(f"The story has {len(sentences)} sentences; this demo takes at most {MAX_SENTENCES}.")
     rows, attribution = [], []
     for metric in metrics:
+        name = metric_title(metric, tier)
         try:
-            scorer = _scorer(metric)
+            scorer = _scorer(metric, tier)
         except (DemoInputError, OSError, KeyError) as error:
-            rows.append([METRIC_TITLES.get(metric, metric), None, f"unavailable: {error}"])
+            rows.append([name, None, f"unavailable: {error}"])
             continue
         if metric == "continuation_quality":
             # shaped like its training pairs: a short opening (the context box, else the first sentence)
             # and the rest of the story; a single last sentence after a long context scores far off that
             opening, rest = (context, sentences) if context else (sentences[0], sentences[1:])
             if not rest:
-                rows.append([METRIC_TITLES[metric], None, "needs a context or a story of two or more sentences"])
+                rows.append([name, None, "needs a context or a story of two or more sentences"])
                 continue
             scores = scorer.score([opening], [" ".join(rest)])
             note = "the story given the context" if context else "the story after its first sentence, given that sentence"
             for criterion, values in scores.items():
-                rows.append([f"{METRIC_TITLES[metric]}: {criterion}", round(values[0], 4), _with_percentile(note, metric, values[0], criterion)])
+                rows.append([f"{name}: {criterion}", round(values[0], 4), _with_percentile(note, metric, tier, values[0], criterion)])
             continue
         # the whole story and, for UNION, each leave-one-out variant in one batched call (plot coherence: one piece, no blame)
         (explanation,) = explain_sentences([sentences if metric == "union" else [" ".join(sentences)]], scorer, [context])
-        rows.append([METRIC_TITLES[metric], round(explanation.score, 4), _with_percentile(STORY_SCORE_MEANINGS[metric], metric, explanation.score)])
+        rows.append([name, round(explanation.score, 4), _with_percentile(STORY_SCORE_MEANINGS[metric], metric, tier, explanation.score)])
         if metric == "union":
             attribution = [[b.index + 1, b.sentence, round(b.score_without, 4), round(b.change, 4)] for b in explanation.sentences]
     return rows, attribution
 
 
-def _with_percentile(note: str, metric: str, score: float, criterion: str | None = None) -> str:
+def _with_percentile(note: str, metric: str, tier: str, score: float, criterion: str | None = None) -> str:
     """The note with the score's percentile among human-written test stories, where the checkpoint has a reference."""
     from storyeval.analysis.percentiles import percentile_note
 
-    extra = percentile_note(checkpoints.resolve_checkpoint(metric, "default"), score, criterion)
+    extra = percentile_note(checkpoints.resolve_checkpoint(metric, _config(metric, tier)), score, criterion)
     return f"{note}; {extra}" if extra else note
 
 
@@ -125,7 +155,7 @@ def highlight(attribution: list[list]) -> list[tuple[str, float | None]]:
     return [(row[1] + " ", round(row[3] / largest, 3)) for row in attribution]
 
 
-def score_upload(path: str | None, field: str = "story") -> tuple[list[list], list[list], str]:
+def score_upload(path: str | None, field: str = "story", tier: str = "fast") -> tuple[list[list], list[list], str]:
     """Score an uploaded .txt/.jsonl/.csv file with UNION: table rows, histogram rows, summary."""
     if not path:
         raise DemoInputError("No file uploaded: choose a .txt (one story per line), .jsonl or .csv file.")
@@ -148,13 +178,14 @@ def score_upload(path: str | None, field: str = "story") -> tuple[list[list], li
             _check_text(story, "story")
         except DemoInputError as error:
             raise DemoInputError(f"Story {number} of the file: {error}") from None
-    scores = _scorer("union").score(stories, batch_size=16)
+    scores = _scorer("union", tier).score(stories, batch_size=16)
     table = [[i + 1, round(s, 4), story if len(story) <= 120 else story[:117] + "..."] for i, (s, story) in enumerate(zip(scores, stories))]
     counts = [0] * HISTOGRAM_BINS
     for s in scores:
         counts[min(int(s * HISTOGRAM_BINS), HISTOGRAM_BINS - 1)] += 1
     histogram = [[f"{b / HISTOGRAM_BINS:.1f}-{(b + 1) / HISTOGRAM_BINS:.1f}", c] for b, c in enumerate(counts)]
-    summary = f"{len(scores)} stories scored with UNION (roc): mean {sum(scores) / len(scores):.4f}, min {min(scores):.4f}, max {max(scores):.4f}."
+    summary = (f"{len(scores)} stories scored with {metric_title('union', tier)}: mean {sum(scores) / len(scores):.4f}, "
+               f"min {min(scores):.4f}, max {max(scores):.4f}.")
     return table, histogram, summary
 
 
@@ -167,52 +198,67 @@ def _message(error: Exception) -> str:
     return f"**Error:** the scorer failed ({type(error).__name__}); the server log has the details."
 
 
-def build_demo(metrics=("union", "plot_coherence", "continuation_quality"), title: str = "storyeval"):
+def build_demo(metrics=("union", "plot_coherence", "continuation_quality"), title: str = "storyeval", offer_base: bool | None = None):
+    """The page. ``offer_base``: whether to offer the base tier (default: where its backbone is installed)."""
     import gradio as gr
     import pandas as pd
 
     story_metrics = [m for m in metrics if m != "continuation_quality"]
+    # a context means something to continuation quality only: the story metrics score the story as written
+    takes_context = "continuation_quality" in metrics
+    offer_base = base_tier_available() if offer_base is None else offer_base
+    hidden = gr.update(visible=False)
 
-    def on_score(story, context):
+    def on_score(story, context, tier):
         try:
-            rows, attribution = score_story(story, context, metrics)
+            rows, attribution = score_story(story, context, metrics, tier)
         except Exception as error:  # every failure becomes a message in the page
-            return _message(error), None, [], None
-        return "Scored.", pd.DataFrame(rows, columns=["metric", "score", "note"]), highlight(attribution), (
-            pd.DataFrame(attribution, columns=["#", "sentence", "score without it", "change"]) if attribution else None
-        )
+            return _message(error), hidden, hidden, hidden
+        shown = gr.update(value=highlight(attribution), visible=bool(attribution))
+        table = gr.update(value=pd.DataFrame(attribution, columns=["#", "sentence", "score without it", "change"]), visible=True) \
+            if attribution else hidden
+        return "Scored.", gr.update(value=pd.DataFrame(rows, columns=["metric", "score", "note"]), visible=True), shown, table
 
-    def on_upload(path, field):
+    def on_upload(path, field, tier):
         try:
-            table, histogram, summary = score_upload(path, field)
+            table, histogram, summary = score_upload(path, field, tier)
         except Exception as error:
-            return _message(error), None, None
-        return summary, pd.DataFrame(table, columns=["#", "UNION", "story"]), pd.DataFrame(histogram, columns=["score", "stories"])
+            return _message(error), hidden, hidden
+        return (summary, gr.update(value=pd.DataFrame(table, columns=["#", "UNION", "story"]), visible=True),
+                gr.update(value=pd.DataFrame(histogram, columns=["score", "stories"]), visible=True))
 
     with gr.Blocks(title=title) as demo:
         gr.Markdown(f"# {title}\nLearned, reference-free scores for generated stories. Higher is better for every score.")
+        if offer_base:
+            tier = gr.Radio(TIER_CHOICES, value="fast", label="Checkpoints", elem_id="tier")
+        else:
+            tier = gr.State("fast")
         status = gr.Markdown(elem_id="status")
         with gr.Tab("Score a story"):
-            context = gr.Textbox(label="Context (optional): the prompt or the sentences before the story", lines=2, elem_id="context")
+            context = gr.Textbox(label="Context (optional): the prompt or the sentences before the story", lines=2,
+                                 elem_id="context", visible=takes_context)
             story = gr.Textbox(label="Story", lines=6, elem_id="story")
             button = gr.Button("Score", variant="primary", elem_id="score-button")
-            scores = gr.Dataframe(label="Scores", elem_id="scores", interactive=False)
+            # nothing is shown until there is something to show (an empty table shows placeholder headers "1 2 3")
+            scores = gr.Dataframe(label="Scores", elem_id="scores", interactive=False, visible=False, wrap=True,
+                                  column_widths=["25%", "10%", "65%"])
             if "union" in metrics:
                 gr.Markdown(
                     "**Which sentence drags the score down?** Each sentence is left out in turn and the story is rescored "
                     "with UNION; red marks sentences whose removal raises the score."
                 )
-            highlighted = gr.HighlightedText(label="Leave-one-out (UNION)", elem_id="highlight", visible="union" in metrics)
-            attribution = gr.Dataframe(label="Score with each sentence left out", elem_id="attribution", interactive=False, visible="union" in metrics)
-            button.click(on_score, [story, context], [status, scores, highlighted, attribution])
+            highlighted = gr.HighlightedText(label="Leave-one-out (UNION)", elem_id="highlight", visible=False)
+            attribution = gr.Dataframe(label="Score with each sentence left out", elem_id="attribution", interactive=False,
+                                       visible=False, wrap=True, column_widths=["6%", "64%", "15%", "15%"])
+            button.click(on_score, [story, context, tier], [status, scores, highlighted, attribution])
         if "union" in story_metrics:
             with gr.Tab("Score a file"):
                 upload = gr.File(label="Stories: .txt (one per line), .jsonl or .csv", file_types=[".txt", ".jsonl", ".csv"], type="filepath", elem_id="upload")
                 field = gr.Textbox(value="story", label="Field / column holding the story (.jsonl, .csv)", elem_id="field")
                 upload_button = gr.Button("Score file", elem_id="upload-button")
-                histogram = gr.BarPlot(x="score", y="stories", title="Distribution of UNION scores", elem_id="histogram")
-                file_scores = gr.Dataframe(label="Scores", elem_id="file-scores", interactive=False)
-                upload_button.click(on_upload, [upload, field], [status, file_scores, histogram])
+                histogram = gr.BarPlot(x="score", y="stories", title="Distribution of UNION scores", elem_id="histogram", visible=False)
+                file_scores = gr.Dataframe(label="Scores", elem_id="file-scores", interactive=False, visible=False, wrap=True)
+                upload_button.click(on_upload, [upload, field, tier], [status, file_scores, histogram])
     return demo
 
 

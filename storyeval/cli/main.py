@@ -15,18 +15,24 @@ what the scores were computed with); a ``score`` column added for ``.csv``
 reads back as the same float. A progress bar and a one-line summary go to stderr.
 
 An existing output file is replaced only with ``--overwrite``, and its extension
-must be the input's (the output is written in the input's format). A story that
-cannot be scored (an empty line) stops the run with its line number; with
-``--skip-invalid`` the rest are scored, it gets NaN, and a warning names its lines.
+must be the input's (the output is written in the input's format). ``-`` as the
+input reads standard input (``--format`` names its format; .txt by default);
+``-o -`` writes standard output, as no ``-o`` does, and ``-o /dev/null`` discards the
+scores (to time a run). A story that cannot be scored (an empty line) stops the run
+with its line number; with ``--skip-invalid`` the rest are scored, it gets NaN, and a
+warning names its lines.
 """
 from __future__ import annotations
 
 import argparse
+import errno
 import io
 import itertools
 import math
 import os
+import shutil
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -36,13 +42,14 @@ from storyeval.analysis import compare
 from storyeval.checkpoints import resolution as checkpoints
 from storyeval.checkpoints.registry import CORPORA as REFERENCE_CORPORA
 from storyeval.checkpoints.registry import METRICS, metric_spec
-from storyeval.files import InputError, Writer, count_records, csv_header, file_format, read_rows
+from storyeval.files import FORMATS, InputError, Writer, count_records, csv_header, file_format, read_rows
 from storyeval.inputs import DTYPE_NAMES, PROBE_STORY, positive_int
 from storyeval.version import __version__
 
 CHUNK = 1024  # stories read, scored and written at a time
 # storyeval is on no index, so the extra's own requirement is what to install (setup.py's DEMO has the same pin)
 DEMO_INSTALL = 'python -m pip install "gradio>=5.0" (in a checkout: python -m pip install -e ".[demo]")'
+STDIN_NAME = "<stdin>"  # how messages name standard input
 
 
 def load_scorer(metric: str, config: str, device, num_threads: int | None = None, dtype: str | None = None, quiet: bool = False):
@@ -118,9 +125,15 @@ def with_percentiles(scores: list[list[float]], reference, metric: str) -> list[
     return [row + [column[j] for column in columns] for j, row in enumerate(scores)]
 
 
+def output_is_a_device(output: str | None) -> bool:
+    """Whether ``-o`` names something that exists and is neither a regular file nor a folder (/dev/null, a pipe):
+    written to directly, with no extension to match, nothing to overwrite and no .partial file beside it."""
+    return bool(output) and os.path.exists(output) and not os.path.isfile(output) and not os.path.isdir(output)
+
+
 def check_paths(args, path: Path, fmt: str) -> None:
     """Everything about the input and output paths, before a model loads: nothing is written on a refusal."""
-    if not args.output:
+    if not args.output or output_is_a_device(args.output):
         return
     # writing onto the input would replace the stories with their scores
     if os.path.isdir(args.output):
@@ -148,14 +161,61 @@ def score_chunk(scorer, metric: str, rows, args) -> list[list[float]]:
     try:
         return [[value] for value in scorer.score([row.texts[args.column] for row in rows], batch_size=args.batch_size, dtype=args.dtype)]
     except StoryTooLongError as error:
-        raise InputError(f"{args.input}:{rows[error.index].line}: {error.problem}") from None
+        raise InputError(f"{STDIN_NAME if args.input == '-' else args.input}:{rows[error.index].line}: {error.problem}") from None
+
+
+def format_rate(count: int, seconds: float, unit: str = "story", units: str = "stories") -> str:
+    """A rate a person can read: "170.3 stories/s", or "4.2 s/story" below one a second (a long story)."""
+    if count and seconds / count > 1:
+        return f"{seconds / count:.1f} s/{unit}"
+    return f"{count / max(seconds, 1e-9):.1f} {units}/s"
+
+
+def prepare_int8(scorer) -> None:
+    """Make the torch scorer's int8 copy now, before the rate is timed, saying so when that means exporting it
+    (seconds, once per checkpoint; a cached export loads without torch and never gets here)."""
+    import torch
+
+    from storyeval.scoring.int8 import runtime as int8_runtime
+
+    exporting = int8_runtime.needs_export(scorer.model)
+    if exporting:
+        print(f"storyeval: exporting {scorer.name} to int8, once (later runs reuse it from {int8_runtime.cache_root()}) ...",
+              file=sys.stderr, flush=True)
+    started = time.perf_counter()
+    scorer.model_in(torch.int8)
+    if exporting:
+        print(f"storyeval: exported in {time.perf_counter() - started:.1f} s", file=sys.stderr)
+
+
+def spool_stdin(fmt: str) -> Path:
+    """Standard input copied into a temporary file, which the readers go through twice (a count for the progress
+    bar, then the stories); the caller removes it."""
+    handle, name = tempfile.mkstemp(prefix="storyeval-stdin-", suffix=fmt)
+    with os.fdopen(handle, "wb") as out:
+        shutil.copyfileobj(sys.stdin.buffer, out, 1 << 20)
+    return Path(name)
 
 
 def score_file(args) -> dict:
-    path = Path(args.input)
+    if args.input != "-":
+        return score_path(args, Path(args.input))
+    fmt = f".{args.format or 'txt'}"
+    spooled = spool_stdin(fmt)
+    try:
+        return score_path(args, spooled, fmt)
+    except InputError as error:  # name standard input, not the temporary copy
+        raise InputError(str(error).replace(str(spooled), STDIN_NAME)) from None
+    finally:
+        spooled.unlink(missing_ok=True)
+
+
+def score_path(args, path: Path, fmt: str | None = None) -> dict:
+    if path.is_dir():
+        raise InputError(f"{path} is a folder; give a story file (.txt, .jsonl or .csv) in it")
     if not path.is_file():
         raise InputError(f"input file not found: {path}")
-    fmt = file_format(path)
+    fmt = fmt or (f".{args.format}" if args.format else file_format(path))
     spec = metric_spec(args.metric)
     fields = [args.column, args.context_column] if spec.takes_contexts else [args.column]
     if spec.takes_contexts and fmt == ".txt":
@@ -173,10 +233,16 @@ def score_file(args) -> dict:
         reference = load_percentile_reference(args.metric, args.config, args.percentile)
         columns += [f"{column}_percentile" for column in columns]
     scorer = load_scorer(args.metric, args.config, args.device, args.num_threads, args.dtype, args.quiet)
+    if args.dtype == "int8" and hasattr(scorer, "model_in"):  # the torch scorer: its int8 copy is made before the clock starts
+        prepare_int8(scorer)
     settings = scorer.settings(args.dtype)
     # an output file appears only when scoring succeeds: a bad line never truncates an old result
-    partial = Path(str(args.output) + ".partial") if args.output else None
-    out_handle = partial.open("w", encoding="utf-8", newline="") if partial else sys.stdout
+    device_output = output_is_a_device(args.output)
+    partial = Path(str(args.output) + ".partial") if args.output and not device_output else None
+    if device_output:
+        out_handle = open(args.output, "w", encoding="utf-8", newline="")
+    else:
+        out_handle = partial.open("w", encoding="utf-8", newline="") if partial else sys.stdout
     total, summed, low, high, skipped = 0, 0.0, math.inf, -math.inf, []
     started = time.perf_counter()
     try:
@@ -229,6 +295,9 @@ def score_file(args) -> dict:
             out_handle.close()
             partial.unlink(missing_ok=True)
         raise
+    finally:
+        if device_output:
+            out_handle.close()
     seconds = time.perf_counter() - started
     if not total:
         low = high = math.nan
@@ -240,7 +309,7 @@ def score_file(args) -> dict:
         print(f"storyeval: warning: {len(skipped)} unscorable row(s) written as NaN, at line(s) {shown}", file=sys.stderr)
     print(
         f"{args.metric}/{args.config}: {total} {'story' if total == 1 else 'stories'}, {mean_label} {summary['mean']:.4f} "
-        f"(min {low:.4f}, max {high:.4f}), {total / max(seconds, 1e-9):.1f} stories/s; {settings}",
+        f"(min {low:.4f}, max {high:.4f}), {format_rate(total, seconds)}; {settings}",
         file=sys.stderr,
     )
     return summary
@@ -267,10 +336,35 @@ def demo(args) -> int:
     except ImportError:
         print(f"storyeval: error: the demo needs the [demo] extra: {DEMO_INSTALL}", file=sys.stderr)
         return 1
+    if problem := port_problem(args.host, args.port):
+        print(f"storyeval: error: {problem}", file=sys.stderr)
+        return 1
     from storyeval.cli.demo import launch
 
     launch(args.metric, args.host, args.port)
     return 0
+
+
+def port_problem(host: str, port: int) -> str | None:
+    """Why the demo cannot listen on ``host:port`` (in use, not an address here), or None: checked before Gradio
+    starts, whose own failure is a long traceback."""
+    import socket
+
+    if not 0 < port < 65536:
+        return f"--port must be between 1 and 65535, got {port}"
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror as error:
+        return f"--host {host}: not an address here ({error.strerror})"
+    family, _, _, _, address = infos[0]
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        try:
+            probe.bind(address)
+        except OSError as error:
+            if error.errno == errno.EADDRINUSE:
+                return f"port {port} is in use; pass --port N"
+            return f"cannot listen on {host}:{port} ({error.strerror}); pass another --host or --port"
+    return None
 
 
 def push(args) -> int:
@@ -289,6 +383,14 @@ def push(args) -> int:
     return 0
 
 
+class Parser(argparse.ArgumentParser):
+    """An argument error is one line, as every other error of the command is: the usage it would print
+    first is what ``--help`` shows."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 class HelpWithDefaults(argparse.HelpFormatter):
     """Adds each option's default to its help, unless the help says it already (a default that
     depends on --metric) or there is nothing to say (a flag, an option that is off by default)."""
@@ -302,15 +404,18 @@ class HelpWithDefaults(argparse.HelpFormatter):
 
 def build_parser() -> argparse.ArgumentParser:
     defaults = HelpWithDefaults
-    parser = argparse.ArgumentParser(prog="storyeval", description="Reference-free story metrics.", formatter_class=defaults)
+    parser = Parser(prog="storyeval", description="Reference-free story metrics.", formatter_class=defaults)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
-    configs = "; ".join(f"{name}: {', '.join(spec.configs)} (default {spec.default})" for name, spec in METRICS.items())
+    # what can be loaded (bundled or published); a registered config with no checkpoint yet says why when asked for
+    configs = "; ".join(f"{name}: {', '.join(checkpoints.available_configs(name))} (default {spec.default})" for name, spec in METRICS.items())
     batch_sizes = ", ".join(f"{spec.batch_size} for {name}" for name, spec in METRICS.items())
     score = commands.add_parser("score", help="score a .txt / .jsonl / .csv file of stories", formatter_class=defaults,
-                                description=__doc__.split("\n\n", 2)[2], epilog=f"configs: {configs}")
-    score.add_argument("input", help="stories: .txt (one per line), .jsonl or .csv")
-    score.add_argument("-o", "--output", help="output file, same format and extension as the input (default: stdout)")
+                                description=plain(__doc__.split("\n\n", 2)[2]), epilog=f"configs: {configs}")
+    score.add_argument("input", help="stories: .txt (one per line), .jsonl or .csv; - reads standard input")
+    score.add_argument("-o", "--output", help="output file, same format and extension as the input; - or none: standard output")
+    score.add_argument("--format", choices=[f.lstrip(".") for f in FORMATS], default=None,
+                       help="the input's format (default: its extension; txt for standard input)")
     score.add_argument("--overwrite", action="store_true", help="replace an existing output file")
     score.add_argument("--metric", default="union", choices=list(METRICS), help="which metric scores the file")
     score.add_argument("--config", default=None,
@@ -322,7 +427,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--score-field", default="score",
         help="the column (.csv) or field (.jsonl) the scores go in (continuation_quality: <name>_overall ...); must not already be in the input",
     )
-    score.add_argument("--batch-size", type=int, default=None, help=f"windows or pairs per forward pass (default: {batch_sizes})")
+    score.add_argument("--batch-size", type=positive_int, default=None, help=f"windows or pairs per forward pass (default: {batch_sizes})")
     score.add_argument("--device", default=None, help="e.g. cpu, cuda, cuda:1 (default: CUDA if available; the CPU with --dtype int8)")
     score.add_argument(
         "--dtype", default=None, choices=DTYPE_NAMES,
@@ -351,8 +456,13 @@ def build_parser() -> argparse.ArgumentParser:
     push.add_argument("--repo-id", required=True, help="owner/name on the Hub")
     push.add_argument("--dry-run", action="store_true", help="validate offline (card, files, requirements, checkpoint load); upload nothing")
     push.add_argument("--private", action="store_true", help="create the repo private")
-    compare.add_parser(commands)
+    compare.add_parser(commands, formatter_class=defaults)
     return parser
+
+
+def plain(text: str) -> str:
+    """A docstring as --help shows it: without reStructuredText's double backticks."""
+    return text.replace("``", "")
 
 
 def main(argv=None) -> int:
@@ -367,9 +477,8 @@ def main(argv=None) -> int:
         return compare.run(args)
     args.config = metric_spec(args.metric).default if args.config is None else args.config
     args.batch_size = metric_spec(args.metric).batch_size if args.batch_size is None else args.batch_size
-    if args.batch_size < 1:
-        print("storyeval: error: --batch-size must be positive", file=sys.stderr)
-        return 2
+    if args.output == "-":
+        args.output = None  # standard output
     if not args.score_field.strip():  # a blank name would write a nameless CSV column
         print("storyeval: error: --score-field must be a non-blank name", file=sys.stderr)
         return 2

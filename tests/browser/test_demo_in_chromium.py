@@ -100,6 +100,21 @@ def upload_file(page, path: Path) -> None:
     page.click("#upload-button")
 
 
+def screenshot(page, name: str) -> Path:
+    out_dir = Path(os.environ.get("STORYEVAL_SCREENSHOT_DIR", CHECKOUT / "build" / "browser"))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(out_dir / name), full_page=True)
+    return out_dir / name
+
+
+def test_nothing_is_shown_before_anything_is_scored(page):
+    # an empty table shows placeholder headers ("1 2 3"): the tables appear with their first scores
+    for elem_id in ("scores", "attribution", "highlight"):
+        assert not page.locator(f"#{elem_id}").is_visible(), elem_id
+    assert "1\n2\n3" not in page.inner_text("body")
+    screenshot(page, "demo-empty.png")
+
+
 def test_scores_a_story_and_marks_the_sentence_that_drags_it_down(page):
     submit_story(page, STORY)
     wait_for_status(page, "Scored")
@@ -120,10 +135,26 @@ def test_scores_a_story_and_marks_the_sentence_that_drags_it_down(page):
     changes = {int(body[i]): float(body[i + 3]) for i in range(0, len(body) - 3, 4)}
     assert sorted(changes) == [1, 2, 3, 4, 5], cells
     assert max(changes, key=changes.get) == 4, attribution
-    out_dir = Path(os.environ.get("STORYEVAL_SCREENSHOT_DIR", CHECKOUT / "build" / "browser"))
-    out_dir.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(out_dir / "demo-scored.png"), full_page=True)
-    assert (out_dir / "demo-scored.png").stat().st_size > 10_000
+    # the note wraps inside its column: the percentile sentence is there in full, and the table is no wider than the page
+    assert "human-written ROCStories test stories" in scores
+    box = page.locator("#scores").bounding_box()
+    assert box["x"] + box["width"] <= page.viewport_size["width"], box
+    assert screenshot(page, "demo-scored.png").stat().st_size > 10_000
+
+
+def test_the_base_tier_is_offered_and_scores(page):
+    from storyeval.checkpoints.backbones import base_backbone_installed
+
+    if not base_backbone_installed():
+        pytest.skip("the base tier's backbone is not installed")
+    page.get_by_label("Base: MPNet-base").check()
+    submit_story(page, STORY)
+    page.wait_for_function("() => /UNION \\(roc-base\\)/.test(document.querySelector('#scores')?.innerText || '')", timeout=300_000)
+    scores = page.inner_text("#scores")
+    assert re.search(r"UNION \(roc-base\)\s+(0\.\d+|1\.0+)", scores), scores
+    page.wait_for_timeout(2000)  # the page dims its outputs until the whole update has arrived
+    screenshot(page, "demo-base.png")
+    page.get_by_label("Fast: MiniLM-L6").check()
 
 
 def test_empty_and_huge_input_get_a_message_not_a_trace(page):
@@ -146,6 +177,6 @@ def test_uploaded_file_gets_scores_and_a_distribution(page, tmp_path):
     good = tmp_path / "stories.txt"
     good.write_text(STORY + "\n" + "She sat down. She sat down. She sat down.\n")
     upload_file(page, good)
-    summary = wait_for_status(page, "stories scored")
+    summary = wait_for_status(page, "^\\d+ stories scored")  # anchored: Gradio's "processing" line comes first until it is done
     assert summary.startswith("2 stories scored")
     assert page.locator("#histogram").is_visible()

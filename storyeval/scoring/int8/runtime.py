@@ -353,12 +353,24 @@ def find_export(folder: Path, backend: Int8Backend) -> Path | None:
     return None
 
 
-def exported_folder(model, tokenizer, backend: Int8Backend) -> Path:
-    """The folder holding ``backend``'s int8 export of ``model``: the cached one, or a new export."""
+def _export_key(model, backend: Int8Backend) -> tuple[dict, Path]:
+    """What an export of ``model`` is keyed by, and the folder it is (or will be) cached in."""
     key = {"backend": backend.name, "format": EXPORT_FORMAT, "versions": backend.versions(), "weights_sha256": weights_sha256(model)}
     name = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:24]
-    root = cache_root()
-    folder = root / f"{backend.name}-{name}"
+    return key, cache_root() / f"{backend.name}-{name}"
+
+
+def needs_export(model, backend: Int8Backend | None = None) -> bool:
+    """Whether an int8 copy of ``model`` would be exported now (none is cached), so a caller can say so first:
+    the export takes seconds (about 11 for a MiniLM checkpoint), and happens once per checkpoint and library versions."""
+    backend = backend or get_backend()
+    return backend.cpu_problem() is None and not (_export_key(model, backend)[1] / MANIFEST).is_file()
+
+
+def exported_folder(model, tokenizer, backend: Int8Backend) -> Path:
+    """The folder holding ``backend``'s int8 export of ``model``: the cached one, or a new export."""
+    key, folder = _export_key(model, backend)
+    root = folder.parent
     checkpoint = _loaded_checkpoint_hash(model)
     if (folder / MANIFEST).is_file():
         _add_checkpoint(folder / MANIFEST, checkpoint)
