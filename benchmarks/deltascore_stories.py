@@ -1,0 +1,61 @@
+"""Agreement of story checkpoints with the DeltaScore ratings of whole generated stories (a test set).
+
+    python -m benchmarks.deltascore_stories --corpus wp --checkpoint plot-coherence-wp=hub_cards/plot-coherence-wp
+
+DeltaScore's crowd-sourced file for a corpus holds generated stories (``story``, continuing ``title``, the
+prompt or opening) rated by people on fluency, coherence, relatedness, logicality and interestingness.
+Each checkpoint scores the story as a reader sees it, ``title + " " + story``, and this reports Pearson,
+Spearman and Kendall with every rated aspect, over every rated story: no story checkpoint (UNION or plot
+coherence) trains on these files. Continuation quality does, so it is measured on their held-out side in
+``benchmarks/continuation_quality.py`` instead.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+
+from storyeval_training.paths import data_dir
+
+from .common import checkpoint_spec, command_line, correlations, machine, require_checkpoint_folders, write_results
+
+ASPECTS = ("fluency", "coherence", "relatedness", "logicality", "interestingness")
+
+
+def rated_stories(corpus: str) -> tuple[list[str], dict[str, list[float]]]:
+    path = data_dir() / "continuation" / f"deltascore_crowdsource_{corpus}.jsonl"
+    stories, ratings = [], {aspect: [] for aspect in ASPECTS}
+    with path.open(encoding="utf-8") as handle:
+        for line in handle:
+            row = json.loads(line)
+            stories.append(f"{row['title']} {row['story']}")
+            for aspect in ASPECTS:
+                ratings[aspect].append(float(row[aspect]))
+    return stories, ratings
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--checkpoint", action="append", required=True, type=checkpoint_spec, help="label=folder (repeatable)")
+    parser.add_argument("--corpus", default="wp", choices=["roc", "wp"])
+    parser.add_argument("--batch-size", type=int, default=16)
+    parser.add_argument("--output", default=None, help="results file name (default: deltascore_stories_<corpus>)")
+    args = parser.parse_args(argv)
+    checkpoints = dict(args.checkpoint)
+    require_checkpoint_folders(parser, checkpoints)
+
+    from storyeval.scoring.sequence import load_story_classifier
+
+    stories, ratings = rated_stories(args.corpus)
+    payload = {"machine": machine(), "command": command_line(__name__, argv), "corpus": args.corpus, "stories": len(stories),
+               "checkpoints": {}}
+    for label, folder in checkpoints.items():
+        scorer = load_story_classifier(folder, device="cpu")
+        scores = scorer.score(stories, batch_size=args.batch_size)
+        rows = {aspect: correlations(scores, values) for aspect, values in ratings.items()}
+        payload["checkpoints"][label] = {"path": folder, "settings": scorer.settings(), "correlations": rows}
+        print(label + ": " + ", ".join(f"{a} S {r['spearman']:.3f} (p {r['spearman_p']:.2f})" for a, r in rows.items()))
+    print("wrote", write_results(args.output or f"deltascore_stories_{args.corpus}", payload))
+
+
+if __name__ == "__main__":
+    main()
