@@ -57,12 +57,12 @@ METRICS: dict[str, MetricSpec] = {
 # loadable and listed, whatever this says.
 UNPUBLISHED = {
     "plot-coherence-wp": (
-        "none trained here agreed with people on WP better than `roc` (benchmarks/experiments/wp.md); "
+        "none trained here agreed with people on WP better than `roc` (benchmarks/experiments/wp_v2.md); "
         "train one as docs/TRAINING.md says ('WritingPrompts on a CPU')"
     ),
     "plot-coherence-wp-base": (
-        "none has been trained (it needs the WP negatives `wp` needs); train one as docs/TRAINING.md says for `wp`, "
-        "starting from `roc-base`"
+        "none trained here has passed its ship rule yet (benchmarks/experiments/wp_v2.md); train one as "
+        "docs/TRAINING.md says for `wp`, with --model-name-or-path all-mpnet-base-v2 --lora-rank 16"
     ),
 }
 
