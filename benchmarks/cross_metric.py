@@ -28,6 +28,7 @@ def main(argv=None):
     parser.add_argument("--checkpoint", action="append", default=[], type=metric_checkpoint_spec,
                         help="metric:label=folder_or_config (repeatable)")
     parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--sets", nargs="+", default=list(HUMAN_SETS), choices=HUMAN_SETS, help="human sets to score (default: all)")
     parser.add_argument("--output", default="cross_metric", help="name of the results file (a new checkpoint's keeps the bundled rows' file)")
     args = parser.parse_args(argv)
 
@@ -35,7 +36,7 @@ def main(argv=None):
     from storyeval.scoring.sequence import load_scorer
 
     payload = {"machine": machine(), "command": command_line(__name__, argv), "checkpoints": {}}
-    human_sets = [load_human_set(name) for name in HUMAN_SETS]
+    human_sets = [load_human_set(name) for name in args.sets]
     for metric, label, config in args.checkpoint or DEFAULT_CHECKPOINTS:
         path = resolve_checkpoint(metric, config)
         scorer = load_scorer(metric, path)
