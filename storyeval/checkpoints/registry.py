@@ -60,10 +60,6 @@ UNPUBLISHED = {
         "none trained here agreed with people on WP better than `roc` (benchmarks/experiments/wp_v2.md); "
         "train one as docs/TRAINING.md says ('WritingPrompts on a CPU')"
     ),
-    "plot-coherence-wp-base": (
-        "none trained here has passed its ship rule yet (benchmarks/experiments/wp_v2.md); train one as "
-        "docs/TRAINING.md says for `wp`, with --model-name-or-path all-mpnet-base-v2 --lora-rank 16"
-    ),
 }
 
 
