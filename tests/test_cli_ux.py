@@ -61,14 +61,14 @@ def test_help_lists_only_configs_that_load_and_derives_them_from_the_bundle(caps
         return " ".join(capsys.readouterr().out.split())
 
     text = help_text()
-    assert "plot_coherence: roc, roc-base (default roc)" in text and "``" not in text
+    assert "plot_coherence: roc, roc-base, wp-base (default roc)" in text and "``" not in text
     # shipping a registered config (a bundled checkpoint) lists it, with no other change
     cards = tmp_path / "cards"
     for name in ("plot-coherence-roc", "plot-coherence-roc-base", "plot-coherence-wp"):
         (cards / name).mkdir(parents=True)
         (cards / name / "model.safetensors").write_bytes(b"")
     monkeypatch.setattr(checkpoints, "HUB_CARDS", cards)
-    assert "plot_coherence: roc, wp, roc-base (default roc)" in help_text()
+    assert "plot_coherence: roc, wp, roc-base, wp-base (default roc)" in help_text()
 
 
 def test_an_unshipped_config_is_one_line_naming_what_to_do(tmp_path, capsys):
