@@ -146,10 +146,12 @@ class StoryReward:
             raise ValueError(f"criterion picks continuation_quality's output; {metric} has one score")
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+        if not (isinstance(guard, bool) or guard in GUARD_BOUNDS):
+            raise ValueError(f"guard must be True, False or a corpus, one of {sorted(GUARD_BOUNDS)}; got {guard!r}")
         if metric == "story_quality" and dtype is not None:
             raise ValueError("story_quality scores in float32 only; leave dtype out")
         self.metric, self.text, self.criterion = metric, text, criterion
-        self.batch_size, self.device, self.dtype, self.guard = batch_size, device, dtype, bool(guard)
+        self.batch_size, self.device, self.dtype, self.guard = batch_size, device, dtype, guard is not False
         if metric == "story_quality":
             self.config = config or "default"
             self.scorer = suite_class()(self.config, device=device)  # an unknown config raises, listing the choices
@@ -158,6 +160,7 @@ class StoryReward:
             # an unknown config raises here, listing the metric's configs
             self.scorer = load_from_checkpoint(download_model(f"{metric}/{config or 'default'}"), device=device)
             self.config = config or "default"
+        self.guard_corpus = self._guard_corpus(guard)
         self.floor = CONTINUATION_FLOOR if metric == "continuation_quality" else PROBABILITY_FLOOR
         # TRL logs a reward under its function's name: the checkpoint's (union_roc, plot_coherence_roc_base), or the suite's
         checkpoint = f"story_quality_{self.config}" if metric == "story_quality" else self.scorer.name
@@ -165,6 +168,19 @@ class StoryReward:
                                           *(["guarded"] if self.guard else [])])
         self._warned = False
         self.last_floored = 0  # completions given the floor in the last call
+
+    def _guard_corpus(self, guard) -> str | None:
+        """The corpus whose human continuations bound the guard: named, or the config's (union-roc: roc)."""
+        if guard is False:
+            return None
+        if isinstance(guard, str):
+            return guard
+        name = f"story_quality-{self.config}" if self.metric == "story_quality" else self.scorer.name
+        corpora = [corpus for corpus in GUARD_BOUNDS if f"-{corpus}" in name]
+        if len(corpora) != 1:
+            raise ValueError(f"{name} names no corpus the guard knows: pass guard='roc' or guard='wp' "
+                             "(the corpus whose human-written stories the completions should resemble)")
+        return corpora[0]
 
     def __repr__(self) -> str:
         return (f"StoryReward({self.metric!r}, {self.config!r}, text={self.text!r}, criterion={self.criterion!r}, "
@@ -183,7 +199,7 @@ class StoryReward:
         if callable(log_metric) and completions:
             log_metric(f"{self.__name__}/floored", self.last_floored / len(completions))
         if self.guard:
-            rewards = [value * factor for value, factor in zip(rewards, guard_factors(prompts, completions))]
+            rewards = [value * factor for value, factor in zip(rewards, guard_factors(prompts, completions, self.guard_corpus))]
         return rewards
 
     def score(self, prompts: list[str], completions: list[str]) -> list[float]:
@@ -242,6 +258,85 @@ def reward(metric: str, config: str | None = None, **options) -> StoryReward:
     return StoryReward(metric, config, **options)
 
 
-def guard_factors(prompts: list[str], completions: list[str]) -> list[float]:
-    """Per completion, the factor in [0, 1] the guarded reward multiplies the metric's reward by."""
-    return [1.0 for _ in completions]
+# function words, for the share of them in a text: a keyword list has almost none (a short fixed list; no tagger)
+FUNCTION_WORDS = frozenset(
+    "a an the and or but so then of to in on at for with from by as is was were be been being are am it its he she they his "
+    "her their them him i you we my our your me us that this these those there what when which who whom would could should "
+    "will can did do does had has have not n't 's 'd 'll 're 've 'm no if than too very just up out about into over after".split())
+NGRAM = 4  # repetition and collapse are counted in word 4-grams
+# per corpus, the guard's bounds, each a percentile of the human-written continuations of the builders' training split
+# (python -m benchmarks.reward_gaming --guard-thresholds prints them): words (1st and 99th percentile), the share of
+# 4-grams repeated within the text (99th), the share of function words (1st) and the share of 4-grams also in another
+# prompt's completion of the same call, in calls of 32 training continuations (99th)
+GUARD_BOUNDS = {
+    "roc": {"min_words": 19, "max_words": 53, "repeated": 0.049, "function_words": 0.304, "shared": 0.048},
+    "wp": {"min_words": 29, "max_words": 200, "repeated": 0.076, "function_words": 0.356, "shared": 0.021},
+}
+
+
+def words_of(text: str) -> list[str]:
+    """Lower-cased Treebank words with a letter or digit (punctuation does not count)."""
+    from storyeval.text import tokenize
+
+    return [token for token in tokenize(text.replace(_SEPARATOR, " ")) if any(c.isalnum() for c in token)]
+
+
+def ngrams(words: list[str], n: int = NGRAM) -> list[tuple[str, ...]]:
+    return [tuple(words[i : i + n]) for i in range(len(words) - n + 1)]
+
+
+def guard_features(prompts: list[str], completions: list[str]) -> list[dict]:
+    """Per completion: its words, the share of its 4-grams already said (in the prompt or earlier in it), its share
+    of function words, and the share of its 4-grams that a completion of another prompt in the same call also has."""
+    words = [words_of(c) for c in completions]
+    grams = [ngrams(w) for w in words]
+    by_prompt: dict[str, set] = {}
+    for prompt, own in zip(prompts, grams):
+        by_prompt.setdefault(prompt, set()).update(own)
+    features = []
+    for prompt, own_words, own in zip(prompts, words, grams):
+        seen, repeated = set(ngrams(words_of(prompt))), 0
+        for gram in own:
+            repeated += gram in seen
+            seen.add(gram)
+        others = set().union(*(g for p, g in by_prompt.items() if p != prompt))
+        features.append({
+            "words": len(own_words),
+            "repeated": repeated / len(own) if own else 0.0,
+            "function_words": sum(w in FUNCTION_WORDS for w in own_words) / len(own_words) if own_words else 0.0,
+            "shared": sum(gram in others for gram in own) / len(own) if own else 0.0,
+        })
+    return features
+
+
+def _below(value: float, bound: float) -> float:
+    """1 at or above ``bound``, falling linearly to 0 at 0."""
+    return 1.0 if value >= bound else max(value, 0.0) / bound if bound > 0 else 0.0
+
+
+def _above(value: float, bound: float) -> float:
+    """1 at or below ``bound``, falling linearly to 0 at 1 (for shares)."""
+    return 1.0 if value <= bound else max(0.0, (1.0 - value) / (1.0 - bound))
+
+
+def guard_factors(prompts: list[str], completions: list[str], corpus: str) -> list[float]:
+    """Per completion, the factor in [0, 1] the guarded reward multiplies the metric's reward by: the product of
+    four terms, each 1 inside the range of nearly all human-written ``corpus`` continuations (:data:`GUARD_BOUNDS`):
+
+    * length: ``words / min_words`` below the shortest 1%, ``max_words / words`` above the longest 1%;
+    * repetition: falls from 1 to 0 as the share of 4-grams already said (in the prompt, or earlier) goes from
+      the 99th human percentile to 1 (a repeated sentence, the prompt said again);
+    * function words: ``share / bound`` below the 1st human percentile (a keyword list);
+    * collapse: falls from 1 to 0 as the share of 4-grams that a completion of another prompt in the same call
+      also has goes from the 99th human percentile to 1 (one output for every prompt: a template, a memorised
+      story). It needs several prompts in a call, as a GRPO batch has; with one prompt it is 1.
+    """
+    bounds = GUARD_BOUNDS[corpus]
+    factors = []
+    for feature in guard_features(prompts, completions):
+        length = _below(feature["words"], bounds["min_words"])
+        if feature["words"] > bounds["max_words"]:
+            length = bounds["max_words"] / feature["words"]
+        factors.append(length * _above(feature["repeated"], bounds["repeated"])
+                       * _below(feature["function_words"], bounds["function_words"]) * _above(feature["shared"], bounds["shared"]))
+    return factors
