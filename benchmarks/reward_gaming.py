@@ -30,8 +30,9 @@ percentiles against the config's human test-story reference (``reference_scores.
 story_quality's ``combined`` is a mean percentile already, so its reward x100 is used as is);
 whether that mean is above 50 (on average above the median human-written story); and the share
 of prompts where the strategy out-scores that prompt's own human continuation. A guarded reward's
-percentiles are read on the plain reference. Each config's guarded reward (``guard=True``) scores
-the same completions unless ``--no-guard``. Results: ``benchmarks/results/<output>.json``.
+percentiles are read on the plain reference. Each config's guarded reward (``guard=True``; for
+continuation quality ``guard=<the prompts' corpus>``) rates the same completions unless ``--no-guard``,
+and picks its own ``universal_story``. Results: ``benchmarks/results/<output>.json``.
 """
 from __future__ import annotations
 
@@ -111,13 +112,12 @@ def strategy_completions(context: str, continuation: list[str], train: list[list
     }
 
 
-def universal_story(reward, corpus: dict, seed: int) -> str:
-    """Of ``UNIVERSAL_POOL`` training continuations, the one ``reward`` rates highest on average over validation prompts."""
+def universal_pool(reward, corpus: dict, seed: int) -> tuple[list[str], list[str], np.ndarray]:
+    """``UNIVERSAL_POOL`` training continuations, ``UNIVERSAL_PROMPTS`` validation prompts, and the rewards (prompts x pool)."""
     rng = random.Random(seed)
     pool = [" ".join(story[1:]) for story in rng.sample(corpus["train"], UNIVERSAL_POOL)]
     prompts = [story[0] for story in rng.sample(corpus["validation"], UNIVERSAL_PROMPTS)]
-    means = np.mean([reward(prompts=[p] * len(pool), completions=pool) for p in prompts], axis=0)
-    return pool[int(np.argmax(means))]
+    return pool, prompts, np.array([reward(prompts=[p] * len(pool), completions=pool) for p in prompts])
 
 
 def reference_of(metric: str, config: str, corpus: str):
@@ -205,24 +205,34 @@ def main(argv=None) -> int:
     for corpus in prompts:
         examples[corpus] = {strategy: {"prompt": prompts[corpus][0], "completion": texts[0]} for strategy, texts in completions[corpus].items()
                             if texts}
+    from storyeval.rewards import guard_factors
+
     for metric, config in pairs:
-        for guard in (False, True) if args.guard else (False,):
-            started = time.perf_counter()
-            criterion = "overall" if metric == "continuation_quality" else None
-            row = {}
-            for corpus in corpora_of(metric, config):
-                # continuation quality's checkpoints belong to no corpus: its guard is told the prompts'
-                reward = storyeval.reward(metric, config, guard=corpus if guard and metric == "continuation_quality" else guard)
-                universal = universal_story(reward, corpora[corpus], args.seed)
+        started = time.perf_counter()
+        criterion = "overall" if metric == "continuation_quality" else None
+        # the guarded reward is the plain one times guard_factors (storyeval.rewards; tests/test_reward.py checks the two
+        # agree), so each completion is scored once and both rows come from the same scores
+        rows = {False: {}, True: {}} if args.guard else {False: {}}
+        reward = storyeval.reward(metric, config)
+        for corpus in corpora_of(metric, config):
+            pool, pool_prompts, pool_scores = universal_pool(reward, corpora[corpus], args.seed)
+            reference = reference_of(metric, config, corpus)
+            plain = {s: reward(prompts=prompts[corpus], completions=completions[corpus][s]) for s in STRATEGIES if s != "universal_story"}
+            for guard in rows:
+                # the universal story is the pool's best under this reward: one prompt per call, as its choice was made
+                pool_rewards = pool_scores * (np.array([guard_factors([p] * len(pool), pool, corpus) for p in pool_prompts]) if guard else 1)
+                universal = pool[int(np.argmax(pool_rewards.mean(axis=0)))]
                 values = {}
                 for strategy in STRATEGIES:
                     texts = completions[corpus][strategy] if strategy != "universal_story" else [universal] * len(prompts[corpus])
-                    values[strategy] = reward(prompts=prompts[corpus], completions=texts)
-                row[corpus] = summarise(values, reference_of(metric, config, corpus), criterion)
-                row[corpus]["universal_story"]["text"] = universal
-            row["seconds"] = time.perf_counter() - started
-            results[f"{metric}:{config}{':guarded' if guard else ''}"] = row
-            print(f"{metric}:{config}{' guarded' if guard else ''}: {row['seconds']:.0f} s", flush=True)
+                    scores = plain[strategy] if strategy != "universal_story" else reward(prompts=prompts[corpus], completions=texts)
+                    values[strategy] = [v * f for v, f in zip(scores, guard_factors(prompts[corpus], texts, corpus))] if guard else scores
+                rows[guard][corpus] = summarise(values, reference, criterion)
+                rows[guard][corpus]["universal_story"]["text"] = universal
+        seconds = time.perf_counter() - started
+        for guard, row in rows.items():
+            results[f"{metric}:{config}{':guarded' if guard else ''}"] = {**row, "seconds": seconds}
+        print(f"{metric}:{config}: {seconds:.0f} s", flush=True)
 
     payload = {"command": command_line(__name__, argv), "machine": machine(), "seed": args.seed,
                "prompts": {corpus: len(p) for corpus, p in prompts.items()}, "strategies": list(STRATEGIES),

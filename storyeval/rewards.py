@@ -130,7 +130,7 @@ class StoryReward:
     """A loaded metric called as a reward function; build it with :func:`reward`."""
 
     def __init__(self, metric: str, config: str | None = None, *, text: str | None = None, criterion: str | None = None,
-                 batch_size: int = 16, device=None, dtype=None, guard: bool = False, name: str | None = None):
+                 batch_size: int = 16, device=None, dtype=None, guard: bool | str = False, name: str | None = None):
         if metric not in REWARD_METRICS:
             raise KeyError(f"unknown metric {metric!r}; choose one of {list(REWARD_METRICS)}")
         if text is not None and metric == "continuation_quality":

@@ -148,3 +148,38 @@ def test_two_grpo_steps_log_the_reward(union, tmp_path):
     assert len(logged) == 2
     assert all(0.0 <= entry["rewards/union_roc/mean"] <= 1.0 for entry in logged)
     assert all("union_roc/floored" in entry for entry in logged)
+
+
+def test_the_guard_leaves_human_like_continuations_alone_and_marks_down_the_degenerate(union):
+    prompts = ["Ken went to the bar with his friends.", "Amy wanted a new bike for her birthday.", "The dog ran away from home."]
+    human = ["He ordered a drink and talked with them for hours. Then the band began to play a song he loved. "
+             "He danced until the bar closed and walked home happy.",
+             "She asked her parents for one every day of the month. They told her she would have to wait and see. "
+             "On her birthday she found a red bike waiting in the garage.",
+             "The family searched the streets for it all night long. In the morning a neighbour called to say she had it. "
+             "They were so glad to have their dog back at home."]
+    assert rewards.guard_factors(prompts, human, "roc") == [1.0, 1.0, 1.0]
+    repeated = [" ".join([p] * 4) for p in prompts]
+    keywords = ["drink , hours , band , song , danced , bar , closed , walked , home , happy , night , friends , music , dance"] * 3
+    one_for_all = [human[0]] * 3
+    assert all(f < 0.25 for f in rewards.guard_factors(prompts, repeated, "roc"))
+    assert all(f < 0.5 for f in rewards.guard_factors(prompts, [keywords[0] + f" {i}" for i in range(3)], "roc"))
+    assert rewards.guard_factors(prompts, one_for_all, "roc") == [0.0, 0.0, 0.0]
+    # completions of one prompt (a GRPO group) are not compared with each other
+    assert rewards.guard_factors(prompts[:1] * 3, one_for_all, "roc") == [1.0, 1.0, 1.0]
+    assert rewards.guard_factors(prompts[:1], ["He left."], "roc")[0] == pytest.approx(2 / 19)  # 2 words of 19 at least
+
+    guarded = storyeval.reward("union", "roc", guard=True)
+    assert guarded.__name__ == "union_roc_guarded" and guarded.guard_corpus == "roc"
+    plain = union(prompts=prompts, completions=repeated)
+    assert guarded(prompts=prompts, completions=repeated) == pytest.approx(
+        [p * f for p, f in zip(plain, rewards.guard_factors(prompts, repeated, "roc"))])
+
+
+def test_the_guard_of_continuation_quality_names_its_corpus():
+    with pytest.raises(ValueError, match="guard='roc'"):
+        storyeval.reward("continuation_quality", guard=True)
+    assert storyeval.reward("continuation_quality", guard="wp").guard_corpus == "wp"
+    assert storyeval.reward("story_quality", "wp-base", guard=True).guard_corpus == "wp"
+    with pytest.raises(ValueError, match="corpus"):
+        storyeval.reward("union", "roc", guard="poems")
