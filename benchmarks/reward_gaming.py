@@ -1,6 +1,8 @@
 """How the rewards can be gamed: degenerate outputs a policy drifts to, scored by every shipped config.
 
-    python -m benchmarks.reward_gaming                   # every config, plain and guarded; ~15 minutes on one thread
+    python -m benchmarks.reward_gaming                   # every config, plain and guarded; about an hour on one thread
+    python -m benchmarks.reward_gaming --configs union:roc union:roc-base union:wp union:wp-base plot_coherence:roc \
+        plot_coherence:roc-base continuation_quality:deltascore continuation_quality:deltascore-base story_quality:roc story_quality:wp
     python -m benchmarks.reward_gaming --configs union:roc plot_coherence:roc --output reward_gaming_minilm
 
 Prompts: the first ``--roc-prompts`` ROCStories and ``--wp-prompts`` WritingPrompts stories of the
@@ -12,10 +14,10 @@ of its own (:func:`strategy_completions`):
 * ``prompt_repeated``: the prompt, four times;
 * ``sentence_repeated``: one fluent sentence of a training story, as many times as the human story has sentences (at least 4);
 * ``copied_training_story``: a training story's continuation, verbatim (memorisation; unrelated to the prompt);
-* ``universal_story``: one training story's continuation for every prompt, the one of 100 training
-  stories that this config rewards most on three validation prompts (a policy collapsed onto one output);
+* ``universal_story``: one training story's continuation for every prompt, the one of 50 training
+  stories that this config rewards most on two validation prompts (a policy collapsed onto one output);
 * ``one_sentence``: the human continuation's first sentence only;
-* ``very_long``: the human continuation followed by four training stories' continuations;
+* ``very_long``: the human continuation followed by two training stories' continuations;
 * ``generic_ending``: a fixed, prompt-agnostic template ("they were very happy . ...");
 * ``keyword_list``: the human continuation's content words, comma-separated;
 * ``shuffled_human``: the human continuation's sentences in a shuffled order;
@@ -61,8 +63,8 @@ FUNCTION_WORDS = frozenset(
     "a an the and or but so then of to in on at for with from by as is was were be been are am it its he she they "
     "his her their them him i you we my our your me us that this there what when which who would could did had has "
     "have do not n't 's . , ! ? ; : '' `` -- he's she's".split())
-UNIVERSAL_POOL = 100  # training stories a universal story is chosen from
-UNIVERSAL_PROMPTS = 3  # validation prompts it is chosen on
+UNIVERSAL_POOL = 50  # training stories a universal story is chosen from
+UNIVERSAL_PROMPTS = 2  # validation prompts it is chosen on
 
 
 def corpora_of(metric: str, config: str) -> tuple[str, ...]:
@@ -103,7 +105,7 @@ def strategy_completions(context: str, continuation: list[str], train: list[list
         "sentence_repeated": " ".join([fluent] * max(4, len(continuation))),
         "copied_training_story": " ".join(donors[1][1:]),
         "one_sentence": continuation[0],
-        "very_long": " ".join(continuation + [s for donor in donors[2:6] for s in donor[1:]]),
+        "very_long": " ".join(continuation + [s for donor in donors[2:4] for s in donor[1:]]),
         "generic_ending": GENERIC_ENDING,
         "keyword_list": " , ".join(keywords),
         "shuffled_human": " ".join(shuffled),
