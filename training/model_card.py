@@ -153,10 +153,10 @@ def _gaming_text(name: str) -> str:
             return ", ".join(found) or "none"
         title = {"roc": "ROC", "wp": "WP"}[corpus]
         guarded = results.get(f"{key}:guarded", {}).get(corpus)
-        parts.append(f"on {results[key][corpus]['human']['n']} {title} test prompts {winners(results[key][corpus])}"
-                     + (f"; with `guard=True`, {winners(guarded)}" if guarded else ""))
+        parts.append(f"{title} ({results[key][corpus]['human']['n']} test prompts): {winners(results[key][corpus])}"
+                     + (f", with `guard=True` {winners(guarded)}" if guarded else ""))
     return ("Used as a reward (`storyeval.reward`) it can be gamed. Degenerate outputs whose mean percentile among human "
-            f"test stories is above 50: {'. '.join(parts)} ({GAMING_LINK}).")
+            f"test stories is above 50, on {'; '.join(parts)} ({GAMING_LINK}).")
 
 
 def write_union_card(folder: Path, results: dict) -> None:
