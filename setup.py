@@ -46,6 +46,10 @@ PLOT = ["matplotlib>=3.7"]
 # (lower bounds: the versions its drift and speed were measured with). CTranslate2 (backend="ctranslate2",
 # the runtime that shipped first) is optional: pip install ctranslate2
 INT8 = ["openvino>=2026.4", "nncf>=3.4", "onnx>=1.23"]
+# storyeval.reward with TRL's GRPOTrainer (examples/grpo_story_reward.py, tests/test_reward.py). trl declares no torch
+# requirement, so it never replaces the CPU wheel; 1.16 is the release checked with transformers 5.x (reward functions
+# get log_metric); it needs Python 3.11, and on 3.10 the GRPO test skips
+RL = ["trl>=1.16,<2; python_version >= '3.11'"]
 
 # every file of each checkpoint folder (one with weights), its subfolders' too; hub_cards/datasets holds cards only
 BUNDLED_CHECKPOINT_FILES = sorted({f"{path.parent.relative_to(HERE / 'hub_cards').as_posix()}/*"
@@ -75,7 +79,8 @@ setup(
         "storyeval.bundled_metrics": ["*/*.py", "*/README.md", "*/requirements.txt"],
     },
     install_requires=RUNTIME,
-    extras_require={"train": TRAIN, "demo": DEMO, "dev": DEV, "plot": PLOT, "int8": INT8, "all": TRAIN + DEMO + DEV + PLOT + INT8},
+    extras_require={"train": TRAIN, "demo": DEMO, "dev": DEV, "plot": PLOT, "int8": INT8, "rl": RL,
+                    "all": TRAIN + DEMO + DEV + PLOT + INT8 + RL},
     entry_points={
         "console_scripts": [
             "storyeval=storyeval.cli.main:main",

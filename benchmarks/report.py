@@ -177,6 +177,44 @@ def _criteria(spearman: dict, intervals: bool = True) -> str:
                       for c in STORY_CLOZE_CRITERIA)
 
 
+# the reward-gaming table (benchmarks/reward_gaming.py) and the guard's human-set rows (benchmarks/reward_guard_correlation.py)
+GAMING = "reward_gaming"
+GUARD_CORRELATION = "reward_guard_correlation"
+
+
+def gaming_table(reader: ResultsReader) -> list[str]:
+    """Per reward and corpus: the human row's mean percentile, and the degenerate outputs above the median human story, plain and guarded."""
+    data = reader.file(GAMING)
+    results, strategies = data["results"], [s for s in data["strategies"] if s != "human"]
+    lines = ["| reward | prompts | human continuations' mean percentile | above the median human story, plain (mean percentile) "
+             "| above it with `guard=True` |", "|---|---|---|---|---|"]
+
+    def above(row: dict) -> str:
+        found = [f"`{s}` ({row[s]['mean_percentile']:.0f})" for s in strategies if row[s]["beats_median_human"]]
+        return ", ".join(found) or "none"
+
+    for key, row in results.items():
+        if key.endswith(":guarded"):
+            continue
+        for corpus, summary in row.items():
+            if corpus == "seconds":
+                continue
+            guarded = results.get(f"{key}:guarded", {}).get(corpus)
+            lines.append(f"| `{key}` | {corpus} ({summary['human']['n']}) | {summary['human']['mean_percentile']:.0f} | {above(summary)} "
+                         f"| {above(guarded) if guarded else '—'} |")
+    return lines
+
+
+def guard_correlation_table(reader: ResultsReader) -> list[str]:
+    data = reader.file(GUARD_CORRELATION)
+    lines = ["| human set (stories) | reward | Spearman, plain | Spearman, `guard=True` | stories the guard marks down |", "|---|---|---|---|---|"]
+    for set_name, rows in data["sets"].items():
+        for key, row in rows.items():
+            lines.append(f"| `{set_name}` ({row['plain']['n']}) | `{key}` | {_coefficient(row['plain'], 'spearman')} "
+                         f"| {_coefficient(row['guarded'], 'spearman')} | {100 * row['guarded_share']:.1f}% |")
+    return lines
+
+
 def render_summary(results_dir: Path = RESULTS, current=CURRENT) -> str:
     """The generated block, markers included."""
     reader = ResultsReader(results_dir)
@@ -190,6 +228,16 @@ def render_summary(results_dir: Path = RESULTS, current=CURRENT) -> str:
         lines += [*continuation_table(reader, continuation_rows), "",
                   f"From {', '.join(sorted(files))}; {NOT_SIGNIFICANT}: p ≥ .05. pairs/s: the whole scoring path, "
                   "a learned encoder's included (the base tier's MPNet-base).", ""]
+    if (Path(results_dir) / f"{GAMING}.json").is_file():
+        lines += ["Rewards (`storyeval.reward`) against degenerate outputs a policy drifts to: which beat the median human-written "
+                  "test story of the prompts' corpus, by mean percentile among those stories "
+                  "([reward_gaming.md](benchmarks/experiments/reward_gaming.md) names every strategy):", "",
+                  *gaming_table(reader), "",
+                  f"From `{GAMING}.json`, measured at {reader.commit(GAMING)}.", ""]
+    if (Path(results_dir) / f"{GUARD_CORRELATION}.json").is_file():
+        lines += ["The guarded rewards on the human-judged sets (the guard's design was declared before these were measured):", "",
+                  *guard_correlation_table(reader), "",
+                  f"From `{GUARD_CORRELATION}.json`, measured at {reader.commit(GUARD_CORRELATION)}; {NOT_SIGNIFICANT}: p ≥ .05.", ""]
     return "\n".join([*lines, END])
 
 

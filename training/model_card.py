@@ -119,6 +119,46 @@ def _card_data(name: str, base_model: str | None, tags: list[str], datasets: lis
     )
 
 
+# the reward-gaming log and its results (benchmarks/reward_gaming.py), which each card's Limitations line quotes
+GAMING_RESULTS = Path(__file__).resolve().parent.parent / "benchmarks" / "results" / "reward_gaming.json"
+GAMING_LINK = "[reward_gaming.md](../../benchmarks/experiments/reward_gaming.md)"
+GAMING_NAMES = {"prompt_repeated": "the prompt repeated", "sentence_repeated": "a sentence repeated",
+                "copied_training_story": "a copied training story", "universal_story": "one story for every prompt",
+                "one_sentence": "one sentence", "very_long": "a very long story", "generic_ending": "a generic ending",
+                "keyword_list": "a keyword list", "shuffled_human": "a shuffled human story", "contradiction": "a contradiction",
+                "sentences_doubled": "every sentence twice"}
+
+
+def _gaming_key(name: str) -> str:
+    """A checkpoint's name as the gaming results key it: union-roc-base -> union:roc-base, continuation-quality -> ..."""
+    if name.startswith("continuation-quality"):
+        return "continuation_quality:deltascore" + name.removeprefix("continuation-quality")
+    metric = "plot_coherence" if name.startswith("plot-coherence-") else "union"
+    return f"{metric}:{name.removeprefix('plot-coherence-').removeprefix('union-')}"
+
+
+def _gaming_text(name: str) -> str:
+    """The card's line on the reward measured as gamed: which degenerate outputs beat the median human story, plain and guarded."""
+    if not GAMING_RESULTS.is_file():
+        return f"Used as a reward for reinforcement learning it can be gamed; see {GAMING_LINK}."
+    results = json.loads(GAMING_RESULTS.read_text(encoding="utf-8"))["results"]
+    key = _gaming_key(name)
+    if key not in results:
+        return f"Used as a reward for reinforcement learning it can be gamed; see {GAMING_LINK}."
+    corpora = [corpus for corpus in results[key] if corpus != "seconds"]
+    parts = []
+    for corpus in corpora:
+        def winners(row: dict) -> str:
+            found = [f"{GAMING_NAMES[s]} ({row[s]['mean_percentile']:.0f})" for s in GAMING_NAMES if row[s]["beats_median_human"]]
+            return ", ".join(found) or "none"
+        title = {"roc": "ROC", "wp": "WP"}[corpus]
+        guarded = results.get(f"{key}:guarded", {}).get(corpus)
+        parts.append(f"{title} ({results[key][corpus]['human']['n']} test prompts): {winners(results[key][corpus])}"
+                     + (f", with `guard=True` {winners(guarded)}" if guarded else ""))
+    return ("Used as a reward (`storyeval.reward`) it can be gamed. Degenerate outputs whose mean percentile among human "
+            f"test stories is above 50, on {'; '.join(parts)} ({GAMING_LINK}).")
+
+
 def write_union_card(folder: Path, results: dict) -> None:
     folder = Path(folder)
     args = results["args"]
@@ -134,7 +174,7 @@ def write_union_card(folder: Path, results: dict) -> None:
     _render(ModelCard, card_data, "union", folder, name=name, dataset=dataset, args=args, results=results, best=_best(results),
             selection_dropped=results.get("train_pairs_dropped_for_selection"), base_model=base_model,
             machine=_machine_text(results), notes=results.get("notes", []), evaluation=evaluation, exported=_export_text(folder),
-            encoder=_encoder_text(folder, "BERT-base"), citation=citations.UNION)
+            encoder=_encoder_text(folder, "BERT-base"), gaming=_gaming_text(name), citation=citations.UNION)
 
 
 def write_continuation_card(folder: Path, results: dict, evaluation: dict | None = None) -> None:
@@ -157,7 +197,7 @@ def write_continuation_card(folder: Path, results: dict, evaluation: dict | None
                            ["rocstories", "writingprompts", "deltascore"], eval_results)
     _render(ModelCard, card_data, "continuation_quality", folder, name=name, args=results["args"], results=results, best=results["best_validation"],
             cloze_folds=results.get("cloze_cross_fitted_folds"), feature_version=results.get("feature_version", 1),
-            machine=_machine_text(results), evaluation=evaluation, encoder=encoder, citation=citations.CONTINUATION_QUALITY)
+            machine=_machine_text(results), evaluation=evaluation, encoder=encoder, gaming=_gaming_text(name), citation=citations.CONTINUATION_QUALITY)
 
 
 def _continuation_encoder(folder: Path) -> dict | None:
@@ -199,7 +239,8 @@ def write_plot_coherence_card(folder: Path, results: dict) -> None:
     _render(ModelCard, card_data, "plot_coherence", folder, name=name, dataset=dataset, corpus={"roc": "ROC", "wp": "WritingPrompts"}[dataset],
             negatives=negatives, args=args, results=results, best=_best(results), base_model=base_model, machine=_machine_text(results),
             notes=results.get("notes", []), delexicalize=delexicalize, trained_delexicalized=trained_delexicalized, window_aggregation=window_aggregation,
-            evaluation=evaluation, exported=_export_text(folder), encoder=_encoder_text(folder, "RoBERTa-base"), citation=citations.PLOT_COHERENCE)
+            evaluation=evaluation, exported=_export_text(folder), encoder=_encoder_text(folder, "RoBERTa-base"), gaming=_gaming_text(name),
+            citation=citations.PLOT_COHERENCE)
 
 
 # the story classifiers' cards, which read evaluation.json and the checkpoint's config when rendered
