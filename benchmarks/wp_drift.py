@@ -22,6 +22,7 @@ import argparse
 import random
 
 from .common import checkpoint_spec, command_line, machine, write_results
+from .wp_extra_pairs import outcome
 
 WINDOWS = (128, 256, 512)
 WEAK_GENERATORS = ("gpt2-xl", "opt-2.7b", "gpt-neo-2.7b", "gpt-j-6b", "gpt-neox-20b")
@@ -54,7 +55,7 @@ def pair_sets(perturbed_dir: str, machine_dir: str, per_generator: int, seed: in
 
 
 def accuracy(humans: list[float], negatives: list[float]) -> float:
-    return sum(1.0 if h > n else 0.5 if h == n else 0.0 for h, n in zip(humans, negatives)) / len(humans)
+    return sum(map(outcome, humans, negatives)) / len(humans)
 
 
 def main(argv=None):

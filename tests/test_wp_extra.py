@@ -116,3 +116,31 @@ def test_preamble_prompt_key_and_equal_length():
         "Sure enough, the moon rose over the hills and kept rising.", False)
     assert prompt_key("[WP] You're a dragon!") == prompt_key("wp you re a dragon")
     assert equal_length("a b c d", "a b") == ["a b", "a b"]
+
+
+def test_a_broken_jsonl_line_is_named_with_its_position(wp_root, tmp_path):
+    (wp_root / "wp_extra" / "human.jsonl").write_text(json.dumps(human_row(1)) + "\n{\"id\": \"wph2\", \n")
+    write_jsonl(wp_root / "wp_extra" / "machine.jsonl", [machine_row(1, "wph00001")])
+    with pytest.raises(InputFormatError, match=r"human.jsonl:2: not JSON \(.*: column \d+\)"):
+        prepare(WritingPromptsMachine(cache_dir=str(tmp_path / "c"), data_dir=str(wp_root / "wp_extra")))
+
+
+def test_machine_pairs_refuse_bad_options_before_writing(wp_root, tmp_path, capsys):
+    from storyeval_training import wp_machine_pairs
+
+    existing = tmp_path / "out"
+    existing.mkdir()
+    with pytest.raises(SystemExit):
+        wp_machine_pairs.parse_args(["--output-dir", str(existing)])
+    assert "exists" in capsys.readouterr().err and list(existing.iterdir()) == []
+    with pytest.raises(SystemExit):
+        wp_machine_pairs.parse_args(["--output-dir", str(tmp_path / "new"), "--extra-validation-percent", "100"])
+    with pytest.raises(ValueError, match="both negative and held out: \\['gpt2-xl'\\]"):
+        build_machine_pairs(str(wp_root / "wp_extra"), ["gpt2-xl"], ["gpt2-xl"], str(tmp_path / "c"))
+
+
+def test_build_negatives_names_the_configs_of_an_unknown_one(wp_root):
+    from storyeval_training.build_negatives import story_builder
+
+    with pytest.raises(KeyError, match=r"unknown config 'extras' of dataset 'wp'; choose from \['default', 'extra'\]"):
+        story_builder("wp", "extras", data_dir=str(wp_root))

@@ -25,6 +25,7 @@ from typing import Iterator
 import datasets
 
 from storyeval import text as textlib
+from storyeval.files import json_problem
 from storyeval_training.builders.common import (
     FEATURES,
     InputFormatError,
@@ -90,7 +91,7 @@ def _json_rows(path: Path) -> Iterator[tuple[int, dict]]:
         try:
             row = json.loads(line)
         except json.JSONDecodeError as error:
-            raise InputFormatError(path, lineno, f"not JSON ({error})") from None
+            raise InputFormatError(path, lineno, json_problem(error)) from None
         if not isinstance(row, dict):
             raise InputFormatError(path, lineno, "expected a JSON object")
         yield lineno, row
