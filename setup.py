@@ -36,7 +36,7 @@ RUNTIME = [
 # inflect: "a" or "an" before a substituted word; gender-guesser: which capitalised words are first names
 # jinja2: the model and dataset cards render through huggingface_hub's templates; peft: --lora-rank
 # (scoring a LoRA export needs no peft: its adapters are merged on load)
-TRAIN = ["accelerate>=1.0", "yake>=0.4.8", "inflect>=7.0", "gender-guesser>=0.4", "jinja2>=3.0", "peft>=0.13"]
+TRAIN = ["accelerate>=1.0", "yake>=0.4.8", "inflect>=7.0", "gender-guesser>=0.4", "jinja2>=3.0", "peft>=0.13", "scikit-learn>=1.3"]
 # the Gradio demo, and Playwright to drive a system Chromium in its browser test
 DEMO = ["gradio>=5.0", "playwright>=1.45"]
 DEV = ["pytest>=8", "hypothesis>=6.100", "ruff>=0.6"]
@@ -74,6 +74,7 @@ setup(
     package_data={
         # the first names lower-cased text masks (built by python -m storyeval_training.lowercase_names)
         "storyeval.checkpoints": ["lowercase_names.txt"],
+        "storyeval.analysis": ["suite_weights.json"],  # story_quality's learned combination (storyeval_training.fit_suite)
         "storyeval_training": ["card_templates/*.md"],
         "storyeval.bundled_checkpoints": BUNDLED_CHECKPOINT_FILES,
         "storyeval.bundled_metrics": ["*/*.py", "*/README.md", "*/requirements.txt"],

@@ -18,9 +18,18 @@ Components per config (the checkpoint's corpus is the config's):
 Each score is turned into a percentile with the checkpoint's reference
 distribution for the config's corpus (``storyeval.analysis.percentiles``): the share, in
 percent, of human-written test stories of that corpus that score lower.
-``combined`` is the plain mean of the components' percentiles, one per story: a
-fixed rule, with no weight fitted on anything, so it is never tuned on the
-human-judged sets.
+``combined`` comes from one of two rules, ``combination``:
+
+* ``"mean"``: the plain mean of the components' percentiles, one per story: a
+  fixed rule, with no weight fitted on anything;
+* ``"learned"``: a weighted mean of the same percentiles, with non-negative
+  weights that sum to one, fitted on held-out auto-constructed and
+  model-generated pairs (``python -m storyeval_training.fit_suite``; never on a
+  human-judged set) and stored in ``suite_weights.json`` beside this module, one
+  set for calls without contexts and one for calls with them.
+
+Both stay on the 0-100 percentile scale. Each config names its default rule in
+that file (``"mean"`` for a config without learned weights).
 
 ``contexts`` are the prompts or openings the ``predictions`` continue. With
 them, the story metrics score ``context + " " + prediction`` (the story as a
@@ -42,8 +51,11 @@ provenance (builder, split, number of stories, commit, command).
 """
 from __future__ import annotations
 
+import functools
+import json
 import math
 from collections.abc import Sequence
+from pathlib import Path
 
 from storyeval.inputs import check_batch_size, check_progress_bar, check_same_length, check_texts
 
@@ -62,8 +74,7 @@ CONTINUATION_CRITERION = "overall"
 
 
 # what every result carries besides the per-story keys and mean_combined: what produced it
-PROVENANCE_KEYS = ["settings", "percentile_references"]
-
+PROVENANCE_KEYS = ["settings", "percentile_references", "combination"]
 
 def output_keys(config: str, with_contexts: bool) -> list[str]:
     """The per-story keys :meth:`StoryQuality.score` returns for ``config``, in order."""
@@ -87,18 +98,47 @@ def check_config(config: str) -> str:
     return config
 
 
+COMBINATIONS = ("mean", "learned")
+# per config: its default combination and the learned weights (written by storyeval_training.fit_suite)
+WEIGHTS_FILE = Path(__file__).with_name("suite_weights.json")
+
+
+@functools.lru_cache(maxsize=1)
+def learned_weights() -> dict[str, dict]:
+    """config -> {"default", "without_contexts", "with_contexts", "fitted"}; configs without learned weights are absent."""
+    return json.loads(WEIGHTS_FILE.read_text(encoding="utf-8")) if WEIGHTS_FILE.is_file() else {}
+
+
+def check_combination(config: str, combination: str | None) -> str:
+    """The combination a call uses: ``combination``, or the config's default when it is None."""
+    config = check_config(config)
+    entry = learned_weights().get(config)
+    if combination is None:
+        return entry["default"] if entry else "mean"
+    if combination not in COMBINATIONS:
+        raise ValueError(f"unknown combination {combination!r}: choose one of {list(COMBINATIONS)}")
+    if combination == "learned" and entry is None:
+        raise ValueError(f"story_quality config {config!r} has no learned weights; configs with them: "
+                         f"{sorted(learned_weights())}, or use combination='mean'")
+    return combination
+
+
 class StoryQuality:
     """Loads the config's checkpoints and reference distributions once; :meth:`score` scores many times."""
 
-    def __init__(self, config: str = DEFAULT_SUITE_CONFIG, device=None, local_files_only: bool | None = None):
+    def __init__(self, config: str = DEFAULT_SUITE_CONFIG, device=None, local_files_only: bool | None = None,
+                 parts: Sequence[tuple[str, str]] | None = None):
+        """``parts``: (metric, metric's config) pairs to load instead of the config's, for weighing candidate parts
+        (``storyeval_training.fit_suite``); a suite built with them has no learned combination."""
         from storyeval.analysis.percentiles import load_reference
         from storyeval.checkpoints import resolution as checkpoints
         from storyeval.scoring.sequence import load_scorer
 
         self.config = check_config(config)
+        self.custom_parts = parts is not None
         self.corpus = self.config.removesuffix("-base")  # the corpus of the config's checkpoints and references
         self.components = []  # (metric, checkpoint folder, scorer, reference)
-        for metric, metric_config in SUITE_CONFIGS[self.config]:
+        for metric, metric_config in (SUITE_CONFIGS[self.config] if parts is None else parts):
             folder = checkpoints.resolve_checkpoint(metric, metric_config, local_files_only=local_files_only)
             # the reference first: a checkpoint without one fails before any model loads
             reference = load_reference(folder, self.corpus)
@@ -108,31 +148,56 @@ class StoryQuality:
         """The components that score a call made with or without contexts (continuation quality needs them)."""
         return [part for part in self.components if with_contexts or part[0] != "continuation_quality"]
 
-    def settings(self, with_contexts: bool = False) -> str:
+    def combination(self, combination: str | None) -> str:
+        """The combination a call uses (see :func:`check_combination`)."""
+        if self.custom_parts and combination == "learned":
+            raise ValueError("a suite loaded with its own parts has no learned weights: use combination='mean'")
+        return "mean" if self.custom_parts else check_combination(self.config, combination)
+
+    def weights(self, combination: str, with_contexts: bool) -> dict[str, float]:
+        """metric -> its weight in ``combined``."""
+        metrics = [metric for metric, *_ in self.parts(with_contexts)]
+        if combination == "mean":
+            return {metric: 1 / len(metrics) for metric in metrics}
+        weights = learned_weights()[self.config]["with_contexts" if with_contexts else "without_contexts"]
+        if sorted(weights) != sorted(metrics):
+            raise ValueError(f"suite_weights.json's {self.config} weights are for {sorted(weights)}, not this suite's "
+                             f"{sorted(metrics)}: refit them with python -m storyeval_training.fit_suite")
+        return weights
+
+    def settings(self, with_contexts: bool = False, combination: str | None = None) -> str:
         """The settings string of a result (see the module docstring): its scores compare with another's only when it matches."""
         from storyeval.scoring.signature import settings_string
 
+        combination = self.combination(combination)
         parts = self.parts(with_contexts)
         checkpoints = "+".join(scorer.name for _, _, scorer, _ in parts)
         splits = sorted({f"{reference.corpus}-{reference.provenance.get('split', 'unknown')}" for *_, reference in parts})
         commits = sorted({str(reference.provenance["provenance"].get("commit", "unknown")) for *_, reference in parts})
-        return f"{settings_string(checkpoints)}_percentiles-{'+'.join(splits)}-{'+'.join(commits)}"
+        learned = f"_combined-learned-{learned_weights()[self.config]['fitted']['commit']}" if combination == "learned" else ""
+        return f"{settings_string(checkpoints)}_percentiles-{'+'.join(splits)}-{'+'.join(commits)}{learned}"
 
     def percentile_references(self, with_contexts: bool = False) -> dict[str, dict]:
         """Per metric of a result: its checkpoint and where its percentiles' reference came from."""
         return {metric: {"checkpoint": scorer.name, "corpus": reference.corpus, **reference.provenance}
                 for metric, _, scorer, reference in self.parts(with_contexts)}
 
-    def provenance(self, with_contexts: bool) -> dict:
-        return {"settings": self.settings(with_contexts), "percentile_references": self.percentile_references(with_contexts)}
+    def provenance(self, with_contexts: bool, combination: str) -> dict:
+        rule = {"rule": combination, "weights": self.weights(combination, with_contexts)}
+        if combination == "learned":
+            rule["fitted"] = learned_weights()[self.config]["fitted"]
+        return {"settings": self.settings(with_contexts, combination),
+                "percentile_references": self.percentile_references(with_contexts), "combination": rule}
 
-    def empty_result(self, with_contexts: bool) -> dict:
+    def empty_result(self, with_contexts: bool, combination: str | None = None) -> dict:
         return {**{key: [] for key in output_keys(self.config, with_contexts)}, "mean_combined": math.nan,
-                **self.provenance(with_contexts)}
+                **self.provenance(with_contexts, self.combination(combination))}
 
     def score(self, predictions: Sequence[str], contexts: Sequence[str] | None = None, batch_size: int = 16,
-              device=None, progress_bar: bool = False) -> dict:
-        """Each component's scores and percentiles, and ``combined`` (the mean percentile), per story."""
+              device=None, progress_bar: bool = False, combination: str | None = None) -> dict:
+        """Each component's scores and percentiles, and ``combined`` (by ``combination``: None is the config's
+        default), per story."""
+        combination = self.combination(combination)
         predictions = check_texts(predictions, "predictions")
         if contexts is not None:
             contexts = check_texts(contexts, "contexts")
@@ -140,9 +205,9 @@ class StoryQuality:
         batch_size = check_batch_size(batch_size)
         check_progress_bar(progress_bar)
         if not predictions:
-            return self.empty_result(contexts is not None)
+            return self.empty_result(contexts is not None, combination)
         stories = predictions if contexts is None else [f"{c} {p}" for c, p in zip(contexts, predictions)]
-        result, percentiles = {}, []
+        result, percentiles = {}, {}
         for metric, _, scorer, reference in self.components:
             if metric == "continuation_quality":
                 if contexts is None:
@@ -151,12 +216,14 @@ class StoryQuality:
                 for criterion, values in by_criterion.items():
                     result[f"{metric}_{criterion}"] = values
                     result[f"{metric}_{criterion}_percentile"] = reference.percentile(values, criterion)
-                percentiles.append(result[f"{metric}_{CONTINUATION_CRITERION}_percentile"])
+                percentiles[metric] = result[f"{metric}_{CONTINUATION_CRITERION}_percentile"]
             else:
                 values = scorer.score(stories, batch_size=batch_size, device=device, progress_bar=progress_bar)
                 result[metric] = values
                 result[f"{metric}_percentile"] = reference.percentile(values)
-                percentiles.append(result[f"{metric}_percentile"])
-        result["combined"] = [sum(story) / len(story) for story in zip(*percentiles)]
+                percentiles[metric] = result[f"{metric}_percentile"]
+        weights = self.weights(combination, contexts is not None)
+        result["combined"] = [sum(weights[metric] * values[i] for metric, values in percentiles.items())
+                              for i in range(len(predictions))]
         result["mean_combined"] = sum(result["combined"]) / len(result["combined"])
-        return {**result, **self.provenance(contexts is not None)}
+        return {**result, **self.provenance(contexts is not None, combination)}

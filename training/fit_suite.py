@@ -1,0 +1,284 @@
+"""Fit story_quality's learned combination on held-out auto-constructed and model-generated pairs.
+
+    python -m storyeval_training.fit_suite --config roc-base \\
+        --pairs perturbations=<storyeval-build-negatives output> --pairs plot=<train_plot_coherence --pairs-only output>/pairs \\
+        --output outputs/fit-roc-base.json [--export-weights storyeval/analysis/suite_weights.json]
+
+Each ``--pairs`` folder is a ``DatasetDict`` of (human, negative, context) pairs; its ``--split`` is read, never a
+human-judged set. Each set is split in two by a hash of the human story: the weights are fitted on one half and
+checked on the other, where the plain mean is checked too. The combination is a weighted mean of the parts'
+percentiles: a Bradley-Terry logistic regression without intercept on the percentile differences (each pair set
+weighted equally), negative weights set to 0, the rest scaled to sum to one, so ``combined`` stays on the
+0-100 scale. Two fits: without contexts (the story parts, on whole stories) and with contexts (continuation
+quality joins, on the pairs where both stories begin with the pair's context).
+
+``--add-part metric:config`` weighs a candidate part beside the config's own: the report then has the checks with
+and without it. ``--export-weights`` writes the fit whose parts are the config's (as ``SUITE_CONFIGS`` has them
+now) into the suite's weights file; with ``--from-report`` it takes that fit from an earlier report instead of
+scoring again (after a candidate part joined the config, say).
+The plan and ship rules are in ``benchmarks/experiments/learned_suite.md``.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import logging
+from pathlib import Path
+
+import datasets
+import numpy as np
+
+from storyeval.analysis.suite import COMBINATIONS, CONTINUATION_CRITERION, SUITE_CONFIGS, StoryQuality, check_config
+from storyeval_training.provenance import environment
+
+logger = logging.getLogger("storyeval_training.fit_suite")
+
+DEFAULT_RULE_MARGIN = 0.005  # the learned rule becomes the default only this far above the plain mean (declared)
+
+
+def pair_set_spec(value: str) -> tuple[str, Path]:
+    name, sep, folder = value.partition("=")
+    if not sep or not name or not folder:
+        raise argparse.ArgumentTypeError(f"expected NAME=FOLDER, got {value!r}")
+    return name, Path(folder)
+
+
+def part_spec(value: str) -> tuple[str, str]:
+    metric, sep, config = value.partition(":")
+    if not sep or not metric or not config:
+        raise argparse.ArgumentTypeError(f"expected METRIC:CONFIG, got {value!r}")
+    return metric, config
+
+
+def half(human: str, seed: int) -> str:
+    """``fit`` or ``check``: which half of its set a pair belongs to, by its human story (so a story's pairs stay together)."""
+    digest = hashlib.blake2b(f"{seed}:{human}".encode(), digest_size=8).digest()
+    return "fit" if digest[0] % 2 == 0 else "check"
+
+
+def read_pairs(folder: Path, split: str, techniques: list[str] | None, max_pairs: int | None, seed: int) -> list[dict]:
+    if not folder.is_dir():
+        raise FileNotFoundError(f"no pairs folder {folder}")
+    loaded = datasets.load_from_disk(str(folder))
+    if not isinstance(loaded, datasets.DatasetDict) or split not in loaded:
+        raise ValueError(f"{folder} has no {split!r} split (it has {list(loaded) if isinstance(loaded, datasets.DatasetDict) else 'none'})")
+    rows = [dict(zip(("human", "negative", "context", "techniques"), values))
+            for values in zip(*(loaded[split][column] for column in ("human", "negative", "context", "techniques")))]
+    if techniques:
+        rows = [row for row in rows if set(row["techniques"]) & set(techniques)]
+    if not rows:
+        raise ValueError(f"no pairs left in {folder} ({split}{', techniques ' + ','.join(techniques) if techniques else ''})")
+    if max_pairs is not None and len(rows) > max_pairs:  # a fixed subset, by a hash of each pair
+        rows = sorted(rows, key=lambda row: hashlib.blake2b(f"{seed}:{row['human']}:{row['negative']}".encode()).digest())[:max_pairs]
+    for row in rows:
+        row["half"] = half(row["human"], seed)
+        row["with_context"] = row["human"].startswith(row["context"]) and row["negative"].startswith(row["context"])
+    return rows
+
+
+def score_parts(suite: StoryQuality, pair_sets: dict[str, list[dict]], batch_size: int) -> None:
+    """Add each part's percentiles to every pair, in place: ``human_percentiles`` and ``negative_percentiles``,
+    keyed by metric. Each distinct story is scored once per part; with contexts, the story parts reuse the
+    whole story's score (the context is the story's own opening, so context + continuation is the story)."""
+    rows = [row for rows in pair_sets.values() for row in rows]
+    stories = sorted({row[side] for row in rows for side in ("human", "negative")})
+    continuations = sorted({(row["context"], row[side][len(row["context"]):].strip())
+                            for row in rows if row["with_context"] for side in ("human", "negative")})
+    by_metric = {}
+    for metric, _, scorer, reference in suite.components:
+        logger.info("scoring %s", scorer.name)
+        if metric == "continuation_quality":
+            continuations = [pair for pair in continuations if pair[1]]  # a negative that is its context alone has no continuation
+            scores = scorer.score([c for c, _ in continuations], [p for _, p in continuations], batch_size=batch_size)
+            percentiles = reference.percentile(scores[CONTINUATION_CRITERION], CONTINUATION_CRITERION)
+            by_metric[metric] = dict(zip(continuations, percentiles))
+        else:
+            percentiles = reference.percentile(scorer.score(stories, batch_size=batch_size, progress_bar=True))
+            by_metric[metric] = dict(zip(stories, percentiles))
+    for row in rows:
+        for side in ("human", "negative"):
+            row[f"{side}_percentiles"] = {}
+            for metric, table in by_metric.items():
+                key = row[side] if metric != "continuation_quality" else (row["context"], row[side][len(row["context"]):].strip())
+                if key in table:
+                    row[f"{side}_percentiles"][metric] = table[key]
+
+
+def usable(row: dict, metrics: tuple[str, ...]) -> bool:
+    return all(metric in row["human_percentiles"] and metric in row["negative_percentiles"] for metric in metrics)
+
+
+def differences(rows: list[dict], metrics: tuple[str, ...]) -> np.ndarray:
+    return np.array([[row["human_percentiles"][m] - row["negative_percentiles"][m] for m in metrics] for row in rows]).reshape(-1, len(metrics))
+
+
+def fit_weights(pair_sets: dict[str, list[dict]], metrics: tuple[str, ...]) -> dict:
+    """Bradley-Terry weights on the fit halves, each set weighted equally; non-negative, summing to one."""
+    from sklearn.linear_model import LogisticRegression
+
+    blocks, sample_weights = [], []
+    for rows in pair_sets.values():
+        diff = differences(rows, metrics)
+        blocks += [diff, -diff]
+        sample_weights += [np.full(2 * len(diff), 1 / len(diff))] if len(diff) else []
+    x = np.concatenate(blocks)
+    y = np.concatenate([np.full(len(block), label) for block, label in zip(blocks, [1, 0] * len(pair_sets))])
+    model = LogisticRegression(fit_intercept=False).fit(x, y, sample_weight=np.concatenate(sample_weights))
+    raw = model.coef_[0]
+    clipped = np.clip(raw, 0, None)
+    if clipped.sum() == 0:  # nothing ranks pairs the right way: the plain mean is the honest fallback
+        clipped = np.ones(len(metrics))
+    return {"weights": dict(zip(metrics, (clipped / clipped.sum()).round(4).tolist())),
+            "coefficients": dict(zip(metrics, raw.tolist()))}
+
+
+def pair_accuracy(rows: list[dict], weights: dict[str, float]) -> float:
+    """Share of pairs where the human story's weighted percentile is higher; a tie counts half."""
+    metrics = tuple(weights)
+    margin = differences(rows, metrics) @ np.array([weights[m] for m in metrics])
+    return float(np.mean(np.where(margin > 0, 1.0, np.where(margin == 0, 0.5, 0.0))))
+
+
+def evaluate_parts(pair_sets: dict[str, list[dict]], metrics: tuple[str, ...], with_context: bool) -> dict:
+    """Fit on the fit halves; pair accuracy of the plain mean and of the fit on each set's check half, and their mean."""
+    usable_sets = {name: [row for row in rows if (row["with_context"] or not with_context) and usable(row, metrics)]
+                   for name, rows in pair_sets.items()}
+    fit = fit_weights({name: [r for r in rows if r["half"] == "fit"] for name, rows in usable_sets.items()}, metrics)
+    rules = {"mean": {m: 1 / len(metrics) for m in metrics}, "learned": fit["weights"]}
+    checks = {name: {rule: pair_accuracy([r for r in rows if r["half"] == "check"], weights) for rule, weights in rules.items()}
+              for name, rows in usable_sets.items()}
+    return {
+        "parts": list(metrics), **fit,
+        "pairs": {name: {h: sum(r["half"] == h for r in rows) for h in ("fit", "check")} for name, rows in usable_sets.items()},
+        "check_accuracy": checks,
+        "check_accuracy_mean": {rule: float(np.mean([checks[name][rule] for name in checks])) for rule in rules},
+    }
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description="Fit story_quality's learned combination on held-out auto-constructed pairs.")
+    p.add_argument("--config", required=True, help=f"a story_quality config: {sorted(SUITE_CONFIGS)}")
+    p.add_argument("--pairs", action="append", default=[], type=pair_set_spec, help="NAME=FOLDER (repeatable)")
+    p.add_argument("--from-report", default=None, help="export this earlier report's fit (with --export-weights) without scoring")
+    p.add_argument("--techniques", action="append", default=[], metavar="NAME=T1,T2",
+                   help="keep only the pairs of set NAME made by these techniques (generators, for wp_machine_pairs)")
+    p.add_argument("--split", default="validation", choices=["validation", "test"])
+    p.add_argument("--max-pairs-per-set", type=int, default=None)
+    p.add_argument("--add-part", action="append", default=[], type=part_spec, metavar="METRIC:CONFIG",
+                   help="a candidate part to weigh beside the config's own")
+    p.add_argument("--seed", type=int, default=42)
+    p.add_argument("--batch-size", type=int, default=16)
+    p.add_argument("--output", default=None, help="the report (JSON); must not exist")
+    p.add_argument("--export-weights", default=None,
+                   help="write the config's fit into this weights file (storyeval/analysis/suite_weights.json)")
+    p.add_argument("--default", choices=COMBINATIONS, default=None,
+                   help="the config's default combination in the weights file (default: by the declared rule)")
+    return p
+
+
+def parse_args(argv=None):
+    p = build_parser()
+    args = p.parse_args(argv)
+    try:
+        args.config = check_config(args.config)
+    except KeyError as error:
+        p.error(str(error.args[0]))
+    if args.from_report:
+        if not args.export_weights or args.pairs or args.output:
+            p.error("--from-report exports an earlier fit: give it --export-weights, and no --pairs or --output")
+        if not Path(args.from_report).is_file():
+            p.error(f"--from-report {args.from_report}: no such file")
+        return args
+    if not args.pairs or not args.output:
+        p.error("give --pairs (at least one) and --output")
+    if Path(args.output).exists():
+        p.error(f"--output {args.output} exists: choose a new file")
+    names = [name for name, _ in args.pairs]
+    if len(set(names)) != len(names):
+        p.error(f"pair set names repeat: {names}")
+    techniques = {}
+    for value in args.techniques:
+        name, sep, listed = value.partition("=")
+        if not sep or name not in names or not listed:
+            p.error(f"--techniques {value!r}: expected NAME=T1,T2 with NAME one of {names}")
+        techniques[name] = listed.split(",")
+    args.techniques = techniques
+    if args.max_pairs_per_set is not None and args.max_pairs_per_set < 2:
+        p.error("--max-pairs-per-set must be at least 2")
+    own = SUITE_CONFIGS[args.config]
+    if any(part in own for part in args.add_part):
+        p.error(f"--add-part names a part {args.config} already has: {list(own)}")
+    return args
+
+
+def export(path: Path, config: str, report: dict, default: str | None) -> dict:
+    """Merge the config's fit into the weights file; the default combination by the declared rule unless given."""
+    if report["config"] != config:
+        raise ValueError(f"the report fitted {report['config']!r}, not {config!r}")
+    parts = [f"{metric}:{metric_config}" for metric, metric_config in SUITE_CONFIGS[config]]
+    matching = [fit for fit in report["fits"].values() if fit["parts"] == parts]
+    if not matching:
+        raise ValueError(f"no fit in the report has {config}'s parts {parts}: it has {[f['parts'] for f in report['fits'].values()]}")
+    own = matching[0]
+    if default is None:
+        learned, mean = own["without_contexts"]["check_accuracy_mean"]["learned"], own["without_contexts"]["check_accuracy_mean"]["mean"]
+        default = "learned" if learned >= mean + DEFAULT_RULE_MARGIN else "mean"
+    entries = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    entries[config] = {
+        "default": default,
+        "without_contexts": own["without_contexts"]["weights"],
+        "with_contexts": own["with_contexts"]["weights"],
+        "fitted": {key: report[key] for key in ("command", "pair_sets", "split", "seed")} | {"commit": report["environment"].get("commit", "unknown")},
+    }
+    path.write_text(json.dumps(entries, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    return entries[config]
+
+
+def main(argv=None) -> None:
+    import sys
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    args = parse_args(argv)
+    if args.from_report:
+        report = json.loads(Path(args.from_report).read_text(encoding="utf-8"))
+        entry = export(Path(args.export_weights), args.config, report, args.default)
+        logger.info("wrote %s's weights (default %s) to %s", args.config, entry["default"], args.export_weights)
+        return
+    pair_sets = {name: read_pairs(folder, args.split, args.techniques.get(name), args.max_pairs_per_set, args.seed)
+                 for name, folder in args.pairs}
+    own = SUITE_CONFIGS[args.config]
+    suite = StoryQuality(args.config, parts=[*own, *args.add_part])
+    score_parts(suite, pair_sets, args.batch_size)
+    candidates = {"own": own} | ({"with_added": (*own, *args.add_part)} if args.add_part else {})
+    fits = {}
+    for label, parts in candidates.items():
+        story_metrics = tuple(m for m, _ in parts if m != "continuation_quality")
+        all_metrics = tuple(m for m, _ in parts)
+        fits[label] = {"parts": [f"{m}:{c}" for m, c in parts],
+                       "without_contexts": evaluate_parts(pair_sets, story_metrics, with_context=False),
+                       "with_contexts": evaluate_parts(pair_sets, all_metrics, with_context=True)}
+        # each story part alone: what the suite adds over its best part
+        fits[label]["single_parts"] = {m: evaluate_parts(pair_sets, (m,), with_context=False)["check_accuracy_mean"]["mean"]
+                                       for m in story_metrics}
+    report = {
+        "command": "python -m storyeval_training.fit_suite " + " ".join(sys.argv[1:] if argv is None else argv),
+        "config": args.config, "split": args.split, "seed": args.seed,
+        "pair_sets": {name: {"folder": str(folder), "pairs": len(pair_sets[name]), "techniques": args.techniques.get(name)}
+                      for name, folder in args.pairs},
+        "fits": fits, "environment": environment(),
+    }
+    Path(args.output).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.output).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    for label, fit in fits.items():
+        for mode in ("without_contexts", "with_contexts"):
+            row = fit[mode]
+            logger.info("%s %s: weights %s; check accuracy mean %.3f, learned %.3f", label, mode, row["weights"],
+                        row["check_accuracy_mean"]["mean"], row["check_accuracy_mean"]["learned"])
+    if args.export_weights:
+        entry = export(Path(args.export_weights), args.config, report, args.default)
+        logger.info("wrote %s's weights (default %s) to %s", args.config, entry["default"], args.export_weights)
+
+
+if __name__ == "__main__":
+    main()
