@@ -127,7 +127,7 @@ def reference_of(metric: str, config: str, corpus: str):
     if metric == "story_quality":
         return None
     from storyeval import download_model
-    from storyeval.percentiles import load_reference
+    from storyeval.analysis.percentiles import load_reference
 
     return load_reference(download_model(f"{metric}/{config}"), corpus)
 

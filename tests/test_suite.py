@@ -161,7 +161,7 @@ def test_the_base_config_scores_with_the_base_tier_against_roc_references():
     assert "plot-coherence-roc-base" in str(suite.components[1][1])
     result = suite.score(["Ken went to the bar. He found a phone. He gave it to the bartender."])
     assert set(result) == {"union", "union_percentile", "plot_coherence", "plot_coherence_percentile", "combined", "mean_combined",
-                           "settings", "percentile_references"}
+                           "settings", "percentile_references", "combination"}
     assert result["settings"].startswith("union-roc-base+plot-coherence-roc-base_fp32_")
 
 
@@ -174,3 +174,72 @@ def test_the_module_refuses_a_path_like_config_without_creating_it(tmp_path):
     with pytest.raises(KeyError, match="unknown story_quality config"):
         evaluate.load(str(HUB_CARDS.parent / "metrics" / "story_quality"), str(folder))
     assert not folder.exists()
+
+
+@pytest.fixture
+def weights_file(tmp_path, monkeypatch):
+    """A weights file for the `roc` config, in place of the shipped one."""
+    from storyeval.analysis import suite
+
+    path = tmp_path / "suite_weights.json"
+    path.write_text(json.dumps({"roc": {
+        "default": "mean", "without_contexts": {"union": 0.8, "plot_coherence": 0.2},
+        "with_contexts": {"union": 0.5, "plot_coherence": 0.25, "continuation_quality": 0.25},
+        "fitted": {"commit": "abc1234", "command": "python -m storyeval_training.fit_suite ..."}}}))
+    monkeypatch.setattr(suite, "WEIGHTS_FILE", path)
+    suite.learned_weights.cache_clear()
+    yield path
+    suite.learned_weights.cache_clear()
+
+
+def test_the_learned_combination_is_the_fitted_weighted_mean(roc_suite, weights_file):
+    plain, learned = roc_suite.score(STORIES), roc_suite.score(STORIES, combination="learned")
+    for i in range(2):
+        assert learned["combined"][i] == pytest.approx(0.8 * learned["union_percentile"][i] + 0.2 * learned["plot_coherence_percentile"][i])
+        assert plain["combined"][i] == pytest.approx((plain["union_percentile"][i] + plain["plot_coherence_percentile"][i]) / 2)
+    assert plain["combination"] == {"rule": "mean", "weights": {"union": 0.5, "plot_coherence": 0.5}}
+    assert learned["combination"]["rule"] == "learned" and learned["combination"]["fitted"]["commit"] == "abc1234"
+    assert learned["settings"] == plain["settings"] + "_combined-learned-abc1234"
+    contexts = roc_suite.score(CONTINUATIONS, CONTEXTS, combination="learned")
+    parts = [contexts[k][0] for k in ("union_percentile", "plot_coherence_percentile", "continuation_quality_overall_percentile")]
+    assert contexts["combined"][0] == pytest.approx(0.5 * parts[0] + 0.25 * parts[1] + 0.25 * parts[2])
+
+
+def test_a_config_default_combination_comes_from_the_weights_file(roc_suite, weights_file):
+    from storyeval.analysis import suite
+
+    entries = json.loads(weights_file.read_text())
+    entries["roc"]["default"] = "learned"
+    weights_file.write_text(json.dumps(entries))
+    suite.learned_weights.cache_clear()
+    assert roc_suite.score(STORIES)["combination"]["rule"] == "learned"
+    assert roc_suite.score(STORIES, combination="mean")["combination"]["rule"] == "mean"
+    assert roc_suite.score([])["combination"]["rule"] == "learned"
+
+
+def test_combination_problems_are_clear(roc_suite, weights_file):
+    from storyeval.analysis import suite
+
+    with pytest.raises(ValueError, match="unknown combination 'median'"):
+        roc_suite.score(STORIES, combination="median")
+    with pytest.raises(ValueError, match="'wp' has no learned weights; configs with them: \\['roc'\\]"):
+        suite.check_combination("wp", "learned")
+    entries = json.loads(weights_file.read_text())
+    entries["roc"]["without_contexts"] = {"union": 1.0}
+    weights_file.write_text(json.dumps(entries))
+    suite.learned_weights.cache_clear()
+    with pytest.raises(ValueError, match="weights are for \\['union'\\], not this suite's"):
+        roc_suite.score(STORIES, combination="learned")
+
+
+def test_the_module_takes_the_combination_and_checks_it_before_consuming_the_queue(weights_file):
+    import evaluate
+
+    from storyeval.checkpoints.resolution import HUB_CARDS
+
+    module = evaluate.load(str(HUB_CARDS.parent / "metrics" / "story_quality"), "roc")
+    assert module.compute(predictions=STORIES, combination="learned")["combination"]["rule"] == "learned"
+    module.add_batch(predictions=STORIES)
+    with pytest.raises(ValueError, match="unknown combination"):
+        module.compute(combination="median")
+    assert len(module.compute(combination="mean")["combined"]) == 2  # the queued stories are still there

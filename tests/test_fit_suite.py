@@ -1,0 +1,108 @@
+"""storyeval_training.fit_suite: story_quality's learned combination, fitted on held-out pairs."""
+import json
+import random
+
+import datasets
+import pytest
+
+from storyeval_training import fit_suite
+from storyeval_training.build_negatives import PAIR_FEATURES
+
+OPENINGS = ["[MALE] was at the bar .", "[FEMALE] went to the park .", "the family went camping .", "[MALE] lost his keys .",
+            "[FEMALE] baked a cake .", "the dog ran away .", "[MALE] bought a new car .", "[FEMALE] started a new job ."]
+GOOD = " he looked around . he found what he needed . he went home happy ."
+BAD = " he looked around . he looked around . he looked around . he looked around ."
+
+
+def write_pairs(folder, n=None):
+    openings = OPENINGS[:n] if n else OPENINGS
+    rows = {name: [] for name in PAIR_FEATURES}
+    for i, opening in enumerate(openings):
+        for name, value in (("id", str(i)), ("context", opening), ("human", opening + GOOD), ("negative", opening + BAD),
+                            ("original", opening + GOOD), ("techniques", ["repetition"])):
+            rows[name].append(value)
+    datasets.DatasetDict({"validation": datasets.Dataset.from_dict(rows, features=PAIR_FEATURES)}).save_to_disk(str(folder))
+    return folder
+
+
+def synthetic_rows(n, seed=0):
+    """Pairs whose `union` percentile always ranks the human story higher and whose `plot_coherence` is noise."""
+    rng = random.Random(seed)
+    rows = []
+    for i in range(n):
+        rows.append({"half": "fit" if i % 2 else "check", "with_context": True,
+                     "human_percentiles": {"union": 60 + rng.random() * 40, "plot_coherence": rng.random() * 100},
+                     "negative_percentiles": {"union": rng.random() * 40, "plot_coherence": rng.random() * 100}})
+    return rows
+
+
+def test_the_fit_weighs_the_part_that_ranks_pairs_and_drops_a_noisy_one():
+    report = fit_suite.evaluate_parts({"a": synthetic_rows(200), "b": synthetic_rows(20, seed=1)}, ("union", "plot_coherence"), False)
+    weights = report["weights"]
+    assert sum(weights.values()) == pytest.approx(1) and min(weights.values()) >= 0
+    assert weights["union"] > 0.9
+    assert report["check_accuracy_mean"]["learned"] == 1.0 >= report["check_accuracy_mean"]["mean"]
+    assert report["pairs"] == {"a": {"fit": 100, "check": 100}, "b": {"fit": 10, "check": 10}}
+
+
+def test_a_part_that_ranks_pairs_backwards_gets_no_weight():
+    rows = synthetic_rows(100)
+    for row in rows:  # plot_coherence now prefers the negative
+        row["human_percentiles"]["plot_coherence"], row["negative_percentiles"]["plot_coherence"] = 10.0, 90.0
+    fit = fit_suite.fit_weights({"a": rows}, ("union", "plot_coherence"))
+    assert fit["weights"] == {"union": 1.0, "plot_coherence": 0.0} and fit["coefficients"]["plot_coherence"] < 0
+
+
+def test_fit_report_export_and_reexport(tmp_path):
+    pairs = write_pairs(tmp_path / "pairs")
+    weights = tmp_path / "weights.json"
+    fit_suite.main(["--config", "roc", "--pairs", f"rep={pairs}", "--output", str(tmp_path / "fit.json"),
+                    "--export-weights", str(weights)])
+    report = json.loads((tmp_path / "fit.json").read_text())
+    own = report["fits"]["own"]
+    assert own["parts"] == ["union:roc", "plot_coherence:roc", "continuation_quality:deltascore"]
+    assert set(own["without_contexts"]["weights"]) == {"union", "plot_coherence"}
+    assert set(own["with_contexts"]["weights"]) == {"union", "plot_coherence", "continuation_quality"}
+    assert report["pair_sets"]["rep"]["pairs"] == len(OPENINGS)
+    entry = json.loads(weights.read_text())["roc"]
+    assert entry["default"] in ("mean", "learned") and entry["without_contexts"] == own["without_contexts"]["weights"]
+    assert entry["fitted"]["command"].startswith("python -m storyeval_training.fit_suite --config roc")
+    again = tmp_path / "again.json"
+    fit_suite.main(["--config", "roc", "--from-report", str(tmp_path / "fit.json"), "--export-weights", str(again), "--default", "learned"])
+    assert json.loads(again.read_text())["roc"]["with_contexts"] == entry["with_contexts"]
+    assert json.loads(again.read_text())["roc"]["default"] == "learned"
+    with pytest.raises(ValueError, match="fitted 'roc', not 'roc-base'"):
+        fit_suite.main(["--config", "roc-base", "--from-report", str(tmp_path / "fit.json"), "--export-weights", str(again)])
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--config", "xx", "--pairs", "a=p", "--output", "o.json"], "unknown story_quality config 'xx'"),
+    (["--config", "roc", "--output", "o.json"], "give --pairs"),
+    (["--config", "roc", "--pairs", "a", "--output", "o.json"], "expected NAME=FOLDER"),
+    (["--config", "roc", "--pairs", "a=p", "--pairs", "a=q", "--output", "o.json"], "pair set names repeat"),
+    (["--config", "roc", "--pairs", "a=p", "--techniques", "b=x", "--output", "o.json"], "--techniques 'b=x'"),
+    (["--config", "roc", "--pairs", "a=p", "--add-part", "union:roc", "--output", "o.json"], "already has"),
+    (["--config", "roc", "--pairs", "a=p", "--add-part", "union", "--output", "o.json"], "expected METRIC:CONFIG"),
+    (["--config", "roc", "--from-report", "r.json", "--export-weights", "w.json"], "no such file"),
+    (["--config", "roc", "--from-report", "r.json"], "give it --export-weights"),
+])
+def test_bad_arguments_are_refused(tmp_path, monkeypatch, capsys, argv, message):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit):
+        fit_suite.parse_args(argv)
+    assert message in capsys.readouterr().err
+
+
+def test_an_existing_report_missing_pairs_and_a_missing_split_are_refused(tmp_path, monkeypatch, capsys):
+    (tmp_path / "fit.json").write_text("{}")
+    with pytest.raises(SystemExit):
+        fit_suite.parse_args(["--config", "roc", "--pairs", "a=p", "--output", str(tmp_path / "fit.json")])
+    assert "exists" in capsys.readouterr().err
+    with pytest.raises(FileNotFoundError, match="no pairs folder"):
+        fit_suite.read_pairs(tmp_path / "none", "validation", None, None, 42)
+    pairs = write_pairs(tmp_path / "pairs", n=2)
+    with pytest.raises(ValueError, match="no 'test' split"):
+        fit_suite.read_pairs(pairs, "test", None, None, 42)
+    with pytest.raises(ValueError, match="no pairs left"):
+        fit_suite.read_pairs(pairs, "validation", ["gpt2-xl"], None, 42)
+    assert len(fit_suite.read_pairs(pairs, "validation", ["repetition"], 1, 42)) == 1
