@@ -30,7 +30,7 @@ import datasets
 
 from storyeval_training.build_negatives import PAIR_FEATURES
 from storyeval_training.builders import WritingPromptsMachine, prepare
-from storyeval_training.builders.wp_extra import default_extra_dir, read_human
+from storyeval_training.builders.wp_extra import default_extra_dir
 from storyeval_training.provenance import environment
 
 logger = logging.getLogger("storyeval_training.wp_machine_pairs")
@@ -42,19 +42,6 @@ HELD_OUT_GENERATORS = ("gpt-neox-20b",)
 CANDIDATE_FEATURES = datasets.Features(
     {"id": datasets.Value("string"), "story": datasets.Value("string"), "candidates": datasets.List(datasets.Value("string"))}
 )
-
-
-def human_stories(builder: WritingPromptsMachine) -> dict[str, str]:
-    """Human id -> the human story preprocessed as the machine stories are (the same config)."""
-    sources = builder._sources(None)
-    config = builder.config
-    stories = {}
-    for raw in read_human(Path(sources["extra_dir"]) / "human.jsonl", {}):
-        stories[raw["id"]] = builder._preprocess(
-            {**raw, "generator": "", "source": "", "variant": "", "human_id": "", "preamble_stripped": False}
-        )["story"]
-    logger.info("preprocessed %d human stories (max_words=%d)", len(stories), config.max_words)
-    return stories
 
 
 def cut_to_words(text: str, words: int) -> str:
@@ -101,7 +88,8 @@ def build(extra_dir: str | None, negative_generators, held_out_generators, cache
     unknown = (set(negative_generators) | set(held_out_generators)) - known
     if unknown:
         raise ValueError(f"unknown generators {sorted(unknown)}; the data has {sorted(known)}")
-    humans = human_stories(builder)
+    humans = builder.human_stories()
+    logger.info("preprocessed %d human stories (max_words=%d)", len(humans), builder.config.max_words)
 
     pairs, candidates, selection = {}, {}, {}
     counts = {"leakage_dropped_machine_stories": dict(builder.leakage_dropped()), "splits": {}}

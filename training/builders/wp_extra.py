@@ -192,6 +192,13 @@ class WritingPromptsMachine(StoryBuilder):
     def _preprocess(self, raw: dict) -> dict:
         return {**super()._preprocess(raw), **{name: raw[name] for name in ("generator", "source", "variant", "human_id", "preamble_stripped")}}
 
+    def human_stories(self) -> dict[str, str]:
+        """Human id -> the paired human story, preprocessed exactly as this config preprocesses the machine stories
+        (the same cut, tokenising and names), so that a pair differs in its writer only."""
+        extra_dir = Path(self._sources(None)["extra_dir"])
+        blank = {"generator": "", "source": "", "variant": "", "human_id": "", "preamble_stripped": False}
+        return {raw["id"]: self._preprocess({**raw, **blank})["story"] for raw in read_human(extra_dir / HUMAN_FILE, {})}
+
 
 def default_extra_dir() -> Path:
     from storyeval_training import paths
