@@ -1,6 +1,10 @@
 """Agreement of the story_quality suite's ``combined`` score with every human set, beside its parts.
 
-    python -m benchmarks.story_quality_correlation
+    python -m benchmarks.story_quality_correlation [--tier base]
+
+``--tier base`` scores with the base tier's configs (``roc-base``, ``wp-base``) instead of ``roc`` and ``wp``.
+A config with learned weights (``storyeval/analysis/suite_weights.json``) is reported with both combinations:
+``combined`` (the plain mean) and ``combined_learned``, from the same percentiles.
 
 Sets (all test sets: nothing here chooses anything; ``combined`` is a fixed mean of percentiles):
 
@@ -30,7 +34,7 @@ from storyeval_training.paths import data_dir
 
 
 def story_sets() -> dict[str, tuple[str, list[str], np.ndarray]]:
-    """name -> (suite config, stories, human scores) for the story-level human sets."""
+    """name -> (corpus, stories, human scores) for the story-level human sets."""
     from benchmarks.correlation import HUMAN_SETS, load_human_set
 
     sets = {name: load_human_set(name) for name in HUMAN_SETS}
@@ -38,7 +42,7 @@ def story_sets() -> dict[str, tuple[str, list[str], np.ndarray]]:
 
 
 def deltascore_sets() -> dict[str, tuple[str, list[str], list[str], np.ndarray]]:
-    """name -> (suite config, contexts, continuations, overall ratings) for the held-out DeltaScore pairs."""
+    """name -> (corpus, contexts, continuations, overall ratings) for the held-out DeltaScore pairs."""
     import datasets
 
     from storyeval_training import continuation_data
@@ -60,6 +64,18 @@ def split_opening(story: str) -> tuple[str, str] | None:
     return (sentences[0], " ".join(sentences[1:])) if len(sentences) > 1 else None
 
 
+def add_learned(suite, result: dict, with_contexts: bool) -> dict:
+    """``result`` with ``combined_learned`` beside the plain mean, where the config has learned weights."""
+    from storyeval.analysis.suite import learned_weights
+
+    if suite.config not in learned_weights():
+        return result
+    weights = suite.weights("learned", with_contexts)
+    keys = {metric: f"{metric}_overall_percentile" if metric == "continuation_quality" else f"{metric}_percentile" for metric in weights}
+    learned = [sum(weight * result[keys[metric]][i] for metric, weight in weights.items()) for i in range(len(result["combined"]))]
+    return {**result, "combined_learned": learned}
+
+
 def agreement(result: dict, human: np.ndarray) -> dict:
     keys = [key for key, values in result.items() if isinstance(values, list)]
     return {key: correlations(result[key], human) for key in keys}
@@ -68,6 +84,8 @@ def agreement(result: dict, human: np.ndarray) -> dict:
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--tier", choices=["default", "base"], default="default",
+                        help="base: the roc-base and wp-base configs")
     args = parser.parse_args(argv)
     if args.batch_size < 1:
         parser.error("--batch-size must be positive")
@@ -75,19 +93,24 @@ def main(argv=None):
     from storyeval.analysis.suite import StoryQuality
 
     story, rated = story_sets(), deltascore_sets()
-    configs = sorted({config for config, *_ in [*story.values(), *rated.values()]})  # only the configs the sets are scored with
-    suites = {config: StoryQuality(config) for config in configs}
+    suffix = "-base" if args.tier == "base" else ""
+    corpora = sorted({corpus for corpus, *_ in [*story.values(), *rated.values()]})  # only the corpora the sets are scored with
+    suites = {corpus: StoryQuality(corpus + suffix) for corpus in corpora}
     payload = {"machine": machine(), "command": command_line(__name__, argv),
-               "combined": "mean of the components' percentiles (continuation quality: overall)", "sets": {}}
+               "combined": "mean of the components' percentiles (continuation quality: overall)",
+               "combined_learned": "the config's learned weights over the same percentiles (storyeval/analysis/suite_weights.json)",
+               "sets": {}}
 
-    def report(name: str, mode: str, config: str, result: dict, human: np.ndarray, seconds: float) -> None:
-        rows = agreement(result, human)
-        payload["sets"].setdefault(name, {})[mode] = {"config": config, "n": len(human), "seconds": round(seconds, 2), "correlations": rows}
+    def report(name: str, mode: str, corpus: str, result: dict, human: np.ndarray, seconds: float) -> None:
+        config = suites[corpus].config
+        rows = agreement(add_learned(suites[corpus], result, mode != "whole_story"), human)
+        payload["sets"].setdefault(name, {})[mode] = {"config": config, "n": len(human), "seconds": round(seconds, 2),
+                                                      "settings": result["settings"], "correlations": rows}
         print(f"{name} ({mode}, {config}): " + ", ".join(f"{key} {row['spearman']:.3f}" for key, row in rows.items()))
 
-    for name, (config, stories, human) in story.items():
+    for name, (corpus, stories, human) in story.items():
         started = time.perf_counter()
-        report(name, "whole_story", config, suites[config].score(stories, batch_size=args.batch_size), human, time.perf_counter() - started)
+        report(name, "whole_story", corpus, suites[corpus].score(stories, batch_size=args.batch_size, combination="mean"), human, time.perf_counter() - started)
         if name == "union_wp":
             continue
         split = [split_opening(story) for story in stories]
@@ -95,13 +118,14 @@ def main(argv=None):
         if len(kept) != len(stories):
             raise SystemExit(f"{name}: {len(stories) - len(kept)} stories have a single sentence; the context mode needs two or more")
         started = time.perf_counter()
-        result = suites[config].score([rest for _, rest in split], contexts=[opening for opening, _ in split], batch_size=args.batch_size)
-        report(name, "first_sentence_as_context", config, result, human, time.perf_counter() - started)
-    for name, (config, contexts, continuations, human) in rated.items():
+        result = suites[corpus].score([rest for _, rest in split], contexts=[opening for opening, _ in split], batch_size=args.batch_size,
+                                      combination="mean")
+        report(name, "first_sentence_as_context", corpus, result, human, time.perf_counter() - started)
+    for name, (corpus, contexts, continuations, human) in rated.items():
         started = time.perf_counter()
-        result = suites[config].score(continuations, contexts=contexts, batch_size=args.batch_size)
-        report(name, "context_and_continuation", config, result, human, time.perf_counter() - started)
-    print("wrote", write_results("story_quality_correlation", payload))
+        result = suites[corpus].score(continuations, contexts=contexts, batch_size=args.batch_size, combination="mean")
+        report(name, "context_and_continuation", corpus, result, human, time.perf_counter() - started)
+    print("wrote", write_results("story_quality_correlation" + ("_base" if args.tier == "base" else ""), payload))
 
 
 if __name__ == "__main__":
