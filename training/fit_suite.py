@@ -245,6 +245,7 @@ def main(argv=None) -> None:
         entry = export(Path(args.export_weights), args.config, report, args.default)
         logger.info("wrote %s's weights (default %s) to %s", args.config, entry["default"], args.export_weights)
         return
+    run_environment = environment()  # before scoring: the commit the run started from
     pair_sets = {name: read_pairs(folder, args.split, args.techniques.get(name), args.max_pairs_per_set, args.seed)
                  for name, folder in args.pairs}
     own = SUITE_CONFIGS[args.config]
@@ -266,7 +267,7 @@ def main(argv=None) -> None:
         "config": args.config, "split": args.split, "seed": args.seed,
         "pair_sets": {name: {"folder": str(folder), "pairs": len(pair_sets[name]), "techniques": args.techniques.get(name)}
                       for name, folder in args.pairs},
-        "fits": fits, "environment": environment(),
+        "fits": fits, "environment": run_environment,
     }
     Path(args.output).parent.mkdir(parents=True, exist_ok=True)
     Path(args.output).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
