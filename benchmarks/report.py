@@ -178,14 +178,22 @@ def _criteria(spearman: dict, intervals: bool = True) -> str:
 
 
 # the reward-gaming table (benchmarks/reward_gaming.py) and the guard's human-set rows (benchmarks/reward_guard_correlation.py)
-GAMING = "reward_gaming"
+# one file per run: the first measured every config shipped then, the later ones the configs that came after
+GAMING = ("reward_gaming", "reward_gaming_base_suites", "reward_gaming_wp_base_suite")
 GUARD_CORRELATION = "reward_guard_correlation"
 
 
-def gaming_table(reader: ResultsReader) -> list[str]:
+def gaming_files(results_dir: Path) -> list[str]:
+    return [name for name in GAMING if (Path(results_dir) / f"{name}.json").is_file()]
+
+
+def gaming_table(reader: ResultsReader, names: list[str]) -> list[str]:
     """Per reward and corpus: the human row's mean percentile, and the degenerate outputs above the median human story, plain and guarded."""
-    data = reader.file(GAMING)
-    results, strategies = data["results"], [s for s in data["strategies"] if s != "human"]
+    files = [reader.file(name) for name in names]
+    results = {key: row for data in files for key, row in data["results"].items()}  # a later run's row replaces an earlier one's
+    strategies = [s for s in files[0]["strategies"] if s != "human"]
+    if any([s for s in data["strategies"] if s != "human"] != strategies for data in files):
+        raise SystemExit(f"the reward-gaming files {names} tried different strategies: rerun them alike")
     lines = ["| reward | prompts | human continuations' mean percentile | above the median human story, plain (mean percentile) "
              "| above it with `guard=True` |", "|---|---|---|---|---|"]
 
@@ -228,12 +236,13 @@ def render_summary(results_dir: Path = RESULTS, current=CURRENT) -> str:
         lines += [*continuation_table(reader, continuation_rows), "",
                   f"From {', '.join(sorted(files))}; {NOT_SIGNIFICANT}: p ≥ .05. pairs/s: the whole scoring path, "
                   "a learned encoder's included (the base tier's MPNet-base).", ""]
-    if (Path(results_dir) / f"{GAMING}.json").is_file():
+    if gaming_files(results_dir):
+        names = gaming_files(results_dir)
         lines += ["Rewards (`storyeval.reward`) against degenerate outputs a policy drifts to: which beat the median human-written "
                   "test story of the prompts' corpus, by mean percentile among those stories "
                   "([reward_gaming.md](benchmarks/experiments/reward_gaming.md) names every strategy):", "",
-                  *gaming_table(reader), "",
-                  f"From `{GAMING}.json`, measured at {reader.commit(GAMING)}.", ""]
+                  *gaming_table(reader, names), "",
+                  "From " + ", ".join(f"`{name}.json` (measured at {reader.commit(name)})" for name in names) + ".", ""]
     if (Path(results_dir) / f"{GUARD_CORRELATION}.json").is_file():
         lines += ["The guarded rewards on the human-judged sets (the guard's design was declared before these were measured):", "",
                   *guard_correlation_table(reader), "",

@@ -34,7 +34,7 @@ def copies(tmp_path):
     names = {row.results for row in report.CURRENT} | {name for row in report.CURRENT for name in getattr(row, "speed", ())}
     for name in names | {row.cross_validated for row in report.CURRENT if getattr(row, "cross_validated", None)}:
         shutil.copy(RESULTS / f"{name}.json", results)
-    for name in (report.GAMING, report.GUARD_CORRELATION):  # the reward tables, where measured
+    for name in (*report.GAMING, report.GUARD_CORRELATION):  # the reward tables, where measured
         if (RESULTS / f"{name}.json").is_file():
             shutil.copy(RESULTS / f"{name}.json", results)
     benchmarks_md = tmp_path / "BENCHMARKS.md"
