@@ -249,3 +249,19 @@ def test_wp_drift_detokenises_the_release_text():
 
     assert detokenise("he did n't go , she said .") == "he didn't go, she said."
     assert first_words("a b c d", 2) == "a b"
+
+
+def test_training_curve_keeps_the_best_so_far_and_refuses_a_state_without_evaluations(tmp_path, capsys):
+    from benchmarks import training_curve
+
+    history = [{"step": 25, "minutes": 10.0, "pair_accuracy": 0.7}, {"step": 50, "minutes": 20.0, "pair_accuracy": 0.6},
+               {"step": 75, "minutes": 30.0}]
+    rows = training_curve.curve(history, "pair_accuracy")
+    assert [(r["step"], r["best_so_far"]) for r in rows] == [(25, 0.7), (50, 0.7)]
+    (tmp_path / "trainer_state.json").write_text(json.dumps({"history": []}))
+    with pytest.raises(SystemExit):
+        training_curve.main(["--state", str(tmp_path), "--output", "x"])
+    assert "holds no evaluation" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        training_curve.main(["--state", str(tmp_path / "none"), "--output", "x"])
+    assert "no such file" in capsys.readouterr().err
