@@ -76,6 +76,7 @@ CONTINUATION_CRITERION = "overall"
 # what every result carries besides the per-story keys and mean_combined: what produced it
 PROVENANCE_KEYS = ["settings", "percentile_references", "combination"]
 
+
 def output_keys(config: str, with_contexts: bool) -> list[str]:
     """The per-story keys :meth:`StoryQuality.score` returns for ``config``, in order."""
     from storyeval.models.continuation.model import CRITERIA
