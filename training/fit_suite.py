@@ -30,6 +30,7 @@ import datasets
 import numpy as np
 
 from storyeval.analysis.suite import COMBINATIONS, CONTINUATION_CRITERION, SUITE_CONFIGS, StoryQuality, check_config
+from storyeval.inputs import text_problem
 from storyeval_training.provenance import environment
 
 logger = logging.getLogger("storyeval_training.fit_suite")
@@ -73,36 +74,52 @@ def read_pairs(folder: Path, split: str, techniques: list[str] | None, max_pairs
         rows = sorted(rows, key=lambda row: hashlib.blake2b(f"{seed}:{row['human']}:{row['negative']}".encode()).digest())[:max_pairs]
     for row in rows:
         row["half"] = half(row["human"], seed)
-        row["with_context"] = row["human"].startswith(row["context"]) and row["negative"].startswith(row["context"])
+        # continuation quality needs a context with words, and a continuation after it on both sides
+        row["with_context"] = (text_problem(row["context"]) is None
+                               and all(row[side].startswith(row["context"]) and text_problem(continuation(row, side)) is None
+                                       for side in ("human", "negative")))
     return rows
 
 
-def score_parts(suite: StoryQuality, pair_sets: dict[str, list[dict]], batch_size: int) -> None:
+def continuation(row: dict, side: str) -> str:
+    """The story of ``side`` after the pair's context."""
+    return row[side][len(row["context"]):].strip()
+
+
+def score_key(metric: str, row: dict, side: str) -> str:
+    """What a part scores of one side of a pair: the whole story, or (continuation quality) context and continuation."""
+    return f"{row['context']}\x00{continuation(row, side)}" if metric == "continuation_quality" else row[side]
+
+
+def score_parts(suite: StoryQuality, pair_sets: dict[str, list[dict]], batch_size: int, cache: Path | None = None) -> None:
     """Add each part's percentiles to every pair, in place: ``human_percentiles`` and ``negative_percentiles``,
     keyed by metric. Each distinct story is scored once per part; with contexts, the story parts reuse the
-    whole story's score (the context is the story's own opening, so context + continuation is the story)."""
+    whole story's score (the context is the story's own opening, so context + continuation is the story).
+    ``cache``: a JSON file of the percentiles scored so far, per checkpoint, written after each part and read
+    back by a rerun, so that a long scoring run that stops loses at most one part."""
     rows = [row for rows in pair_sets.values() for row in rows]
-    stories = sorted({row[side] for row in rows for side in ("human", "negative")})
-    continuations = sorted({(row["context"], row[side][len(row["context"]):].strip())
-                            for row in rows if row["with_context"] for side in ("human", "negative")})
+    cached = json.loads(cache.read_text(encoding="utf-8")) if cache and cache.is_file() else {}
     by_metric = {}
-    for metric, _, scorer, reference in suite.components:
-        logger.info("scoring %s", scorer.name)
-        if metric == "continuation_quality":
-            continuations = [pair for pair in continuations if pair[1]]  # a negative that is its context alone has no continuation
-            scores = scorer.score([c for c, _ in continuations], [p for _, p in continuations], batch_size=batch_size)
-            percentiles = reference.percentile(scores[CONTINUATION_CRITERION], CONTINUATION_CRITERION)
-            by_metric[metric] = dict(zip(continuations, percentiles))
-        else:
-            percentiles = reference.percentile(scorer.score(stories, batch_size=batch_size, progress_bar=True))
-            by_metric[metric] = dict(zip(stories, percentiles))
+    # the fast part first: a problem in its inputs shows before the slow encoders have run
+    for metric, _, scorer, reference in sorted(suite.components, key=lambda part: part[0] != "continuation_quality"):
+        sides = [(row, side) for row in rows for side in ("human", "negative") if row["with_context"] or metric != "continuation_quality"]
+        keys = sorted({score_key(metric, row, side) for row, side in sides})
+        table = cached.get(scorer.name, {})
+        todo = [key for key in keys if key not in table]
+        logger.info("scoring %s: %d texts (%d cached)", scorer.name, len(todo), len(keys) - len(todo))
+        if todo and metric == "continuation_quality":
+            contexts, continuations = zip(*(key.split("\x00", 1) for key in todo))
+            scores = scorer.score(list(contexts), list(continuations), batch_size=batch_size)[CONTINUATION_CRITERION]
+            table.update(zip(todo, reference.percentile(scores, CONTINUATION_CRITERION)))
+        elif todo:
+            table.update(zip(todo, reference.percentile(scorer.score(todo, batch_size=batch_size, progress_bar=True))))
+        by_metric[metric] = cached[scorer.name] = table
+        if cache:
+            cache.write_text(json.dumps(cached), encoding="utf-8")
     for row in rows:
         for side in ("human", "negative"):
-            row[f"{side}_percentiles"] = {}
-            for metric, table in by_metric.items():
-                key = row[side] if metric != "continuation_quality" else (row["context"], row[side][len(row["context"]):].strip())
-                if key in table:
-                    row[f"{side}_percentiles"][metric] = table[key]
+            row[f"{side}_percentiles"] = {metric: table[score_key(metric, row, side)] for metric, table in by_metric.items()
+                                          if score_key(metric, row, side) in table}
 
 
 def usable(row: dict, metrics: tuple[str, ...]) -> bool:
@@ -170,6 +187,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=42)
     p.add_argument("--batch-size", type=int, default=16)
     p.add_argument("--output", default=None, help="the report (JSON); must not exist")
+    p.add_argument("--scores-cache", default=None,
+                   help="a JSON file of the parts' percentiles: read if it exists, written after each part (a rerun rescoring nothing it holds)")
     p.add_argument("--export-weights", default=None,
                    help="write the config's fit into this weights file (storyeval/analysis/suite_weights.json)")
     p.add_argument("--default", choices=COMBINATIONS, default=None,
@@ -250,7 +269,7 @@ def main(argv=None) -> None:
                  for name, folder in args.pairs}
     own = SUITE_CONFIGS[args.config]
     suite = StoryQuality(args.config, parts=[*own, *args.add_part])
-    score_parts(suite, pair_sets, args.batch_size)
+    score_parts(suite, pair_sets, args.batch_size, Path(args.scores_cache) if args.scores_cache else None)
     candidates = {"own": own} | ({"with_added": (*own, *args.add_part)} if args.add_part else {})
     fits = {}
     for label, parts in candidates.items():
