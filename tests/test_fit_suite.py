@@ -14,8 +14,10 @@ GOOD = " he looked around . he found what he needed . he went home happy ."
 BAD = " he looked around . he looked around . he looked around . he looked around ."
 
 
-def write_pairs(folder, n=None):
-    openings = OPENINGS[:n] if n else OPENINGS
+def write_pairs(folder, n=None, first_opening=None):
+    openings = OPENINGS[:n] if n else list(OPENINGS)
+    if first_opening:
+        openings[0] = first_opening
     rows = {name: [] for name in PAIR_FEATURES}
     for i, opening in enumerate(openings):
         for name, value in (("id", str(i)), ("context", opening), ("human", opening + GOOD), ("negative", opening + BAD),
@@ -106,3 +108,34 @@ def test_an_existing_report_missing_pairs_and_a_missing_split_are_refused(tmp_pa
     with pytest.raises(ValueError, match="no pairs left"):
         fit_suite.read_pairs(pairs, "validation", ["gpt2-xl"], None, 42)
     assert len(fit_suite.read_pairs(pairs, "validation", ["repetition"], 1, 42)) == 1
+
+
+class CountingScorer:
+    name = "counting"
+
+    def __init__(self):
+        self.scored = []
+
+    def score(self, texts, batch_size=16, progress_bar=False):
+        self.scored += texts
+        return [len(text) / 1000 for text in texts]
+
+
+class IdentityReference:
+    def percentile(self, values, criterion=None):
+        return [100 * value for value in values]
+
+
+def test_a_letterless_context_leaves_continuation_quality_out_and_the_cache_saves_rescoring(tmp_path):
+    from types import SimpleNamespace
+
+    rows = fit_suite.read_pairs(write_pairs(tmp_path / "pairs", n=3, first_opening="' ..."), "validation", None, None, 42)
+    assert [row["with_context"] for row in rows] == [False, True, True]
+    scorer = CountingScorer()
+    suite = SimpleNamespace(components=[("union", None, scorer, IdentityReference())])
+    cache = tmp_path / "scores.json"
+    fit_suite.score_parts(suite, {"a": rows}, 16, cache)
+    assert len(scorer.scored) == 6 and all("union" in row["human_percentiles"] for row in rows)
+    again = CountingScorer()
+    fit_suite.score_parts(SimpleNamespace(components=[("union", None, again, IdentityReference())]), {"a": rows}, 16, cache)
+    assert again.scored == [] and json.loads(cache.read_text())["counting"]
