@@ -145,11 +145,18 @@ def test_evaluate_module_matches_the_python_suite(roc_suite):
         module.compute(predictions=STORIES, references=STORIES)
 
 
-def test_the_wp_base_config_is_union_wp_base_against_wp_references():
+def test_the_wp_base_config_is_the_wp_base_tier_against_wp_references_with_learned_weights():
     suite = StoryQuality("wp-base")
     assert suite.corpus == "wp"
-    assert [(metric, reference.corpus) for metric, _, _, reference in suite.components] == [("union", "wp"), ("continuation_quality", "wp")]
-    assert "union-wp-base" in str(suite.components[0][1])
+    assert [(metric, reference.corpus) for metric, _, _, reference in suite.components] == [
+        ("union", "wp"), ("plot_coherence", "wp"), ("continuation_quality", "wp")]
+    assert "union-wp-base" in str(suite.components[0][1]) and "plot-coherence-wp-base" in str(suite.components[1][1])
+    result = suite.score(["[MALE] opened the door . the dragon was asleep on the gold ."])
+    assert result["combination"]["rule"] == "learned" and result["combination"]["fitted"]["command"].startswith(
+        "python -m storyeval_training.fit_suite --config wp-base")
+    weights = result["combination"]["weights"]
+    assert set(weights) == {"union", "plot_coherence"} and sum(weights.values()) == pytest.approx(1, abs=1e-3)
+    assert result["combined"][0] == pytest.approx(sum(w * result[f"{m}_percentile"][0] for m, w in weights.items()))
 
 
 def test_the_base_config_scores_with_the_base_tier_against_roc_references():

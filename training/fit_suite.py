@@ -236,7 +236,7 @@ def export(path: Path, config: str, report: dict, default: str | None) -> dict:
     if report["config"] != config:
         raise ValueError(f"the report fitted {report['config']!r}, not {config!r}")
     parts = [f"{metric}:{metric_config}" for metric, metric_config in SUITE_CONFIGS[config]]
-    matching = [fit for fit in report["fits"].values() if fit["parts"] == parts]
+    matching = [fit for fit in report["fits"].values() if sorted(fit["parts"]) == sorted(parts)]  # weights are keyed by metric
     if not matching:
         raise ValueError(f"no fit in the report has {config}'s parts {parts}: it has {[f['parts'] for f in report['fits'].values()]}")
     own = matching[0]

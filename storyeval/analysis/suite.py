@@ -9,11 +9,13 @@ Components per config (the checkpoint's corpus is the config's):
 
 * ``roc``: UNION (union-roc), plot coherence (plot-coherence-roc) and, with
   ``contexts``, continuation quality (its ``overall`` criterion);
-* ``wp``: UNION (union-wp) and, with ``contexts``, continuation quality. No
-  plot-coherence checkpoint for WP is published, so it is not part of ``wp``;
+* ``wp``: UNION (union-wp) and, with ``contexts``, continuation quality (the
+  MiniLM plot-coherence checkpoint for WP did not ship, so it is not part of ``wp``);
 * ``roc-base``: ``roc`` with the base tier's UNION and plot coherence
   (union-roc-base, plot-coherence-roc-base);
-* ``wp-base``: ``wp`` with the base tier's UNION (union-wp-base).
+* ``wp-base``: the base tier's UNION and plot coherence for WritingPrompts
+  (union-wp-base, plot-coherence-wp-base) and, with ``contexts``, continuation
+  quality; its default combination is ``"learned"``.
 
 Each score is turned into a percentile with the checkpoint's reference
 distribution for the config's corpus (``storyeval.analysis.percentiles``): the share, in
@@ -66,7 +68,7 @@ SUITE_CONFIGS: dict[str, tuple[tuple[str, str], ...]] = {
     "roc": (("union", "roc"), ("plot_coherence", "roc"), ("continuation_quality", "deltascore")),
     "wp": (("union", "wp"), ("continuation_quality", "deltascore")),
     "roc-base": (("union", "roc-base"), ("plot_coherence", "roc-base"), ("continuation_quality", "deltascore")),
-    "wp-base": (("union", "wp-base"), ("continuation_quality", "deltascore")),
+    "wp-base": (("union", "wp-base"), ("plot_coherence", "wp-base"), ("continuation_quality", "deltascore")),
 }
 DEFAULT_SUITE_CONFIG = "roc"
 # continuation quality's criterion that enters ``combined``: the overall rating, which the other two refine
