@@ -30,7 +30,7 @@ Args:
     combination (`str`, optional): "mean" or "learned"; defaults to the config's own (see the
         metric card).
 Returns:
-    union, plot_coherence (roc, roc-base) (`list` of `float`): each metric's scores.
+    union, plot_coherence (roc, roc-base, wp-base) (`list` of `float`): each metric's scores.
     union_percentile, plot_coherence_percentile (`list` of `float`): the same as percentiles (0-100).
     continuation_quality_overall, _relevance, _interestingness and their `_percentile`s:
         with `contexts` only.
