@@ -48,8 +48,9 @@ class ContinuationRow:
     cross_validated: str | None = None
 
 
-SUITE_NOTE = ("story_quality's `combined`: the mean of union's and plot_coherence's percentiles against human-written test stories "
-              "(`wp`: union's alone)")
+SUITE_NOTE = ("story_quality's `combined`, whole stories, by each config's default combination: the mean of union's and "
+              "plot_coherence's percentiles against human-written test stories (`wp`: union's alone), and for `wp-base` the learned "
+              "weights (union .366, plot coherence .634; benchmarks/experiments/learned_suite.md)")
 
 # The current row of each bundled checkpoint: the run BENCHMARKS.md's experiments and CHANGELOG.md
 # name as measuring what is bundled now (older runs' files stay for the experiment logs).
@@ -85,6 +86,12 @@ CURRENT: tuple[CorrelationRow | ContinuationRow, ...] = (
                    note=SUITE_NOTE),
     CorrelationRow("story_quality", "wp (suite)", "union_wp", "story_quality_correlation", "sets/union_wp/whole_story/correlations/combined",
                    note=SUITE_NOTE),
+    CorrelationRow("story_quality", "roc-base (suite)", "union_roc", "story_quality_correlation_base",
+                   "sets/union_roc/whole_story/correlations/combined", note=SUITE_NOTE),
+    CorrelationRow("story_quality", "roc-base (suite)", "plot_amt_roc", "story_quality_correlation_base",
+                   "sets/plot_amt_roc/whole_story/correlations/combined", note=SUITE_NOTE),
+    CorrelationRow("story_quality", "wp-base (suite)", "union_wp", "story_quality_correlation_base",
+                   "sets/union_wp/whole_story/correlations/combined_learned", note=SUITE_NOTE),
 )
 
 # where each human set's paper row (recomputed from the paper's released scores) is recorded
