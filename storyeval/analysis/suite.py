@@ -153,9 +153,11 @@ class StoryQuality:
 
     def combination(self, combination: str | None) -> str:
         """The combination a call uses (see :func:`check_combination`)."""
-        if self.custom_parts and combination == "learned":
-            raise ValueError("a suite loaded with its own parts has no learned weights: use combination='mean'")
-        return "mean" if self.custom_parts else check_combination(self.config, combination)
+        if self.custom_parts:
+            if combination not in (None, "mean"):
+                raise ValueError(f"a suite loaded with its own parts combines by the plain mean only, not {combination!r}")
+            return "mean"
+        return check_combination(self.config, combination)
 
     def weights(self, combination: str, with_contexts: bool) -> dict[str, float]:
         """metric -> its weight in ``combined``."""
