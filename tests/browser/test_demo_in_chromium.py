@@ -179,4 +179,5 @@ def test_uploaded_file_gets_scores_and_a_distribution(page, tmp_path):
     upload_file(page, good)
     summary = wait_for_status(page, "^\\d+ stories scored")  # anchored: Gradio's "processing" line comes first until it is done
     assert summary.startswith("2 stories scored")
-    assert page.locator("#histogram").is_visible()
+    # the plot can render after the status line (seen on a loaded machine): wait for it rather than look once
+    page.locator("#histogram").wait_for(state="visible", timeout=60_000)
