@@ -250,3 +250,17 @@ def test_the_module_takes_the_combination_and_checks_it_before_consuming_the_que
     with pytest.raises(ValueError, match="unknown combination"):
         module.compute(combination="median")
     assert len(module.compute(combination="mean")["combined"]) == 2  # the queued stories are still there
+
+
+def test_the_shipped_learned_weights_fit_their_configs_parts():
+    """A config whose parts change must be refitted: its shipped weights would no longer name its parts."""
+    from storyeval.analysis.suite import SUITE_CONFIGS, learned_weights
+
+    assert set(learned_weights()) <= set(SUITE_CONFIGS)
+    for config, entry in learned_weights().items():
+        parts = [metric for metric, _ in SUITE_CONFIGS[config]]
+        assert sorted(entry["with_contexts"]) == sorted(parts)
+        assert sorted(entry["without_contexts"]) == sorted(m for m in parts if m != "continuation_quality")
+        for weights in (entry["with_contexts"], entry["without_contexts"]):
+            assert min(weights.values()) >= 0 and sum(weights.values()) == pytest.approx(1, abs=1e-3)
+        assert entry["default"] in ("mean", "learned") and entry["fitted"]["command"].startswith("python -m storyeval_training.fit_suite")
