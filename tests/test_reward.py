@@ -91,6 +91,14 @@ def test_the_scorable_rule_is_the_scorers_own():
         assert rewards.scorable(text) == (text_problem(text) is None), text
 
 
+def test_story_quality_floors_a_letterless_prompt_it_would_pass_as_a_context(caplog):
+    reward = storyeval.reward("story_quality", "roc")
+    alone = reward(prompts=PROMPTS[:1], completions=COMPLETIONS[:1])
+    values = reward(prompts=["...", PROMPTS[0]], completions=COMPLETIONS[:1] * 2)
+    assert values[0] == 0.0 and values[1] == pytest.approx(alone[0]) and reward.last_floored == 1
+    assert storyeval.reward("story_quality", "roc", text="completion")(prompts=["..."], completions=COMPLETIONS[:1])[0] > 0
+
+
 def test_story_quality_reward_is_combined_in_zero_to_one():
     reward = storyeval.reward("story_quality", "roc")
     values = reward(prompts=PROMPTS, completions=COMPLETIONS)

@@ -31,7 +31,8 @@ What is scored, per metric:
 A reward never stops a training run over one sample. A completion with no letters or
 digits (empty, whitespace, punctuation; what a policy emits when it stops at once), or
 one the scorer refuses (say, longer than its window limit), gets the floor reward instead
-of an error: ``0.0`` for the probability-like rewards (union, plot coherence,
+of an error, and so does a pair whose prompt has no letters where the prompt is a context
+(continuation quality; story_quality with ``text="prompt+completion"``): ``0.0`` for the probability-like rewards (union, plot coherence,
 story_quality), the least any story can score, so nothing is ever rewarded for saying
 nothing; for continuation quality ``1.0``, the bottom of its rating scale, or the lowest
 score in the same call where a scored completion falls below it (its scores are not
@@ -50,6 +51,7 @@ import logging
 from collections.abc import Sequence
 
 from storyeval.checkpoints import resolution
+from storyeval.inputs import SENTENCE_SEPARATOR, text_problem
 
 logger = logging.getLogger(__name__)
 
@@ -60,8 +62,6 @@ CRITERIA = ("overall", "relevance", "interestingness")
 # the floor of continuation quality: the bottom of the 1-5 scale of the ratings it was trained on
 CONTINUATION_FLOOR = 1.0
 PROBABILITY_FLOOR = 0.0
-# the sentence separator of the plot-guided releases, which the scorers drop (storyeval.inputs.SENTENCE_SEPARATOR)
-_SEPARATOR = "</s>"
 
 
 def suite_class():
@@ -72,15 +72,8 @@ def suite_class():
 
 
 def scorable(text: str) -> bool:
-    """Whether a scorer accepts ``text``: it has a letter or digit outside sentence separators, and is valid
-    Unicode (no lone surrogate). The scorers' own rule (storyeval.inputs.text_problem), checked here per sample."""
-    if not any(character.isalnum() for character in text.replace(_SEPARATOR, " ")):
-        return False
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
+    """Whether a scorer accepts ``text`` (the scorers' own rule, storyeval.inputs.text_problem), checked per sample."""
+    return text_problem(text) is None
 
 
 def join_story(prompt: str, completion: str) -> str:
@@ -164,6 +157,8 @@ class StoryReward:
             self.config = config or "default"
         self.guard_corpus = self._guard_corpus(guard)
         self.floor = CONTINUATION_FLOOR if metric == "continuation_quality" else PROBABILITY_FLOOR
+        # whether each completion is scored given its prompt as a context (which then must have words)
+        self.needs_context = metric == "continuation_quality" or (metric == "story_quality" and text == "prompt+completion")
         # TRL logs a reward under its function's name: the checkpoint's (union_roc, plot_coherence_roc_base), or the suite's
         checkpoint = f"story_quality_{self.config}" if metric == "story_quality" else self.scorer.name
         self.__name__ = name or "_".join([checkpoint.replace("-", "_"), *([criterion] if criterion and criterion != "overall" else []),
@@ -207,9 +202,9 @@ class StoryReward:
     def score(self, prompts: list[str], completions: list[str]) -> list[float]:
         """The plain metric's reward per pair, the floor where a completion cannot be scored."""
         # a letterless prompt alone does not sink a story (the story is then its completion), but continuation
-        # quality needs a context: there the pair gets the floor
-        keep = [i for i, (p, c) in enumerate(zip(prompts, completions))
-                if scorable(c) and (self.metric != "continuation_quality" or scorable(p))]
+        # quality needs a context, and so does story_quality when it passes the prompts as contexts: there the pair
+        # gets the floor
+        keep = [i for i, (p, c) in enumerate(zip(prompts, completions)) if scorable(c) and (not self.needs_context or scorable(p))]
         values: dict[int, float] = {}
         for start in range(0, len(keep), self.batch_size * 8):  # chunks, so that one refused sample costs one chunk's retry
             chunk = keep[start : start + self.batch_size * 8]
@@ -235,9 +230,6 @@ class StoryReward:
         options = {"batch_size": self.batch_size, "device": self.device}
         if self.metric == "story_quality":
             contexts = prompts if self.text == "prompt+completion" else None
-            if contexts is not None and not all(scorable(p) for p in prompts):
-                # the suite needs every context scorable: a letterless prompt leaves the story its completion
-                contexts = [p if scorable(p) else "." for p in prompts]
             return [value / 100.0 for value in self.scorer.score(completions, contexts=contexts, **options)["combined"]]
         if self.metric == "continuation_quality":
             return self.scorer.score(prompts, completions, dtype=self.dtype, **options)[self.criterion]
@@ -280,7 +272,7 @@ def words_of(text: str) -> list[str]:
     """Lower-cased Treebank words with a letter or digit (punctuation does not count)."""
     from storyeval.text import tokenize
 
-    return [token for token in tokenize(text.replace(_SEPARATOR, " ")) if any(c.isalnum() for c in token)]
+    return [token for token in tokenize(text.replace(SENTENCE_SEPARATOR, " ")) if any(c.isalnum() for c in token)]
 
 
 def ngrams(words: list[str], n: int = NGRAM) -> list[tuple[str, ...]]:
@@ -295,13 +287,16 @@ def guard_features(prompts: list[str], completions: list[str]) -> list[dict]:
     by_prompt: dict[str, set] = {}
     for prompt, own in zip(prompts, grams):
         by_prompt.setdefault(prompt, set()).update(own)
+    # per distinct prompt: the 4-grams of the other prompts' completions, and the prompt's own
+    others_of = {prompt: set().union(*(g for other, g in by_prompt.items() if other != prompt)) for prompt in by_prompt}
+    prompt_grams = {prompt: set(ngrams(words_of(prompt))) for prompt in by_prompt}
     features = []
     for prompt, own_words, own in zip(prompts, words, grams):
-        seen, repeated = set(ngrams(words_of(prompt))), 0
+        seen, repeated = set(prompt_grams[prompt]), 0
         for gram in own:
             repeated += gram in seen
             seen.add(gram)
-        others = set().union(*(g for p, g in by_prompt.items() if p != prompt))
+        others = others_of[prompt]
         features.append({
             "words": len(own_words),
             "repeated": repeated / len(own) if own else 0.0,
