@@ -47,13 +47,6 @@ import numpy as np
 
 from benchmarks.common import command_line, machine, write_results
 
-# metric -> configs, in the registry's and story_quality's order; the corpus a config's prompts come from
-CONFIGS = {
-    "union": ("roc", "roc-base", "wp", "wp-base"),
-    "plot_coherence": ("roc", "roc-base"),
-    "continuation_quality": ("deltascore", "deltascore-base"),
-    "story_quality": ("roc", "roc-base", "wp", "wp-base"),
-}
 STRATEGIES = ("human", "prompt_repeated", "sentence_repeated", "copied_training_story", "universal_story", "one_sentence",
               "very_long", "generic_ending", "keyword_list", "shuffled_human", "contradiction", "sentences_doubled")
 GENERIC_ENDING = ("they were very happy . it was the best day ever . everyone had a great time . "
@@ -65,6 +58,28 @@ FUNCTION_WORDS = frozenset(
     "have do not n't 's . , ! ? ; : '' `` -- he's she's".split())
 UNIVERSAL_POOL = 50  # training stories a universal story is chosen from
 UNIVERSAL_PROMPTS = 2  # validation prompts it is chosen on
+
+
+def shipped_configs() -> list[tuple[str, str]]:
+    """Every (metric, config) a reward can be made of: each metric's loadable configs, in registry order, then the suites'."""
+    from storyeval.analysis.rewards import REWARD_METRICS
+    from storyeval.analysis.suite import SUITE_CONFIGS
+    from storyeval.checkpoints.resolution import available_configs
+
+    return [(metric, config) for metric in REWARD_METRICS
+            for config in (SUITE_CONFIGS if metric == "story_quality" else available_configs(metric))]
+
+
+def config_spec(value: str) -> tuple[str, str]:
+    """``metric:config``, as --configs takes it."""
+    from storyeval.analysis.rewards import REWARD_METRICS
+
+    metric, sep, config = value.partition(":")
+    if not sep or not metric or not config:
+        raise argparse.ArgumentTypeError(f"expected METRIC:CONFIG (e.g. union:roc), got {value!r}")
+    if metric not in REWARD_METRICS:
+        raise argparse.ArgumentTypeError(f"unknown metric {metric!r} in {value!r}; choose one of {list(REWARD_METRICS)}")
+    return metric, config
 
 
 def corpora_of(metric: str, config: str) -> tuple[str, ...]:
@@ -176,7 +191,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--roc-prompts", type=int, default=50)
     parser.add_argument("--wp-prompts", type=int, default=30)
-    parser.add_argument("--configs", nargs="*", default=None, help="metric:config pairs (default: every shipped config)")
+    parser.add_argument("--configs", nargs="+", default=None, type=config_spec,
+                        help="metric:config pairs (default: every shipped config)")
     parser.add_argument("--no-guard", dest="guard", action="store_false", help="plain rewards only")
     parser.add_argument("--seed", type=int, default=43)
     parser.add_argument("--output", default="reward_gaming")
@@ -189,7 +205,7 @@ def main(argv=None) -> int:
 
     import storyeval
 
-    pairs = [tuple(item.split(":", 1)) for item in args.configs] if args.configs else [(m, c) for m, cs in CONFIGS.items() for c in cs]
+    pairs = args.configs or shipped_configs()
     sizes = {"roc": args.roc_prompts, "wp": args.wp_prompts}
     corpora, prompts, completions = {}, {}, {}
     for corpus in sorted({c for m, config in pairs for c in corpora_of(m, config)}):
@@ -247,7 +263,7 @@ def main(argv=None) -> int:
 
 def markdown_table(payload: dict) -> str:
     """One row per config (and corpus), one column per strategy: percentile of the mean reward, bold where it beats the median human."""
-    strategies = [s for s in payload["strategies"]]
+    strategies = payload["strategies"]
     lines = ["| reward | prompts | " + " | ".join(f"`{s}`" for s in strategies) + " |", "|---|---|" + "---|" * len(strategies)]
     for name, row in payload["results"].items():
         for corpus, summary in row.items():

@@ -265,3 +265,15 @@ def test_training_curve_keeps_the_best_so_far_and_refuses_a_state_without_evalua
     with pytest.raises(SystemExit):
         training_curve.main(["--state", str(tmp_path / "none"), "--output", "x"])
     assert "no such file" in capsys.readouterr().err
+
+
+def test_reward_gaming_measures_every_shipped_config_and_refuses_a_bad_one(capsys):
+    from benchmarks import reward_gaming
+
+    shipped = reward_gaming.shipped_configs()
+    assert ("plot_coherence", "wp-base") in shipped and ("story_quality", "wp-base") in shipped
+    assert ("plot_coherence", "wp") not in shipped  # registered, not shipped
+    for bad, message in (("union", "expected METRIC:CONFIG"), ("bleu:roc", "unknown metric 'bleu'")):
+        with pytest.raises(SystemExit):
+            reward_gaming.main(["--configs", bad])
+        assert message in capsys.readouterr().err
