@@ -45,17 +45,18 @@ def prompts_and_completions(set_name: str, stories: list[str]) -> tuple[list[str
     return prompts, completions
 
 
-def in_calls(reward, prompts: list[str], completions: list[str], corpus: str) -> tuple[list[float], list[float]]:
-    """The plain rewards and the guarded ones, in calls of ``CALL``: the guarded reward is the plain one times
-    ``guard_factors`` of the same call (what ``guard=True`` computes; tests/test_reward.py checks it), so each story is scored once."""
+def in_calls(reward, prompts: list[str], completions: list[str]) -> tuple[list[float], list[float]]:
+    """The plain rewards and the guarded ones of a ``guard=True`` reward, in calls of ``CALL``: the guarded reward is the
+    plain one (``reward.score``) times ``guard_factors`` of the same call (what calling it computes; tests/test_reward.py
+    checks it), so each story is scored once, by one loaded checkpoint."""
     from storyeval.analysis.rewards import guard_factors
 
     plain, guarded = [], []
     for start in range(0, len(prompts), CALL):
         call_prompts, call_completions = prompts[start : start + CALL], completions[start : start + CALL]
-        values = reward(prompts=call_prompts, completions=call_completions)
+        values = reward.score(call_prompts, call_completions)
         plain += values
-        guarded += [v * f for v, f in zip(values, guard_factors(call_prompts, call_completions, corpus))]
+        guarded += [v * f for v, f in zip(values, guard_factors(call_prompts, call_completions, reward.guard_corpus))]
     return plain, guarded
 
 
@@ -73,8 +74,7 @@ def main(argv=None) -> int:
         prompts, completions = prompts_and_completions(set_name, human_set.stories)
         for metric, config in configs:
             started = time.perf_counter()
-            reward = storyeval.reward(metric, config, guard=True)  # its guard_corpus: the config's
-            plain, guarded = in_calls(storyeval.reward(metric, config), prompts, completions, reward.guard_corpus)
+            plain, guarded = in_calls(storyeval.reward(metric, config, guard=True), prompts, completions)  # the config's guard corpus
             factors = np.divide(guarded, plain, out=np.ones(len(plain)), where=np.asarray(plain) > 0)
             results.setdefault(set_name, {})[f"{metric}:{config}"] = {
                 "plain": correlations(plain, human_set.human), "guarded": correlations(guarded, human_set.human),

@@ -277,3 +277,17 @@ def test_reward_gaming_measures_every_shipped_config_and_refuses_a_bad_one(capsy
         with pytest.raises(SystemExit):
             reward_gaming.main(["--configs", bad])
         assert message in capsys.readouterr().err
+
+
+def test_guard_correlation_gives_the_plain_and_guarded_rewards_from_one_checkpoint():
+    import storyeval
+    from benchmarks import reward_guard_correlation
+
+    prompts = ["Ken went to the bar.", "Amy wanted a bike.", "Amy wanted a bike."]
+    completions = ["He ordered a drink and talked with friends for hours.", "She saved her money all summer long and bought one.",
+                   "she saved . she saved . she saved . she saved ."]
+    guarded_reward = storyeval.reward("union", "roc", guard=True)
+    plain, guarded = reward_guard_correlation.in_calls(guarded_reward, prompts, completions)
+    assert plain == pytest.approx(storyeval.reward("union", "roc")(prompts=prompts, completions=completions))
+    assert guarded == pytest.approx(guarded_reward(prompts=prompts, completions=completions))
+    assert guarded[2] < plain[2]
