@@ -15,6 +15,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from storyeval_training.model_card import GAMING_RESULT_FILES
+
 from .common import CHECKOUT, RESULTS
 from .correlation import COEFFICIENTS, PAPER_ROWS
 
@@ -184,9 +186,9 @@ def _criteria(spearman: dict, intervals: bool = True) -> str:
                       for c in STORY_CLOZE_CRITERIA)
 
 
-# the reward-gaming table (benchmarks/reward_gaming.py) and the guard's human-set rows (benchmarks/reward_guard_correlation.py)
-# one file per run: the first measured every config shipped then, the later ones the configs that came after
-GAMING = ("reward_gaming", "reward_gaming_base_suites", "reward_gaming_wp_base_suite")
+# the reward-gaming table (benchmarks/reward_gaming.py; one file per run, the list the cards read too) and the guard's
+# human-set rows (benchmarks/reward_guard_correlation.py)
+GAMING = GAMING_RESULT_FILES
 GUARD_CORRELATION = "reward_guard_correlation"
 
 

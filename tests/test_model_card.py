@@ -114,3 +114,12 @@ def test_a_continuation_card_names_its_learned_encoder_and_its_tier(tmp_path):
     card = (tmp_path / "head" / "README.md").read_text()
     assert card.count("# continuation-quality\n") == 1 and "base_model: sentence-transformers/all-MiniLM-L6-v2" in card
     assert "a pool of generated: 2\n" in card and "best `pair_accuracy_generated`" in card and "(0.750;" in card
+
+
+def test_a_cards_gaming_line_reads_every_gaming_run(tmp_path):
+    """A checkpoint measured in a later gaming run than the first (plot-coherence-wp-base) gets its measured line."""
+    from storyeval_training import model_card
+
+    assert "plot_coherence:wp-base" in model_card.gaming_results() and "union:roc" in model_card.gaming_results()
+    assert "one story for every prompt (96)" in model_card._gaming_text("plot-coherence-wp-base")
+    assert model_card.gaming_results(tmp_path) == {}

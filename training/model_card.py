@@ -119,8 +119,11 @@ def _card_data(name: str, base_model: str | None, tags: list[str], datasets: lis
     )
 
 
-# the reward-gaming log and its results (benchmarks/reward_gaming.py), which each card's Limitations line quotes
-GAMING_RESULTS = Path(__file__).resolve().parent.parent / "benchmarks" / "results" / "reward_gaming.json"
+# the reward-gaming results (benchmarks/reward_gaming.py), which each card's Limitations line quotes (and BENCHMARKS.md's
+# table, benchmarks/report.py): one file per run, the first measured every config shipped then, the later ones the configs
+# that came after
+GAMING_RESULTS_DIR = Path(__file__).resolve().parent.parent / "benchmarks" / "results"
+GAMING_RESULT_FILES = ("reward_gaming", "reward_gaming_base_suites", "reward_gaming_wp_base_suite")
 GAMING_LINK = "[reward_gaming.md](../../benchmarks/experiments/reward_gaming.md)"
 GAMING_NAMES = {"prompt_repeated": "the prompt repeated", "sentence_repeated": "a sentence repeated",
                 "copied_training_story": "a copied training story", "universal_story": "one story for every prompt",
@@ -137,24 +140,34 @@ def _gaming_key(name: str) -> str:
     return f"{metric}:{name.removeprefix('plot-coherence-').removeprefix('union-')}"
 
 
+def gaming_results(folder: Path = GAMING_RESULTS_DIR) -> dict:
+    """Every measured reward's gaming rows, merged from the runs' files that exist (a later run's row replaces an earlier one's)."""
+    results = {}
+    for name in GAMING_RESULT_FILES:
+        path = Path(folder) / f"{name}.json"
+        if path.is_file():
+            results.update(json.loads(path.read_text(encoding="utf-8"))["results"])
+    return results
+
+
+def _gaming_winners(row: dict) -> str:
+    found = [f"{GAMING_NAMES[s]} ({row[s]['mean_percentile']:.0f})" for s in GAMING_NAMES if row[s]["beats_median_human"]]
+    return ", ".join(found) or "none"
+
+
 def _gaming_text(name: str) -> str:
     """The card's line on the reward measured as gamed: which degenerate outputs beat the median human story, plain and guarded."""
-    if not GAMING_RESULTS.is_file():
-        return f"Used as a reward for reinforcement learning it can be gamed; see {GAMING_LINK}."
-    results = json.loads(GAMING_RESULTS.read_text(encoding="utf-8"))["results"]
+    results = gaming_results()
     key = _gaming_key(name)
     if key not in results:
         return f"Used as a reward for reinforcement learning it can be gamed; see {GAMING_LINK}."
     corpora = [corpus for corpus in results[key] if corpus != "seconds"]
     parts = []
     for corpus in corpora:
-        def winners(row: dict) -> str:
-            found = [f"{GAMING_NAMES[s]} ({row[s]['mean_percentile']:.0f})" for s in GAMING_NAMES if row[s]["beats_median_human"]]
-            return ", ".join(found) or "none"
         title = {"roc": "ROC", "wp": "WP"}[corpus]
         guarded = results.get(f"{key}:guarded", {}).get(corpus)
-        parts.append(f"{title} ({results[key][corpus]['human']['n']} test prompts): {winners(results[key][corpus])}"
-                     + (f", with `guard=True` {winners(guarded)}" if guarded else ""))
+        parts.append(f"{title} ({results[key][corpus]['human']['n']} test prompts): {_gaming_winners(results[key][corpus])}"
+                     + (f", with `guard=True` {_gaming_winners(guarded)}" if guarded else ""))
     return ("Used as a reward (`storyeval.reward`) it can be gamed. Degenerate outputs whose mean percentile among human "
             f"test stories is above 50, on {'; '.join(parts)} ({GAMING_LINK}).")
 
