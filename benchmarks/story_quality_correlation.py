@@ -70,10 +70,7 @@ def add_learned(suite, result: dict, with_contexts: bool) -> dict:
 
     if suite.config not in learned_weights():
         return result
-    weights = suite.weights("learned", with_contexts)
-    keys = {metric: f"{metric}_overall_percentile" if metric == "continuation_quality" else f"{metric}_percentile" for metric in weights}
-    learned = [sum(weight * result[keys[metric]][i] for metric, weight in weights.items()) for i in range(len(result["combined"]))]
-    return {**result, "combined_learned": learned}
+    return {**result, "combined_learned": suite.combine(result, "learned", with_contexts)}
 
 
 def agreement(result: dict, human: np.ndarray) -> dict:

@@ -264,3 +264,11 @@ def test_the_shipped_learned_weights_fit_their_configs_parts():
         for weights in (entry["with_contexts"], entry["without_contexts"]):
             assert min(weights.values()) >= 0 and sum(weights.values()) == pytest.approx(1, abs=1e-3)
         assert entry["default"] in ("mean", "learned") and entry["fitted"]["command"].startswith("python -m storyeval_training.fit_suite")
+
+
+def test_the_correlation_benchmark_reads_the_learned_combination_off_a_plain_result(roc_suite, weights_file):
+    from benchmarks.story_quality_correlation import add_learned
+
+    plain = roc_suite.score(CONTINUATIONS, CONTEXTS, combination="mean")
+    learned = roc_suite.score(CONTINUATIONS, CONTEXTS, combination="learned")
+    assert add_learned(roc_suite, plain, True)["combined_learned"] == pytest.approx(learned["combined"])

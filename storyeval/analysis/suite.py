@@ -79,6 +79,11 @@ CONTINUATION_CRITERION = "overall"
 PROVENANCE_KEYS = ["settings", "percentile_references", "combination"]
 
 
+def percentile_key(metric: str) -> str:
+    """The result key of the percentile a part enters ``combined`` with."""
+    return f"{metric}_{CONTINUATION_CRITERION}_percentile" if metric == "continuation_quality" else f"{metric}_percentile"
+
+
 def output_keys(config: str, with_contexts: bool) -> list[str]:
     """The per-story keys :meth:`StoryQuality.score` returns for ``config``, in order."""
     from storyeval.models.continuation.model import CRITERIA
@@ -170,6 +175,13 @@ class StoryQuality:
                              f"{sorted(metrics)}: refit them with python -m storyeval_training.fit_suite")
         return weights
 
+    def combine(self, result: dict, combination: str, with_contexts: bool) -> list[float]:
+        """``combined`` per story: the weighted mean of a result's part percentiles (continuation quality's by
+        :data:`CONTINUATION_CRITERION`), for a result of :meth:`score` made with or without contexts."""
+        weights = self.weights(combination, with_contexts)
+        columns = {metric: result[percentile_key(metric)] for metric in weights}
+        return [sum(weights[metric] * values[i] for metric, values in columns.items()) for i in range(len(next(iter(columns.values()))))]
+
     def settings(self, with_contexts: bool = False, combination: str | None = None) -> str:
         """The settings string of a result (see the module docstring): its scores compare with another's only when it matches."""
         from storyeval.scoring.signature import settings_string
@@ -212,7 +224,7 @@ class StoryQuality:
         if not predictions:
             return self.empty_result(contexts is not None, combination)
         stories = predictions if contexts is None else [f"{c} {p}" for c, p in zip(contexts, predictions)]
-        result, percentiles = {}, {}
+        result = {}
         for metric, _, scorer, reference in self.components:
             if metric == "continuation_quality":
                 if contexts is None:
@@ -221,14 +233,10 @@ class StoryQuality:
                 for criterion, values in by_criterion.items():
                     result[f"{metric}_{criterion}"] = values
                     result[f"{metric}_{criterion}_percentile"] = reference.percentile(values, criterion)
-                percentiles[metric] = result[f"{metric}_{CONTINUATION_CRITERION}_percentile"]
             else:
                 values = scorer.score(stories, batch_size=batch_size, device=device, progress_bar=progress_bar)
                 result[metric] = values
                 result[f"{metric}_percentile"] = reference.percentile(values)
-                percentiles[metric] = result[f"{metric}_percentile"]
-        weights = self.weights(combination, contexts is not None)
-        result["combined"] = [sum(weights[metric] * values[i] for metric, values in percentiles.items())
-                              for i in range(len(predictions))]
+        result["combined"] = self.combine(result, combination, contexts is not None)
         result["mean_combined"] = sum(result["combined"]) / len(result["combined"])
         return {**result, **self.provenance(contexts is not None, combination)}
