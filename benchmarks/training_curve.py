@@ -14,8 +14,7 @@ import json
 from pathlib import Path
 
 from benchmarks.common import command_line, write_results
-
-STATE_FILE = "trainer_state.json"
+from storyeval_training.loop import TRAINER_STATE
 
 
 def curve(history: list[dict], metric: str) -> list[dict]:
@@ -38,7 +37,7 @@ def main(argv=None) -> int:
                              "else pair_accuracy)")
     parser.add_argument("--output", required=True, help="name of the results file")
     args = parser.parse_args(argv)
-    path = args.state / STATE_FILE
+    path = args.state / TRAINER_STATE
     if not path.is_file():
         parser.error(f"{path}: no such file (give a step_N folder the run saved)")
     history = json.loads(path.read_text(encoding="utf-8")).get("history", [])
