@@ -9,6 +9,7 @@ from benchmarks import (
     cli_cold_start,
     common,
     continuation_quality,
+    device_parity,
     generation_speed,
     negatives_throughput,
     scoring_speed,
@@ -291,3 +292,26 @@ def test_guard_correlation_gives_the_plain_and_guarded_rewards_from_one_checkpoi
     assert plain == pytest.approx(storyeval.reward("union", "roc")(prompts=prompts, completions=completions))
     assert guarded == pytest.approx(guarded_reward(prompts=prompts, completions=completions))
     assert guarded[2] < plain[2]
+
+
+def test_device_parity_counts_flipped_pairs_and_refuses_bad_input_before_scoring(tiny_checkpoint, tmp_path, capsys):
+    assert device_parity.order_changes([0.1, 0.2, 0.3], [0.1, 0.2, 0.3]) == 0.0
+    assert device_parity.order_changes([0.3, 0.2, 0.1], [0.1, 0.2, 0.3]) == 1.0
+    assert device_parity.order_changes([0.2, 0.1, 0.3], [0.1, 0.2, 0.3]) == 1 / 3
+    stories = tmp_path / "stories.txt"
+    stories.write_text("Ken went to the bar. He found a phone.\nAmy baked a cake. It burned.\nTom ran. He won the race.\n")
+    for args, message in ((["--checkpoint", f"continuation_quality={tiny_checkpoint}"], "union and plot_coherence"),
+                          (["--checkpoint", f"union={tmp_path / 'nothing'}"], "no checkpoint folder")):
+        with pytest.raises(SystemExit):
+            device_parity.main(args + ["--stories-file", str(stories), "--output-dir", str(tmp_path)])
+        assert message in capsys.readouterr().err
+    # the CPU against itself: the same code path a GPU run takes, with zero gaps
+    run = ["--checkpoint", f"union={tiny_checkpoint}", "--device", "cpu", "--dtypes", "float32", "--stories-file", str(stories),
+           "--batch-size", "2", "--output-dir", str(tmp_path), "--output", "parity"]
+    device_parity.main(run)
+    result = json.loads((tmp_path / "parity.json").read_text())
+    float32 = result["checkpoints"][str(tiny_checkpoint)]["dtypes"]["float32"]
+    assert result["stories"] == 3 and float32["max_abs_difference"] == 0.0 and float32["order_changes_vs_cpu_float32"] == 0.0
+    with pytest.raises(SystemExit):  # an existing results file is not overwritten
+        device_parity.main(run)
+    assert "exists" in capsys.readouterr().err
