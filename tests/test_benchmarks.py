@@ -17,6 +17,7 @@ from benchmarks import (
     union_correlation,
     union_development,
     union_pair_accuracy,
+    wp_rank_pairs,
 )
 
 
@@ -315,3 +316,15 @@ def test_device_parity_counts_flipped_pairs_and_refuses_bad_input_before_scoring
     with pytest.raises(SystemExit):  # an existing results file is not overwritten
         device_parity.main(run)
     assert "exists" in capsys.readouterr().err
+
+
+def test_wp_rank_pairs_scores_each_pair_and_averages_over_prompts(tmp_path):
+    pairs = [{"prompt": "a", "better": "s1", "worse": "s2"}, {"prompt": "a", "better": "s1", "worse": "s3"},
+             {"prompt": "b", "better": "s4", "worse": "s5"}]
+    result = wp_rank_pairs.pair_accuracy(pairs, {"s1": 0.9, "s2": 0.1, "s3": 0.9, "s4": 0.2, "s5": 0.8})
+    # pairs: 1 + 0.5 (a tie) + 0 = 1.5 of 3; prompts: a 0.75, b 0.0
+    assert (result["accuracy"], result["pairs"], result["prompts"], result["mean_over_prompts"]) == (0.5, 3, 2, 0.375)
+    bad = tmp_path / "rank_pairs.jsonl"
+    bad.write_text(json.dumps({"prompt": "p", "better_id": "wph1", "worse_id": "wph2"}) + "\n" + json.dumps({"prompt": "p", "better_id": "wph1"}) + "\n")
+    with pytest.raises(ValueError, match=r"rank_pairs.jsonl:2: a rank pair needs better_id and worse_id"):
+        wp_rank_pairs.read_rank_pairs(bad)
