@@ -85,7 +85,7 @@ def main(argv=None):
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--dtypes", nargs="+", default=list(FLOAT_DTYPE_NAMES), choices=FLOAT_DTYPE_NAMES)
     parser.add_argument("--stories", type=int, default=200, help="test stories per corpus")
-    parser.add_argument("--stories-file", default=None, help="one story per line, instead of the ROC and WP test stories")
+    parser.add_argument("--stories-file", default=None, help="one story per line (blank lines skipped), instead of the ROC and WP test stories")
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--output", default="device_parity")
     parser.add_argument("--output-dir", default=None, help="where the results file goes (default: benchmarks/results)")
