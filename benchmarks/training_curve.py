@@ -2,8 +2,8 @@
 
     python -m benchmarks.training_curve --state <run>/step_200 --output plot_coherence_wp_base_curve
 
-Every evaluation a run made is in its states' ``trainer_state.json`` (``storyeval_training.loop``), with the
-step and the training minutes it was made at. This writes them as ``benchmarks/results/<output>.json`` and
+Every evaluation a run made is in its states' ``trainer_state.json`` (``storyeval_training.loop``), and in the
+``all_results.json`` it writes when it ends, with the step and the training minutes it was made at. This writes them as ``benchmarks/results/<output>.json`` and
 prints one line per evaluation, with the best-so-far value of ``--metric``: what more CPU time bought. Nothing
 is scored, so it never touches a human-judged set.
 """
@@ -37,9 +37,11 @@ def main(argv=None) -> int:
                              "else pair_accuracy)")
     parser.add_argument("--output", required=True, help="name of the results file")
     args = parser.parse_args(argv)
-    path = args.state / TRAINER_STATE
-    if not path.is_file():
-        parser.error(f"{path}: no such file (give a step_N folder the run saved)")
+    # a saved state, or an ended run's folder (which keeps no state for a last step off the checkpointing grid)
+    path = next((args.state / name for name in (TRAINER_STATE, "all_results.json") if (args.state / name).is_file()), None)
+    if path is None:
+        parser.error(f"{args.state} holds neither {TRAINER_STATE} nor all_results.json (give a step_N folder the run saved, "
+                     "or the folder of a run that ended)")
     history = json.loads(path.read_text(encoding="utf-8")).get("history", [])
     if not history:
         parser.error(f"{path} holds no evaluation")

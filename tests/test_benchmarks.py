@@ -266,7 +266,13 @@ def test_training_curve_keeps_the_best_so_far_and_refuses_a_state_without_evalua
     assert "holds no evaluation" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         training_curve.main(["--state", str(tmp_path / "none"), "--output", "x"])
-    assert "no such file" in capsys.readouterr().err
+    assert "holds neither trainer_state.json nor all_results.json" in capsys.readouterr().err
+    ended = tmp_path / "ended"  # a run that ended off the checkpointing grid keeps its history in all_results.json
+    ended.mkdir()
+    (ended / "all_results.json").write_text(json.dumps({"history": []}))
+    with pytest.raises(SystemExit):
+        training_curve.main(["--state", str(ended), "--output", "x"])
+    assert "all_results.json holds no evaluation" in capsys.readouterr().err
 
 
 def test_reward_gaming_measures_every_shipped_config_and_refuses_a_bad_one(capsys):
