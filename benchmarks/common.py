@@ -64,8 +64,8 @@ def machine() -> dict:
     return environment(exclude=("benchmarks/results",))
 
 
-def write_results(name: str, payload: dict) -> Path:
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    path = RESULTS / f"{name}.json"
+def write_results(name: str, payload: dict, folder: Path = RESULTS) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.json"
     path.write_text(json.dumps(payload, indent=2) + "\n")
     return path

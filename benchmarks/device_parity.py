@@ -19,7 +19,7 @@ from pathlib import Path
 
 from storyeval.inputs import FLOAT_DTYPE_NAMES
 
-from .common import checkpoint_spec, command_line, machine, write_results
+from .common import RESULTS, checkpoint_spec, command_line, machine, write_results
 from .scoring_speed import CORPORA, score_agreement
 
 
@@ -97,9 +97,10 @@ def main(argv=None):
             parser.error(f"--checkpoint {metric}={folder}: no checkpoint folder there")
     if args.stories_file and not Path(args.stories_file).is_file():
         parser.error(f"--stories-file {args.stories_file}: no such file")
-    output = Path(args.output_dir, f"{args.output}.json") if args.output_dir else None
-    if output is not None and output.exists():
-        parser.error(f"{output} exists; remove it or choose another --output")
+    # a run on a lent machine writes into its own folder, where an earlier file must not be overwritten
+    results_folder = Path(args.output_dir) if args.output_dir else RESULTS
+    if args.output_dir and (results_folder / f"{args.output}.json").exists():
+        parser.error(f"{results_folder / f'{args.output}.json'} exists; remove it or choose another --output")
 
     import torch
 
@@ -121,12 +122,7 @@ def main(argv=None):
     payload["bert_base_sized_stories_per_second"] = {dtype: stories_per_second(baseline, stories, device, dtype, args.batch_size)[0]
                                                      for dtype in args.dtypes}
     print("bert-base-sized:", json.dumps(payload["bert_base_sized_stories_per_second"]))
-    if output is None:
-        output = write_results(args.output, payload)
-    else:
-        output.parent.mkdir(parents=True, exist_ok=True)
-        output.write_text(json.dumps(payload, indent=2) + "\n")
-    print("wrote", output)
+    print("wrote", write_results(args.output, payload, results_folder))
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 
 from benchmarks.common import command_line, write_results
-from storyeval_training.loop import TRAINER_STATE
+from storyeval_training.loop import RUN_RESULTS, TRAINER_STATE
 
 
 def curve(history: list[dict], metric: str) -> list[dict]:
@@ -38,9 +38,9 @@ def main(argv=None) -> int:
     parser.add_argument("--output", required=True, help="name of the results file")
     args = parser.parse_args(argv)
     # a saved state, or an ended run's folder (which keeps no state for a last step off the checkpointing grid)
-    path = next((args.state / name for name in (TRAINER_STATE, "all_results.json") if (args.state / name).is_file()), None)
+    path = next((args.state / name for name in (TRAINER_STATE, RUN_RESULTS) if (args.state / name).is_file()), None)
     if path is None:
-        parser.error(f"{args.state} holds neither {TRAINER_STATE} nor all_results.json (give a step_N folder the run saved, "
+        parser.error(f"{args.state} holds neither {TRAINER_STATE} nor {RUN_RESULTS} (give a step_N folder the run saved, "
                      "or the folder of a run that ended)")
     history = json.loads(path.read_text(encoding="utf-8")).get("history", [])
     if not history:

@@ -78,7 +78,7 @@ def main(argv=None):
         for story_id, story in zip(rows["id"], rows["story"]):
             stories[story_id], split_of[story_id] = story, split
     every_pair = read_rank_pairs(default_extra_dir() / RANK_FILE)
-    missing = sorted({i for p in every_pair for i in (p["better"], p["worse"]) if i not in stories})
+    missing = {i for p in every_pair for i in (p["better"], p["worse"]) if i not in stories}
     pairs = [p for p in every_pair if p["better"] in stories and p["worse"] in stories
              and split_of[p["better"]] in args.splits and split_of[p["worse"]] in args.splits]
     if not pairs:

@@ -18,11 +18,9 @@ import json
 from pathlib import Path
 
 from storyeval_training import train_plot_coherence, train_union
-from storyeval_training.loop import TRAINER_STATE
+from storyeval_training.loop import RUN_RESULTS, TRAINER_STATE
 from storyeval_training.model_card import CHECKPOINT_CARD_WRITERS
 from storyeval_training.provenance import environment
-
-RUN_RESULTS = "all_results.json"  # what a run writes into its output folder when it ends
 
 
 def parse_args(argv=None) -> tuple[argparse.Namespace, argparse.Namespace]:

@@ -42,6 +42,7 @@ from storyeval_training.selection import best_by, improves
 logger = logging.getLogger("storyeval_training.loop")
 
 TRAINER_STATE = "trainer_state.json"
+RUN_RESULTS = "all_results.json"  # what a run writes into its output folder when it ends
 SCHEDULERS = [scheduler.value for scheduler in SchedulerType]
 NO_DECAY = ("bias", "LayerNorm.weight", "layer_norm.weight")
 _STATE_NAME = re.compile(r"step_\d+")
@@ -380,4 +381,4 @@ class TrainingLoop:
     def write_results(self, results: dict) -> None:
         """``results`` in all_results.json, written by the main process."""
         if self.accelerator.is_main_process:
-            (self.output_dir / "all_results.json").write_text(json.dumps(results, indent=2) + "\n")
+            (self.output_dir / RUN_RESULTS).write_text(json.dumps(results, indent=2) + "\n")
