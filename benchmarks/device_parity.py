@@ -95,6 +95,8 @@ def main(argv=None):
             parser.error(f"--checkpoint {metric}={folder}: this benchmark scores union and plot_coherence checkpoints")
         if not Path(folder, "config.json").is_file():
             parser.error(f"--checkpoint {metric}={folder}: no checkpoint folder there")
+    if args.stories < 1 or args.batch_size < 1:
+        parser.error("--stories and --batch-size must be positive")
     if args.stories_file and not Path(args.stories_file).is_file():
         parser.error(f"--stories-file {args.stories_file}: no such file")
     # a run on a lent machine writes into its own folder, where an earlier file must not be overwritten

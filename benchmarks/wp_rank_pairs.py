@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 from collections import defaultdict
+from pathlib import Path
 
 from .common import checkpoint_spec, command_line, machine, require_checkpoint_folders, write_results
 from .wp_extra_pairs import outcome
@@ -26,11 +27,16 @@ RANK_FILE = "rank_pairs.jsonl"
 
 def read_rank_pairs(path) -> list[dict]:
     """The pairs, each with its prompt and the two ids; a row without them is an error naming its line."""
+    if not Path(path).is_file():
+        raise FileNotFoundError(f"no rank pairs at {path} (wp_extra's {RANK_FILE}; STORYEVAL_DATA names the data folder)")
     pairs = []
     with open(path, encoding="utf-8") as handle:
         for lineno, line in enumerate(handle, 1):
-            row = json.loads(line)
-            if not all(isinstance(row.get(key), str) and row[key] for key in ("better_id", "worse_id")):
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as error:
+                raise ValueError(f"{path}:{lineno}: not a JSON line ({error.msg})") from None
+            if not isinstance(row, dict) or not all(isinstance(row.get(key), str) and row[key] for key in ("better_id", "worse_id")):
                 raise ValueError(f"{path}:{lineno}: a rank pair needs better_id and worse_id")
             pairs.append({"prompt": row.get("prompt", ""), "better": row["better_id"], "worse": row["worse_id"]})
     return pairs

@@ -308,9 +308,11 @@ def test_device_parity_counts_flipped_pairs_and_refuses_bad_input_before_scoring
     stories = tmp_path / "stories.txt"
     stories.write_text("Ken went to the bar. He found a phone.\nAmy baked a cake. It burned.\nTom ran. He won the race.\n")
     for args, message in ((["--checkpoint", f"continuation_quality={tiny_checkpoint}"], "union and plot_coherence"),
-                          (["--checkpoint", f"union={tmp_path / 'nothing'}"], "no checkpoint folder")):
+                          (["--checkpoint", f"union={tmp_path / 'nothing'}"], "no checkpoint folder"),
+                          (["--checkpoint", f"union={tiny_checkpoint}", "--batch-size", "0"], "must be positive"),
+                          (["--checkpoint", f"union={tiny_checkpoint}", "--stories-file", str(tmp_path / "none.txt")], "no such file")):
         with pytest.raises(SystemExit):
-            device_parity.main(args + ["--stories-file", str(stories), "--output-dir", str(tmp_path)])
+            device_parity.main(["--stories-file", str(stories), "--output-dir", str(tmp_path)] + args)  # a later option wins
         assert message in capsys.readouterr().err
     # the CPU against itself: the same code path a GPU run takes, with zero gaps
     run = ["--checkpoint", f"union={tiny_checkpoint}", "--device", "cpu", "--dtypes", "float32", "--stories-file", str(stories),
@@ -334,3 +336,8 @@ def test_wp_rank_pairs_scores_each_pair_and_averages_over_prompts(tmp_path):
     bad.write_text(json.dumps({"prompt": "p", "better_id": "wph1", "worse_id": "wph2"}) + "\n" + json.dumps({"prompt": "p", "better_id": "wph1"}) + "\n")
     with pytest.raises(ValueError, match=r"rank_pairs.jsonl:2: a rank pair needs better_id and worse_id"):
         wp_rank_pairs.read_rank_pairs(bad)
+    bad.write_text("{not json\n")
+    with pytest.raises(ValueError, match=r"rank_pairs.jsonl:1: not a JSON line"):
+        wp_rank_pairs.read_rank_pairs(bad)
+    with pytest.raises(FileNotFoundError, match="no rank pairs at"):
+        wp_rank_pairs.read_rank_pairs(tmp_path / "missing.jsonl")
