@@ -64,7 +64,9 @@ def machine() -> dict:
     return environment(exclude=("benchmarks/results",))
 
 
-def write_results(name: str, payload: dict, folder: Path = RESULTS) -> Path:
+def write_results(name: str, payload: dict, folder: Path | None = None) -> Path:
+    """``<folder>/<name>.json`` (default: RESULTS, read at call time, so tests can point it elsewhere)."""
+    folder = RESULTS if folder is None else folder
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{name}.json"
     path.write_text(json.dumps(payload, indent=2) + "\n")

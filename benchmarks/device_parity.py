@@ -19,7 +19,7 @@ from pathlib import Path
 
 from storyeval.inputs import FLOAT_DTYPE_NAMES
 
-from .common import RESULTS, checkpoint_spec, command_line, machine, write_results
+from .common import checkpoint_spec, command_line, machine, write_results
 from .scoring_speed import CORPORA, score_agreement
 
 
@@ -100,7 +100,7 @@ def main(argv=None):
     if args.stories_file and not Path(args.stories_file).is_file():
         parser.error(f"--stories-file {args.stories_file}: no such file")
     # a run on a lent machine writes into its own folder, where an earlier file must not be overwritten
-    results_folder = Path(args.output_dir) if args.output_dir else RESULTS
+    results_folder = Path(args.output_dir) if args.output_dir else None
     if args.output_dir and (results_folder / f"{args.output}.json").exists():
         parser.error(f"{results_folder / f'{args.output}.json'} exists; remove it or choose another --output")
 
