@@ -537,6 +537,12 @@ def test_training_selects_on_other_pairs_when_given(tmp_path, tokenizer):
     assert "other held-out pairs" in (tmp_path / "export" / "README.md").read_text()
     plain = train_union.train(train_union.parse_args(common + ["--output-dir", str(tmp_path / "run-plain"), "--checkpointing-steps", "2"]))
     assert plain["selected_by"] == "accuracy" and "selection_pair_accuracy" not in plain["history"][0]
+    by_pairs = train_union.train(train_union.parse_args(
+        common + ["--output-dir", str(tmp_path / "run-pairs"), "--select-by", "pair_accuracy", "--export-dir", str(tmp_path / "export-pairs")]
+    ))
+    assert by_pairs["selected_by"] == "pair_accuracy"
+    assert by_pairs["best_validation"] == max(by_pairs["history"], key=lambda m: m["pair_accuracy"])
+    assert "best share of held-out validation pairs" in (tmp_path / "export-pairs" / "README.md").read_text()
     # resumed with a selection set: the earlier evaluations never measured it, so they cannot be the best
     resumed = train_union.train(train_union.parse_args(
         common + ["--output-dir", str(tmp_path / "run-resumed"), "--selection-pairs-dir", str(tmp_path / "selection"),

@@ -68,7 +68,7 @@ def export_state(state: Path, export_dir: Path, run: argparse.Namespace, base_mo
     results = {
         "best_validation": trainer_state["best"],
         # as the loop chose: held-out selection pairs where the run had them, else its validation pairs
-        "selected_by": "selection_pair_accuracy" if getattr(run, "selection_pairs_dir", None) else "accuracy",
+        "selected_by": train_union.selection_key(run),
         "history": trainer_state["history"],
         "completed_steps": step if ended is None else ended["completed_steps"],
         "stopped_by_time_budget": False,

@@ -51,6 +51,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="pairs saved by storyeval-build-negatives or storyeval-train-plot-coherence (its pairs/ folder) whose "
                         "validation split chooses the best checkpoint instead of this run's own validation pairs, e.g. "
                         "model-generated negatives, which this run's perturbations do not resemble")
+    p.add_argument("--select-by", choices=["accuracy", "pair_accuracy"], default=None,
+                   help="what keeps the best evaluation: the stories' accuracy, or the share of pairs whose human story scores "
+                        "higher (for a mix of negatives of different kinds, which a threshold of 0.5 suits unequally); measured "
+                        "on --selection-pairs-dir when given (default there: pair_accuracy), else on the validation pairs "
+                        "(default: accuracy)")
     p.add_argument("--negative-seeds", type=int, nargs="+", default=[42], help="one set of negatives per seed")
     p.add_argument("--export-dir", default=None, help="also export the best model here (fp16, with its reconstruction head) with a model card")
     p.add_argument("--cache-dir", default=None, help="`datasets` cache")
@@ -92,6 +97,13 @@ def check_args(p: argparse.ArgumentParser, args) -> None:
     check_partial_training_arguments(p, args)
     if len(set(args.negative_seeds)) != len(args.negative_seeds):
         p.error(f"--negative-seeds repeats a seed ({args.negative_seeds}): each seed's pairs would be trained on twice")
+
+
+def selection_key(args) -> str:
+    """The evaluation key that picks a run's best checkpoint (held-out pairs either way, never human judgments)."""
+    if getattr(args, "selection_pairs_dir", None):
+        return f"selection_{getattr(args, 'select_by', None) or 'pair_accuracy'}"
+    return getattr(args, "select_by", None) or "accuracy"
 
 
 def parse_args(argv=None):
@@ -324,7 +336,7 @@ def train(args, config_overrides: dict | None = None, write_card=write_union_car
             )
     train_set = examples["train"]
     # what picks the best checkpoint: held-out pairs either way, never human judgments
-    select_by = "selection_pair_accuracy" if selection is not None else "accuracy"
+    select_by = selection_key(args)
 
     def evaluate_all(model, loaders) -> dict:
         metrics = evaluate(model, loaders["validation"], accelerator)
