@@ -39,6 +39,29 @@ def require_checkpoint_folders(parser: argparse.ArgumentParser, checkpoints: dic
             parser.error(f"--checkpoint {label}={path}: no checkpoint there (config.json)")
 
 
+def add_checkpoint_options(parser: argparse.ArgumentParser, batch_size: int, required: bool = True,
+                           help: str = "label=folder (repeatable)") -> None:
+    """The benchmarks' ``--checkpoint label=folder`` (repeatable) and ``--batch-size``; see :func:`checked_checkpoints`."""
+    parser.add_argument("--checkpoint", action="append", default=[], required=required, type=checkpoint_spec, help=help)
+    parser.add_argument("--batch-size", type=int, default=batch_size)
+
+
+def checked_checkpoints(parser: argparse.ArgumentParser, args: argparse.Namespace, default: dict[str, str] | None = None,
+                        folders: bool = True) -> dict[str, str]:
+    """``--checkpoint`` as label -> folder (``default`` when none is given), refused before any scoring if a label
+    repeats (one result would silently replace another), a folder holds no checkpoint (unless ``folders`` is False:
+    config names are allowed), or ``--batch-size`` is not positive."""
+    if args.batch_size < 1:
+        parser.error("--batch-size must be positive")
+    labels = [label for label, _ in args.checkpoint]
+    if len(set(labels)) != len(labels):
+        parser.error(f"each --checkpoint label must be unique, got {labels}")
+    checkpoints = dict(args.checkpoint) or dict(default or {})
+    if folders:
+        require_checkpoint_folders(parser, checkpoints)
+    return checkpoints
+
+
 def correlations(metric_scores, human_scores) -> dict:
     """Pearson, Spearman and Kendall coefficients with their p-values (scipy.stats)."""
     metric_scores, human_scores = np.asarray(metric_scores, float), np.asarray(human_scores, float)

@@ -16,7 +16,7 @@ import json
 
 from storyeval_training.paths import data_dir
 
-from .common import checkpoint_spec, command_line, correlations, machine, require_checkpoint_folders, write_results
+from .common import add_checkpoint_options, checked_checkpoints, command_line, correlations, machine, write_results
 
 ASPECTS = ("fluency", "coherence", "relatedness", "logicality", "interestingness")
 
@@ -35,13 +35,11 @@ def rated_stories(corpus: str) -> tuple[list[str], dict[str, list[float]]]:
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--checkpoint", action="append", required=True, type=checkpoint_spec, help="label=folder (repeatable)")
     parser.add_argument("--corpus", default="wp", choices=["roc", "wp"])
-    parser.add_argument("--batch-size", type=int, default=16)
+    add_checkpoint_options(parser, batch_size=16)
     parser.add_argument("--output", default=None, help="results file name (default: deltascore_stories_<corpus>)")
     args = parser.parse_args(argv)
-    checkpoints = dict(args.checkpoint)
-    require_checkpoint_folders(parser, checkpoints)
+    checkpoints = checked_checkpoints(parser, args)
 
     from storyeval.scoring.sequence import load_story_classifier
 

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.common import checkpoint_spec, command_line, machine, write_results
+from benchmarks.common import add_checkpoint_options, checked_checkpoints, command_line, machine, write_results
 from storyeval.analysis.percentiles import REFERENCE_FILE
 
 QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)
@@ -89,14 +89,12 @@ def _stored_corpora(folder: Path) -> list[str]:
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--checkpoint", action="append", required=True, type=checkpoint_spec, help="label=folder (repeatable)")
     parser.add_argument("--corpus", nargs="+", choices=["roc", "wp"], help="score on these corpora instead of the checkpoint's own")
-    parser.add_argument("--batch-size", type=int, default=32)
+    add_checkpoint_options(parser, batch_size=32)
     parser.add_argument("--output", default="reference_scores",
                         help="name of the summary results file (another name keeps the earlier checkpoints' summary)")
     args = parser.parse_args(argv)
-    if args.batch_size < 1:
-        parser.error("--batch-size must be positive")
+    checkpoints = checked_checkpoints(parser, args, folders=False)  # each folder is checked below, with its metric
 
     import storyeval
     from storyeval import text as textlib
@@ -106,7 +104,7 @@ def main(argv=None):
     from storyeval_training.builders import BUILDERS
 
     plans = []
-    for label, folder in args.checkpoint:  # every folder is checked before any scoring
+    for label, folder in checkpoints.items():  # every folder is checked before any scoring
         folder = Path(folder)
         metric = recorded_metric(folder)
         if metric is None:

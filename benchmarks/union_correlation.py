@@ -13,22 +13,19 @@ from __future__ import annotations
 
 import argparse
 
-from .common import BUNDLED, checkpoint_spec, command_line, machine, require_checkpoint_folders, write_results
+from .common import BUNDLED, add_checkpoint_options, checked_checkpoints, command_line, machine, write_results
 from .correlation import format_row, load_human_set, reproduce_paper, score_set, update_card
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--checkpoint", action="append", default=[], type=checkpoint_spec,
-                        help="label=path (repeatable); default: bundled union-roc/-wp")
     parser.add_argument("--sets", nargs="+", default=["roc", "wp"], choices=["roc", "wp"])
-    parser.add_argument("--batch-size", type=int, default=32)
+    add_checkpoint_options(parser, batch_size=32, required=False, help="label=path (repeatable); default: bundled union-roc/-wp")
     parser.add_argument("--output", default="union_correlation", help="name of the results file")
     parser.add_argument("--update-card", action="store_true", help="write evaluation.json + model card into each checkpoint folder")
     args = parser.parse_args(argv)
 
-    checkpoints = dict(args.checkpoint) or {"union-roc": str(BUNDLED / "union-roc"), "union-wp": str(BUNDLED / "union-wp")}
-    require_checkpoint_folders(parser, checkpoints)
+    checkpoints = checked_checkpoints(parser, args, default={"union-roc": str(BUNDLED / "union-roc"), "union-wp": str(BUNDLED / "union-wp")})
 
     from storyeval.scoring.sequence import load_union_scorer
 

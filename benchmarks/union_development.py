@@ -24,7 +24,7 @@ import numpy as np
 
 from storyeval_training.paths import data_dir
 
-from .common import checkpoint_spec, command_line, correlations, machine, require_checkpoint_folders, write_results
+from .common import add_checkpoint_options, checked_checkpoints, command_line, correlations, machine, write_results
 
 SETS = ("roc", "wp")
 DEVELOPMENT_SIDES = ("train", "validation")
@@ -59,15 +59,11 @@ def by_model(scores, human, models, stories) -> dict:
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--checkpoint", action="append", required=True, type=checkpoint_spec, help="label=path (repeatable)")
     parser.add_argument("--sets", nargs="+", default=list(SETS), choices=SETS)
-    parser.add_argument("--batch-size", type=int, default=32)
+    add_checkpoint_options(parser, batch_size=32, help="label=path (repeatable)")
     parser.add_argument("--output", default="union_development", help="name of the results file")
     args = parser.parse_args(argv)
-    checkpoints = dict(args.checkpoint)
-    if len(checkpoints) != len(args.checkpoint):
-        parser.error("each --checkpoint label must be unique")
-    require_checkpoint_folders(parser, checkpoints)
+    checkpoints = checked_checkpoints(parser, args)
 
     from storyeval.scoring.sequence import load_union_scorer
 

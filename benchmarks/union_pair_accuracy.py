@@ -20,7 +20,7 @@ from __future__ import annotations
 import argparse
 from collections import defaultdict
 
-from .common import BUNDLED, checkpoint_spec, command_line, machine, write_results
+from .common import BUNDLED, add_checkpoint_options, checked_checkpoints, command_line, machine, write_results
 
 
 def pair_accuracy(human_scores, negative_scores, techniques) -> dict:
@@ -42,15 +42,12 @@ def pair_accuracy(human_scores, negative_scores, techniques) -> dict:
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--checkpoint", action="append", default=[], type=checkpoint_spec,
-                        help="label=path (repeatable); default: bundled union-roc")
     parser.add_argument("--pairs-dir", help="a storyeval-build-negatives output (default: build ROC pairs, seed 42)")
     parser.add_argument("--split", default="test", choices=["validation", "test"])
-    parser.add_argument("--batch-size", type=int, default=32)
+    add_checkpoint_options(parser, batch_size=32, required=False, help="label=path (repeatable); default: bundled union-roc")
     parser.add_argument("--output", default="union_pair_accuracy", help="name of the results file")
     args = parser.parse_args(argv)
-    if args.batch_size < 1:
-        parser.error("--batch-size must be positive")
+    checkpoints = checked_checkpoints(parser, args, default={"union-roc": str(BUNDLED / "union-roc")})
 
     import datasets
 
@@ -62,7 +59,6 @@ def main(argv=None):
         from storyeval_training import build_negatives
 
         pairs = build_negatives.build("roc", (args.split,), seed=42)[args.split]
-    checkpoints = dict(args.checkpoint) or {"union-roc": str(BUNDLED / "union-roc")}
     payload = {"machine": machine(), "command": command_line(__name__, argv),
                "split": args.split, "pairs": len(pairs), "checkpoints": {}}
     for label, path in checkpoints.items():

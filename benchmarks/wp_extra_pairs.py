@@ -22,7 +22,7 @@ import argparse
 import json
 from collections import defaultdict
 
-from .common import checkpoint_spec, command_line, machine, require_checkpoint_folders, write_results
+from .common import add_checkpoint_options, checked_checkpoints, command_line, machine, write_results
 
 WEAK = ("gpt2-xl", "opt-2.7b", "gpt-neo-2.7b", "gpt-j-6b", "gpt-neox-20b")
 
@@ -57,18 +57,14 @@ def test_stories_by_source(cache_dir: str | None) -> tuple[list[str], list[str]]
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--checkpoint", action="append", required=True, type=checkpoint_spec, help="label=folder (repeatable)")
     parser.add_argument("--pairs-dir", required=True, help="wp_machine_pairs' pairs/ folder")
     parser.add_argument("--split", default="test", choices=["validation", "test"])
     parser.add_argument("--confounds", action="store_true", help="add the length and source checks")
-    parser.add_argument("--batch-size", type=int, default=16)
+    add_checkpoint_options(parser, batch_size=16)
     parser.add_argument("--cache-dir", default=None, help="`datasets` cache for the builder (with --confounds)")
     parser.add_argument("--output", default="wp_extra_pairs")
     args = parser.parse_args(argv)
-    checkpoints = dict(args.checkpoint)
-    require_checkpoint_folders(parser, checkpoints)
-    if args.batch_size < 1:
-        parser.error("--batch-size must be positive")
+    checkpoints = checked_checkpoints(parser, args)
 
     import datasets
     from scipy import stats

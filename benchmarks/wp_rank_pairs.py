@@ -19,7 +19,7 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
-from .common import checkpoint_spec, command_line, machine, require_checkpoint_folders, write_results
+from .common import add_checkpoint_options, checked_checkpoints, command_line, machine, write_results
 from .wp_extra_pairs import outcome
 
 RANK_FILE = "rank_pairs.jsonl"
@@ -62,17 +62,13 @@ def pair_accuracy(pairs: list[dict], scores: dict[str, float], seed: int = 0) ->
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--checkpoint", action="append", required=True, type=checkpoint_spec, help="label=folder (repeatable)")
     parser.add_argument("--splits", nargs="+", default=["validation", "test"], choices=["train", "validation", "test"],
                         help="keep the pairs whose two stories are both in these WP builder splits")
-    parser.add_argument("--batch-size", type=int, default=16)
+    add_checkpoint_options(parser, batch_size=16)
     parser.add_argument("--cache-dir", default=None, help="`datasets` cache for the WP builder")
     parser.add_argument("--output", default="wp_rank_pairs")
     args = parser.parse_args(argv)
-    checkpoints = dict(args.checkpoint)
-    require_checkpoint_folders(parser, checkpoints)
-    if args.batch_size < 1:
-        parser.error("--batch-size must be positive")
+    checkpoints = checked_checkpoints(parser, args)
 
     from storyeval.scoring.sequence import load_story_classifier
     from storyeval_training.builders import WritingPrompts, load_split

@@ -301,6 +301,20 @@ def test_guard_correlation_gives_the_plain_and_guarded_rewards_from_one_checkpoi
     assert guarded[2] < plain[2]
 
 
+def test_checked_checkpoints_refuses_repeated_labels_missing_folders_and_bad_batch_sizes(tiny_checkpoint, tmp_path, capsys):
+    parser = argparse.ArgumentParser()
+    common.add_checkpoint_options(parser, batch_size=8, required=False)
+    parse = parser.parse_args
+    assert common.checked_checkpoints(parser, parse([]), default={"bundled": "x"}, folders=False) == {"bundled": "x"}
+    assert common.checked_checkpoints(parser, parse(["--checkpoint", f"a={tiny_checkpoint}"])) == {"a": str(tiny_checkpoint)}
+    for argv, message in ((["--checkpoint", f"a={tiny_checkpoint}", "--checkpoint", f"a={tiny_checkpoint}"], "label must be unique"),
+                          (["--checkpoint", f"a={tmp_path / 'none'}"], "no checkpoint there"),
+                          (["--checkpoint", f"a={tiny_checkpoint}", "--batch-size", "0"], "--batch-size must be positive")):
+        with pytest.raises(SystemExit):
+            common.checked_checkpoints(parser, parse(argv))
+        assert message in capsys.readouterr().err
+
+
 def test_device_parity_counts_flipped_pairs_and_refuses_bad_input_before_scoring(tiny_checkpoint, tmp_path, capsys):
     assert device_parity.order_changes([0.1, 0.2, 0.3], [0.1, 0.2, 0.3]) == 0.0
     assert device_parity.order_changes([0.3, 0.2, 0.1], [0.1, 0.2, 0.3]) == 1.0
