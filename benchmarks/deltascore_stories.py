@@ -12,25 +12,15 @@ coherence) trains on these files. Continuation quality does, so it is measured o
 from __future__ import annotations
 
 import argparse
-import json
 
+from storyeval_training.continuation_data import read_deltascore_stories
 from storyeval_training.paths import data_dir
 
 from .common import add_checkpoint_options, checked_checkpoints, command_line, correlations, machine, write_results
 
-ASPECTS = ("fluency", "coherence", "relatedness", "logicality", "interestingness")
-
 
 def rated_stories(corpus: str) -> tuple[list[str], dict[str, list[float]]]:
-    path = data_dir() / "continuation" / f"deltascore_crowdsource_{corpus}.jsonl"
-    stories, ratings = [], {aspect: [] for aspect in ASPECTS}
-    with path.open(encoding="utf-8") as handle:
-        for line in handle:
-            row = json.loads(line)
-            stories.append(f"{row['title']} {row['story']}")
-            for aspect in ASPECTS:
-                ratings[aspect].append(float(row[aspect]))
-    return stories, ratings
+    return read_deltascore_stories(data_dir() / "continuation" / f"deltascore_crowdsource_{corpus}.jsonl")
 
 
 def main(argv=None):

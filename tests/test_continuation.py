@@ -145,6 +145,18 @@ def test_rated_pairs_loader_checks_shape_and_ranges(tmp_path):
         continuation_data.read_rated_pairs(bad)
 
 
+def test_deltascore_stories_keep_raw_text_and_every_aspect_and_name_a_bad_row(tmp_path):
+    good = {"title": "Ken went out.", "story": "He came back.", "fluency": 4, "coherence": 3, "relatedness": 5,
+            "logicality": 2, "interestingness": 1}
+    path = tmp_path / "rated.jsonl"
+    path.write_text(json.dumps(good) + "\n" + json.dumps({**good, "logicality": None}) + "\n")
+    with pytest.raises(InputFormatError, match="rated.jsonl:2: logicality must be a number"):
+        continuation_data.read_deltascore_stories(path)
+    path.write_text(json.dumps(good) + "\n")
+    stories, ratings = continuation_data.read_deltascore_stories(path)
+    assert stories == ["Ken went out. He came back."] and ratings["logicality"] == [2.0] and len(ratings) == 5
+
+
 def test_grouped_split_keeps_each_context_on_one_side(shared_data):
     rated = continuation_data.read_deltascore(shared_data / "continuation" / "deltascore_crowdsource_roc.jsonl")
     splits = continuation_data.grouped_split(rated)

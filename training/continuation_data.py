@@ -4,7 +4,8 @@
   (``context``, ``continuation``, ``overall``, ``relevance``, ``interestingness``
   on 1-10), as ``.jsonl`` or ``.csv``, for users who have that data.
 * :func:`read_deltascore`: the DeltaScore crowd ratings (1-5) we train on here,
-  with the criteria mapped to ours (:data:`DELTASCORE_MAPPING`).
+  with the criteria mapped to ours (:data:`DELTASCORE_MAPPING`);
+  :func:`read_deltascore_stories`: the same files' whole stories and raw aspects.
 * :func:`read_story_cloze`: the Story Cloze test set (a test set only).
 * :func:`cloze_pairs`: weak training signal built from ROC stories: the true
   fifth sentence should outrank the fifth sentence of another story.
@@ -97,6 +98,24 @@ def read_deltascore(path) -> datasets.Dataset:
             row[criterion] = sum(_check_rating(record.get(f), path, lineno, f, 1, 5) for f in fields) / len(fields)
         rows.append(row)
     return datasets.Dataset.from_list(rows, features=RATED_FEATURES)
+
+
+DELTASCORE_ASPECTS = ("fluency", "coherence", "relatedness", "logicality", "interestingness")
+
+
+def read_deltascore_stories(path) -> tuple[list[str], dict[str, list[float]]]:
+    """DeltaScore's rated stories as a reader sees them (``title + " " + story``, raw text) and each of their
+    five aspect ratings (1-5), unmapped: for judging whole-story metrics, which never train on them."""
+    path = require_file(path)
+    stories, ratings = [], {aspect: [] for aspect in DELTASCORE_ASPECTS}
+    for lineno, record in _records(path):
+        for field in ("title", "story"):
+            if not isinstance(record.get(field), str) or not record[field].strip():
+                raise InputFormatError(path, lineno, f"missing or empty {field!r}")
+        stories.append(f"{record['title']} {record['story']}")
+        for aspect in DELTASCORE_ASPECTS:
+            ratings[aspect].append(_check_rating(record.get(aspect), path, lineno, aspect, 1, 5))
+    return stories, ratings
 
 
 # The held-out test pairs are the test side of this split; training seeds must not move it.
