@@ -51,7 +51,8 @@ STRATEGIES = ("human", "prompt_repeated", "sentence_repeated", "copied_training_
               "very_long", "generic_ending", "keyword_list", "shuffled_human", "contradiction", "sentences_doubled")
 GENERIC_ENDING = ("they were very happy . it was the best day ever . everyone had a great time . "
                   "they would never forget it .")
-# function words dropped from keyword lists (a short fixed list: the strategy needs no tagger)
+# function words dropped from keyword lists (a short fixed list: the strategy needs no tagger). Kept apart from
+# storyeval.analysis.rewards.FUNCTION_WORDS on purpose: an attack built from the guard's own list would test the list
 FUNCTION_WORDS = frozenset(
     "a an the and or but so then of to in on at for with from by as is was were be been are am it its he she they "
     "his her their them him i you we my our your me us that this there what when which who would could did had has "
