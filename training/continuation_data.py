@@ -53,6 +53,12 @@ def _check_rating(value, path, lineno, name, low, high) -> float:
     return rating
 
 
+def _check_texts(record: dict, fields: tuple[str, ...], path, lineno) -> None:
+    for field in fields:
+        if not isinstance(record.get(field), str) or not record[field].strip():
+            raise InputFormatError(path, lineno, f"missing or empty {field!r}")
+
+
 def _records(path: Path):
     """(line number, dict) from .jsonl or .csv."""
     if path.suffix == ".jsonl":
@@ -76,9 +82,7 @@ def read_rated_pairs(path) -> datasets.Dataset:
     path = require_file(path)
     rows = []
     for lineno, record in _records(path):
-        for field in ("context", "continuation"):
-            if not isinstance(record.get(field), str) or not record[field].strip():
-                raise InputFormatError(path, lineno, f"missing or empty {field!r}")
+        _check_texts(record, ("context", "continuation"), path, lineno)
         row = {"context": normalize(record["context"]), "continuation": normalize(record["continuation"]), "source": path.name}
         row.update({c: _check_rating(record.get(c), path, lineno, c, 1, 10) for c in CRITERIA})
         rows.append(row)
@@ -90,9 +94,7 @@ def read_deltascore(path) -> datasets.Dataset:
     path = require_file(path)
     rows = []
     for lineno, record in _records(path):
-        for field in ("title", "story"):
-            if not isinstance(record.get(field), str) or not record[field].strip():
-                raise InputFormatError(path, lineno, f"missing or empty {field!r}")
+        _check_texts(record, ("title", "story"), path, lineno)
         row = {"context": normalize(record["title"]), "continuation": normalize(record["story"]), "source": f"{path.stem}:{record.get('model', '')}"}
         for criterion, fields in DELTASCORE_MAPPING.items():
             row[criterion] = sum(_check_rating(record.get(f), path, lineno, f, 1, 5) for f in fields) / len(fields)
@@ -109,9 +111,7 @@ def read_deltascore_stories(path) -> tuple[list[str], dict[str, list[float]]]:
     path = require_file(path)
     stories, ratings = [], {aspect: [] for aspect in DELTASCORE_ASPECTS}
     for lineno, record in _records(path):
-        for field in ("title", "story"):
-            if not isinstance(record.get(field), str) or not record[field].strip():
-                raise InputFormatError(path, lineno, f"missing or empty {field!r}")
+        _check_texts(record, ("title", "story"), path, lineno)
         stories.append(f"{record['title']} {record['story']}")
         for aspect in DELTASCORE_ASPECTS:
             ratings[aspect].append(_check_rating(record.get(aspect), path, lineno, aspect, 1, 5))
