@@ -101,8 +101,8 @@ def main(argv=None):
         parser.error(f"--stories-file {args.stories_file}: no such file")
     # a run on a lent machine writes into its own folder, where an earlier file must not be overwritten
     results_folder = Path(args.output_dir) if args.output_dir else None
-    if args.output_dir and (results_folder / f"{args.output}.json").exists():
-        parser.error(f"{results_folder / f'{args.output}.json'} exists; remove it or choose another --output")
+    if results_folder is not None and (existing := results_folder / f"{args.output}.json").exists():
+        parser.error(f"{existing} exists; remove it or choose another --output")
 
     import torch
 
