@@ -68,6 +68,9 @@ def test_bad_input_is_refused_before_anything_is_written(folders, tmp_path):
     other = datasets.DatasetDict({"train": datasets.Dataset.from_list([{"story": "a", "label": 1}])})
     with pytest.raises(ValueError, match="columns differ"):
         mix_pairs.mix({"a": mix_pairs.load_set("a", tmp_path / "machine", None), "b": other}, {}, seed=0)
+    machine_pairs = mix_pairs.load_set("a", tmp_path / "machine", None)
+    with pytest.raises(ValueError, match="unknown split 'extra'"):
+        mix_pairs.mix({"a": datasets.DatasetDict({"extra": machine_pairs["train"]})}, {}, seed=0)
     out.mkdir()
     with pytest.raises(SystemExit):
         mix_pairs.parse_args(["--output-dir", str(out), "--pairs", f"a={perturbed}"])
