@@ -81,7 +81,7 @@ def test_fit_report_export_and_reexport(tmp_path):
     (["--config", "xx", "--pairs", "a=p", "--output", "o.json"], "unknown story_quality config 'xx'"),
     (["--config", "roc", "--output", "o.json"], "give --pairs"),
     (["--config", "roc", "--pairs", "a", "--output", "o.json"], "expected NAME=FOLDER"),
-    (["--config", "roc", "--pairs", "a=p", "--pairs", "a=q", "--output", "o.json"], "pair set names repeat"),
+    (["--config", "roc", "--pairs", "a=p", "--pairs", "a=q", "--output", "o.json"], "--pairs names repeat"),
     (["--config", "roc", "--pairs", "a=p", "--techniques", "b=x", "--output", "o.json"], "--techniques 'b=x'"),
     (["--config", "roc", "--pairs", "a=p", "--add-part", "union:roc", "--output", "o.json"], "already has"),
     (["--config", "roc", "--pairs", "a=p", "--add-part", "union", "--output", "o.json"], "expected METRIC:CONFIG"),

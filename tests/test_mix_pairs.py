@@ -51,7 +51,7 @@ def test_mix_keeps_techniques_samples_and_drops_held_out_stories(folders, tmp_pa
     assert record["pairs"] == {"train": 7, "validation": 2}
 
 
-def test_bad_input_is_refused_before_anything_is_written(folders, tmp_path):
+def test_bad_input_is_refused_before_anything_is_written(folders, tmp_path, capsys):
     perturbed, machine = folders
     out = tmp_path / "mixed"
     for argv, message in [
@@ -60,9 +60,12 @@ def test_bad_input_is_refused_before_anything_is_written(folders, tmp_path):
         (["--pairs", f"a={perturbed}", "--max-train-pairs", "a=0"], "positive whole number"),
         (["--pairs", f"a={tmp_path / 'missing'}"], "no such folder"),
         (["--pairs", str(perturbed)], "expected NAME=FOLDER"),
+        (["--pairs", f"a={perturbed}", "--techniques", "a"], "--techniques 'a': expected NAME=T1,T2"),
+        (["--pairs", f"a={perturbed}", "--output-dir", str(perturbed)], "exists"),
     ]:
         with pytest.raises(SystemExit):
             mix_pairs.parse_args(["--output-dir", str(out), *argv])
+        assert message in capsys.readouterr().err, argv
     with pytest.raises(ValueError, match="no pair"):
         mix_pairs.load_set("a", tmp_path / "machine", ["opt-2.7b"])
     other = datasets.DatasetDict({"train": datasets.Dataset.from_list([{"story": "a", "label": 1}])})

@@ -31,18 +31,12 @@ import numpy as np
 
 from storyeval.analysis.suite import COMBINATIONS, CONTINUATION_CRITERION, SUITE_CONFIGS, StoryQuality, check_config
 from storyeval.inputs import text_problem
+from storyeval_training.named_sets import pair_folder, set_names, techniques_per_set
 from storyeval_training.provenance import environment
 
 logger = logging.getLogger("storyeval_training.fit_suite")
 
 DEFAULT_RULE_MARGIN = 0.005  # the learned rule becomes the default only this far above the plain mean (declared)
-
-
-def pair_set_spec(value: str) -> tuple[str, Path]:
-    name, sep, folder = value.partition("=")
-    if not sep or not name or not folder:
-        raise argparse.ArgumentTypeError(f"expected NAME=FOLDER, got {value!r}")
-    return name, Path(folder)
 
 
 def part_spec(value: str) -> tuple[str, str]:
@@ -176,7 +170,7 @@ def evaluate_parts(pair_sets: dict[str, list[dict]], metrics: tuple[str, ...], w
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description="Fit story_quality's learned combination on held-out auto-constructed pairs.")
     p.add_argument("--config", required=True, help=f"a story_quality config: {sorted(SUITE_CONFIGS)}")
-    p.add_argument("--pairs", action="append", default=[], type=pair_set_spec, help="NAME=FOLDER (repeatable)")
+    p.add_argument("--pairs", action="append", default=[], type=pair_folder, metavar="NAME=FOLDER", help="a pair folder (repeatable)")
     p.add_argument("--from-report", default=None, help="export this earlier report's fit (with --export-weights) without scoring")
     p.add_argument("--techniques", action="append", default=[], metavar="NAME=T1,T2",
                    help="keep only the pairs of set NAME made by these techniques (generators, for wp_machine_pairs)")
@@ -213,16 +207,10 @@ def parse_args(argv=None):
         p.error("give --pairs (at least one) and --output")
     if Path(args.output).exists():
         p.error(f"--output {args.output} exists: choose a new file")
-    names = [name for name, _ in args.pairs]
-    if len(set(names)) != len(names):
-        p.error(f"pair set names repeat: {names}")
-    techniques = {}
-    for value in args.techniques:
-        name, sep, listed = value.partition("=")
-        if not sep or name not in names or not listed:
-            p.error(f"--techniques {value!r}: expected NAME=T1,T2 with NAME one of {names}")
-        techniques[name] = listed.split(",")
-    args.techniques = techniques
+    try:
+        args.techniques = techniques_per_set(args.techniques, set_names(args.pairs))
+    except ValueError as error:
+        p.error(str(error))
     if args.max_pairs_per_set is not None and args.max_pairs_per_set < 2:
         p.error("--max-pairs-per-set must be at least 2")
     own = SUITE_CONFIGS[args.config]

@@ -26,19 +26,13 @@ from pathlib import Path
 import datasets
 
 from storyeval import text as textlib
+from storyeval_training.named_sets import pair_folder, per_set, set_names, techniques_per_set
 from storyeval_training.provenance import environment
 
 logger = logging.getLogger("storyeval_training.mix_pairs")
 
 SPLITS = ("train", "validation", "test")
 RECORD = "mix_pairs.json"
-
-
-def named_value(value: str, what: str) -> tuple[str, str]:
-    name, sep, rest = value.partition("=")
-    if not sep or not name or not rest:
-        raise argparse.ArgumentTypeError(f"expected NAME={what}, got {value!r}")
-    return name, rest
 
 
 def load_set(name: str, folder: Path, techniques: list[str] | None) -> datasets.DatasetDict:
@@ -93,36 +87,25 @@ def mix(sets: dict[str, datasets.DatasetDict], max_train_pairs: dict[str, int], 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--output-dir", required=True)
-    p.add_argument("--pairs", action="append", default=[], required=True, metavar="NAME=FOLDER", help="a pair folder (repeatable)")
+    p.add_argument("--pairs", action="append", default=[], required=True, type=pair_folder, metavar="NAME=FOLDER",
+                   help="a pair folder (repeatable)")
     p.add_argument("--techniques", action="append", default=[], metavar="NAME=T1,T2",
                    help="keep only the pairs of set NAME made by these techniques (generators, for wp_machine_pairs)")
     p.add_argument("--max-train-pairs", action="append", default=[], metavar="NAME=N",
                    help="a seeded sample of at most N of set NAME's training pairs")
     p.add_argument("--seed", type=int, default=42)
     args = p.parse_args(argv)
-
-    def parsed(values, what):
-        try:
-            return [named_value(value, what) for value in values]
-        except argparse.ArgumentTypeError as error:
-            p.error(str(error))
-
-    pairs = parsed(args.pairs, "FOLDER")
-    names = [name for name, _ in pairs]
-    if len(set(names)) != len(names):
-        p.error(f"--pairs names repeat: {names}")
-    args.pairs = {name: Path(folder) for name, folder in pairs}
-    for option in ("techniques", "max_train_pairs"):
-        for name, _ in parsed(getattr(args, option), "..."):
-            if name not in args.pairs:
-                p.error(f"--{option.replace('_', '-')} {name}=...: no --pairs set is named {name!r} ({names})")
-    args.techniques = {name: listed.split(",") for name, listed in parsed(args.techniques, "T1,T2")}
-    max_train_pairs = {}
-    for name, number in parsed(args.max_train_pairs, "N"):
+    try:
+        names = set_names(args.pairs)
+        args.techniques = techniques_per_set(args.techniques, names)
+        max_train_pairs = per_set("max-train-pairs", args.max_train_pairs, names, "N")
+    except ValueError as error:
+        p.error(str(error))
+    for name, number in max_train_pairs.items():
         if not number.isdigit() or int(number) < 1:
             p.error(f"--max-train-pairs {name}={number}: expected a positive whole number")
-        max_train_pairs[name] = int(number)
-    args.max_train_pairs = max_train_pairs
+    args.max_train_pairs = {name: int(number) for name, number in max_train_pairs.items()}
+    args.pairs = dict(args.pairs)
     for name, folder in args.pairs.items():
         if not folder.is_dir():
             p.error(f"--pairs {name}={folder}: no such folder")

@@ -1,0 +1,50 @@
+"""The ``NAME=VALUE`` options of the tools that read several named pair folders (``mix_pairs``, ``fit_suite``).
+
+``--pairs NAME=FOLDER`` names a set; ``--techniques NAME=T1,T2`` (and ``mix_pairs``' ``--max-train-pairs
+NAME=N``) refer back to it. One parser for both tools, so they accept and refuse the same spellings.
+"""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def named_value(value: str, what: str) -> tuple[str, str]:
+    """``NAME=<what>`` split in two; an empty side is refused."""
+    name, sep, rest = value.partition("=")
+    if not sep or not name or not rest:
+        raise argparse.ArgumentTypeError(f"expected NAME={what}, got {value!r}")
+    return name, rest
+
+
+def pair_folder(value: str) -> tuple[str, Path]:
+    """The argparse type of ``--pairs NAME=FOLDER``."""
+    name, folder = named_value(value, "FOLDER")
+    return name, Path(folder)
+
+
+def set_names(pairs: list[tuple[str, Path]]) -> list[str]:
+    """The names of ``--pairs``, in order; a repeated name is refused."""
+    names = [name for name, _ in pairs]
+    if len(set(names)) != len(names):
+        raise ValueError(f"--pairs names repeat: {names}")
+    return names
+
+
+def per_set(option: str, values: list[str], names: list[str], what: str) -> dict[str, str]:
+    """``--<option> NAME=<what>`` values by set name; a NAME that no ``--pairs`` set has is refused."""
+    by_name = {}
+    for value in values:
+        try:
+            name, rest = named_value(value, what)
+        except argparse.ArgumentTypeError as error:
+            raise ValueError(f"--{option} {value!r}: {error}") from None
+        if name not in names:
+            raise ValueError(f"--{option} {value!r}: no --pairs set is named {name!r} ({names})")
+        by_name[name] = rest
+    return by_name
+
+
+def techniques_per_set(values: list[str], names: list[str]) -> dict[str, list[str]]:
+    """``--techniques NAME=T1,T2``: the techniques (perturbations, or generators) each named set keeps."""
+    return {name: listed.split(",") for name, listed in per_set("techniques", values, names, "T1,T2").items()}
