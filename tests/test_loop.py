@@ -111,3 +111,23 @@ def test_union_arguments_from_values_are_checked_as_the_command_line_is(tmp_path
     with pytest.raises(SystemExit):  # a usage error, as on the command line
         train_union.arguments(dataclasses.replace(loop_args, eval_steps=0), pairs_dir=str(tmp_path))
     assert not (tmp_path / "run").exists()
+
+
+def test_keep_last_states_deletes_all_but_the_newest_complete_ones(tmp_path):
+    for name in ("step_2", "step_10", "step_4"):
+        write_state(tmp_path / name)
+    write_state(tmp_path / "step_12.partial")  # a save under way is not a state to count or delete
+    write_state(tmp_path / "step_11", complete=False)
+    deleted = loop.prune_states(tmp_path, keep_last=2)
+    assert deleted == [tmp_path / "step_2"]
+    assert sorted(folder.name for folder in tmp_path.iterdir()) == ["step_10", "step_11", "step_12.partial", "step_4"]
+    assert loop.latest_state(tmp_path) == str(tmp_path / "step_10")
+    assert loop.prune_states(tmp_path, keep_last=5) == []
+
+
+def test_keep_last_states_must_be_positive(tmp_path, capsys):
+    parser = loop_parser()
+    args = parser.parse_args(["--output-dir", str(tmp_path / "run"), "--keep-last-states", "0"])
+    with pytest.raises(SystemExit):
+        loop.check_loop_arguments(parser, args)
+    assert "must be positive: --keep-last-states 0" in capsys.readouterr().err

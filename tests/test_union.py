@@ -776,8 +776,10 @@ def test_a_run_stopped_by_its_time_budget_saves_a_state_to_resume_from(tmp_path,
     stopped = train_union.train(train_union.parse_args(common + ["--time-budget-minutes", "1e-9"]))
     assert stopped["stopped_by_time_budget"] and stopped["completed_steps"] == 1
     assert (tmp_path / "run" / "step_1" / "trainer_state.json").is_file()  # not a checkpointing step: saved because it stopped
-    resumed = train_union.train(train_union.parse_args(common + ["--resume-from-checkpoint", "latest"]))
+    resumed = train_union.train(train_union.parse_args(common + ["--resume-from-checkpoint", "latest", "--checkpointing-steps", "1",
+                                                                 "--keep-last-states", "1"]))
     assert resumed["completed_steps"] == 4 and not resumed["stopped_by_time_budget"]
+    assert [folder.name for folder in (tmp_path / "run").glob("step_*")] == ["step_4"]  # the older states were deleted
 
 
 @pytest.mark.slow

@@ -66,6 +66,7 @@ class LoopArguments:
     num_warmup_steps: int = 0
     eval_steps: int = 500
     checkpointing_steps: int = 1000
+    keep_last_states: int | None = None
     resume_from_checkpoint: str | None = None
     seed: int = 42
 
@@ -80,6 +81,7 @@ class LoopArguments:
 POSITIVE = (
     "per_device_train_batch_size", "per_device_eval_batch_size", "learning_rate", "num_train_epochs", "max_train_steps",
     "time_budget_minutes", "stop_after_steps", "gradient_accumulation_steps", "eval_steps", "checkpointing_steps",
+    "keep_last_states",
 )
 NON_NEGATIVE = ("weight_decay", "num_warmup_steps")
 
@@ -91,6 +93,8 @@ _HELP = {
                         "still that of --max-train-steps: runs compared at equal steps, or a cost curve, stop where the full run "
                         "would have been; a rerun with a larger value (or none) continues the same run",
     "checkpointing_steps": "save resumable state every N steps",
+    "keep_last_states": "after each save, delete all but the newest N step_N states (default: keep every one; an MPNet-base "
+                        "state is about 0.9 GB); each state carries the best weights so far, so the newest is enough to resume",
     "resume_from_checkpoint": "a step_N folder written by --checkpointing-steps, or 'latest': the newest one in --output-dir "
                               "(a fresh start if none)",
 }
@@ -189,8 +193,11 @@ def epoch_batches(accelerator, loader, skipped: int = 0):
         yield from batches
 
 
-def save_training_state(accelerator, output_dir: Path, step: int, best: dict | None, history: list, minutes: float) -> None:
-    """Resumable state in ``step_N``, with the best weights so far, which a resume into another folder needs."""
+def save_training_state(
+    accelerator, output_dir: Path, step: int, best: dict | None, history: list, minutes: float, keep_last: int | None = None
+) -> None:
+    """Resumable state in ``step_N``, with the best weights so far, which a resume into another folder needs;
+    then all but the newest ``keep_last`` states are deleted (None: every state is kept)."""
     state_dir = output_dir / f"step_{step}"
     partial = output_dir / f"step_{step}.partial"  # renamed when complete: a kill while saving leaves no step_N behind
     if accelerator.is_main_process and partial.exists():
@@ -203,7 +210,22 @@ def save_training_state(accelerator, output_dir: Path, step: int, best: dict | N
         if state_dir.exists():
             shutil.rmtree(state_dir)
         partial.rename(state_dir)
+        if keep_last:
+            prune_states(output_dir, keep_last)
     accelerator.wait_for_everyone()
+
+
+def prune_states(output_dir: Path, keep_last: int) -> list[Path]:
+    """Delete all but the newest ``keep_last`` complete step_N states; returns the deleted folders.
+
+    Hand-written rather than accelerate's ``ProjectConfiguration(total_limit=...)``, which prunes only
+    the ``checkpoints/checkpoint_i`` folders of its automatic naming, not these step_N ones.
+    """
+    states = sorted((folder for folder in output_dir.glob("step_*") if is_state(folder)), key=lambda folder: int(folder.name.split("_")[1]))
+    deleted = states[:-keep_last]
+    for folder in deleted:
+        shutil.rmtree(folder)
+    return deleted
 
 
 def load_trainer_state(
@@ -357,7 +379,8 @@ class TrainingLoop:
                             save_best(accelerator.unwrap_model(model), self.output_dir / "best")
                 # stopped early: a state where it stopped, so a rerun resumes there and repeats no step
                 if completed_steps % args.checkpointing_steps == 0 or out_of_time or at_step_limit:
-                    save_training_state(accelerator, self.output_dir, completed_steps, best, history, self._minutes(earlier_minutes))
+                    save_training_state(accelerator, self.output_dir, completed_steps, best, history, self._minutes(earlier_minutes),
+                                        args.keep_last_states)
                 if last:
                     break
             if completed_steps >= max_train_steps or out_of_time or at_step_limit:
