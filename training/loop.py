@@ -145,8 +145,13 @@ def is_state(folder: Path) -> bool:
 
 def latest_state(output_dir: Path) -> str | None:
     """The newest complete step_N folder in ``output_dir`` (None: start afresh)."""
-    states = [folder for folder in output_dir.glob("step_*") if is_state(folder)]
-    return str(max(states, key=lambda folder: int(folder.name.split("_")[1]))) if states else None
+    states = complete_states(output_dir)
+    return str(states[-1]) if states else None
+
+
+def complete_states(output_dir: Path) -> list[Path]:
+    """The complete step_N folders in ``output_dir``, oldest first by step number."""
+    return sorted((folder for folder in output_dir.glob("step_*") if is_state(folder)), key=lambda folder: int(folder.name.split("_")[1]))
 
 
 def schedule_lengths(args, batches: int, num_processes: int) -> dict[str, int]:
@@ -221,8 +226,7 @@ def prune_states(output_dir: Path, keep_last: int) -> list[Path]:
     Hand-written rather than accelerate's ``ProjectConfiguration(total_limit=...)``, which prunes only
     the ``checkpoints/checkpoint_i`` folders of its automatic naming, not these step_N ones.
     """
-    states = sorted((folder for folder in output_dir.glob("step_*") if is_state(folder)), key=lambda folder: int(folder.name.split("_")[1]))
-    deleted = states[:-keep_last]
+    deleted = complete_states(output_dir)[:-keep_last]
     for folder in deleted:
         shutil.rmtree(folder)
     return deleted
