@@ -2,6 +2,7 @@
 import random
 from collections import Counter
 
+import datasets
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -10,6 +11,7 @@ from storyeval_training.negatives.reordering import reorder
 from storyeval_training.negatives.repetition import repeat_ngram, repeat_sentence, repetition
 from storyeval_training.negatives.sampler import TECHNIQUE_WEIGHTS, NegativeSampler
 from storyeval_training.negatives.substitution import KeywordLexicon, read_antonyms, substitute_keywords, substitute_sentence
+from storyeval_training.technique_counts import technique_counts
 
 # The leading context and human reference of the UNION paper's Table 1 example, delexicalised.
 STORY = [
@@ -163,3 +165,12 @@ def test_each_technique_keeps_the_context_and_returns_none_or_a_change(story, se
     for technique in (repeat_ngram, repeat_sentence, repetition, reorder):
         out = technique(story, 1, random.Random(seed))
         assert out is None or (out[0] == story[0] and out != story)
+
+
+def test_technique_counts_count_a_stacked_row_under_each_technique_and_its_number():
+    rows = datasets.Dataset.from_dict({"techniques": [["reordering"], ["negation", "reordering"], ["repetition"]]})
+    assert technique_counts(rows, unit="stories") == {
+        "stories": 3,
+        "per_technique": {"negation": 1, "reordering": 2, "repetition": 1},
+        "per_number_of_techniques": {1: 2, 2: 1},
+    }

@@ -14,7 +14,6 @@ import json
 import logging
 import os
 import time
-from collections import Counter
 from pathlib import Path
 
 import datasets
@@ -26,6 +25,7 @@ from storyeval_training.model_card import write_negatives_card
 from storyeval_training.negatives.sampler import NegativeSampler
 from storyeval_training.negatives.substitution import KeywordLexicon
 from storyeval_training.provenance import environment
+from storyeval_training.technique_counts import technique_counts
 
 logger = logging.getLogger("storyeval_training.build_negatives")
 
@@ -130,18 +130,6 @@ def story_builder(dataset: str, config: str | None = None, cache_dir: str | None
 
 def _tagged_units(example):
     return (list(zip(tokens, tags)) for tokens, tags in zip(story_units(example), example["tags"]))
-
-
-def technique_counts(pairs: datasets.Dataset) -> dict:
-    per_technique, per_count = Counter(), Counter()
-    for techniques in pairs["techniques"]:
-        per_technique.update(techniques)
-        per_count[len(techniques)] += 1
-    return {
-        "pairs": len(pairs),
-        "per_technique": dict(sorted(per_technique.items())),
-        "per_number_of_techniques": dict(sorted(per_count.items())),
-    }
 
 
 def parse_args(argv=None):

@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-from collections import Counter
 from pathlib import Path
 
 import datasets
@@ -28,6 +27,7 @@ import datasets
 from storyeval import text as textlib
 from storyeval_training.named_sets import pair_folder, per_set, set_names, techniques_per_set
 from storyeval_training.provenance import environment
+from storyeval_training.technique_counts import technique_counts
 
 logger = logging.getLogger("storyeval_training.mix_pairs")
 
@@ -76,8 +76,7 @@ def mix(sets: dict[str, datasets.DatasetDict], max_train_pairs: dict[str, int], 
                 if name in max_train_pairs and len(rows) > max_train_pairs[name]:
                     rows = rows.shuffle(seed=seed).select(range(max_train_pairs[name]))
             parts[split].append(rows)
-            counts["per_set"][name][split] = {"pairs": len(rows),
-                                              "per_technique": dict(Counter(t for ts in rows["techniques"] for t in ts))}
+            counts["per_set"][name][split] = technique_counts(rows)
     mixed = datasets.DatasetDict({split: datasets.concatenate_datasets(rows).shuffle(seed=seed)
                                   for split, rows in parts.items() if rows})
     counts["pairs"] = {split: len(rows) for split, rows in mixed.items()}

@@ -46,6 +46,7 @@ from storyeval_training.builders import BUILDERS, prepare
 from storyeval_training.plots.extraction import extract_plot
 from storyeval_training.plots.manipulation import TECHNIQUES, PlotLexicon, check_techniques, manipulate_plot
 from storyeval_training.provenance import environment
+from storyeval_training.technique_counts import technique_counts
 
 logger = logging.getLogger("storyeval_training.plots.build_plots")
 
@@ -168,18 +169,6 @@ def build(
     return rows, skipped, builder.leakage_dropped(), mismatched
 
 
-def technique_counts(rows: datasets.Dataset) -> dict:
-    per_technique, per_count = Counter(), Counter()
-    for techniques in rows["techniques"]:
-        per_technique.update(techniques)
-        per_count[len(techniques)] += 1
-    return {
-        "stories": len(rows),
-        "per_technique": dict(sorted(per_technique.items())),
-        "per_number_of_techniques": dict(sorted(per_count.items())),
-    }
-
-
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dataset", choices=sorted(BUILDERS), required=True)
@@ -211,7 +200,7 @@ def main(argv=None):
     if skipped:
         logger.warning("%d stories have no plot (%s source) and were left out", skipped, args.plot_source)
     rows.save_to_disk(args.output_dir)
-    stats = technique_counts(rows)
+    stats = technique_counts(rows, unit="stories")
     stats.update(skipped_without_plot=skipped, plots_with_another_sentence_count=mismatched, dataset=args.dataset, split=args.split,
                  plot_source=args.plot_source, seed=args.seed,
                  allowed_techniques=args.techniques,
