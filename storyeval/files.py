@@ -63,6 +63,19 @@ def json_problem(error: json.JSONDecodeError) -> str:
     return f"not JSON ({error.msg}: column {error.colno})"
 
 
+def json_records(path: Path) -> Iterator[tuple[int, object]]:
+    """(line number, decoded value) of each line of a JSON Lines file that is not blank; an
+    :class:`InputError` names the first line that is not JSON."""
+    for lineno, line in text_lines(path):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise InputError(f"{path}:{lineno}: {json_problem(error)}") from None
+        yield lineno, record
+
+
 def text_lines(path: Path) -> Iterator[tuple[int, str]]:
     """(line number, line) of a UTF-8 file, split at "\n" only.
 
@@ -111,13 +124,7 @@ def read_rows(path: Path, fmt: str, fields: list[str], reserved: list[str] = ())
         for lineno, line in text_lines(path):
             yield Row(lineno, None, {fields[0]: line.removesuffix("\n").removesuffix("\r")}, whole_line=True)
     elif fmt == ".jsonl":
-        for lineno, line in text_lines(path):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise InputError(f"{path}:{lineno}: {json_problem(error)}") from None
+        for lineno, record in json_records(path):
             for field in fields:
                 if not isinstance(record, dict) or not isinstance(record.get(field), str):
                     raise InputError(f"{path}:{lineno}: expected an object with a string field {field!r}")

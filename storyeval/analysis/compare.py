@@ -239,7 +239,7 @@ class SystemFile:
 def read_system(path: str | Path, story_field: str = "story", score_field: str = "score", id_field: str = "id") -> SystemFile:
     """One system's items: a ``.jsonl`` file (records with an id, a story and/or a score) or a ``.txt`` file
     (one story per line)."""
-    from storyeval.files import InputError, json_problem, read_stories, text_lines
+    from storyeval.files import InputError, json_records, read_stories, text_lines
     from storyeval.inputs import has_words, not_unicode_text
 
     path = Path(path)
@@ -256,13 +256,7 @@ def read_system(path: str | Path, story_field: str = "story", score_field: str =
             stories = [story for _, story in read_stories(path, fmt, story_field)]
             return SystemFile(path, rows, None, stories, None)
         rows, ids, stories, scores, settings = [], [], [], [], {}
-        for lineno, line in text_lines(path):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise ComparisonInputError(f"{path}:{lineno}: {json_problem(error)}") from None
+        for lineno, record in json_records(path):  # its InputError becomes a ComparisonInputError below
             if not isinstance(record, dict):
                 raise ComparisonInputError(f"{path}:{lineno}: expected a JSON object")
             rows.append(lineno)
