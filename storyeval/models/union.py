@@ -23,6 +23,7 @@ from transformers.configuration_utils import SubConfigSpec
 from transformers.utils import ModelOutput
 
 from storyeval.checkpoints.registry import UNION_MODEL_TYPE
+from storyeval.models.mpnet_attention import use_fused_attention
 
 
 @strict
@@ -335,9 +336,11 @@ class UnionModel(PreTrainedModel):
 
 def _encoder_from_config(config: PreTrainedConfig) -> PreTrainedModel:
     try:  # the pooler is unused: leave it out where the architecture allows
-        return AutoModel.from_config(config, add_pooling_layer=False)
+        encoder = AutoModel.from_config(config, add_pooling_layer=False)
     except TypeError:
-        return AutoModel.from_config(config)
+        encoder = AutoModel.from_config(config)
+    use_fused_attention(encoder)  # MPNet's eager attention is slow on long windows; other encoders are left alone
+    return encoder
 
 
 AutoConfig.register(UnionConfig.model_type, UnionConfig)

@@ -213,6 +213,8 @@ def export_logits_graph(model, path: Path) -> None:
     """An ONNX graph of ``model`` (ids, mask -> logits) with free batch and width."""
     import torch
 
+    from storyeval.models.mpnet_attention import use_fused_attention
+
     class LogitsOnly(torch.nn.Module):  # the scoring model as a function of ids and mask to logits: the traced graph
         def __init__(self, model):
             super().__init__()
@@ -222,8 +224,9 @@ def export_logits_graph(model, path: Path) -> None:
             return self.model(input_ids=input_ids, attention_mask=attention_mask).logits
 
     model = copy.deepcopy(model).float().eval()
+    # the explicit attention graph, which runtimes fuse; torch's fused attention exports as parts they do not
+    use_fused_attention(model.encoder, fused=False)
     with contextlib.suppress(ValueError, AttributeError):
-        # the explicit attention graph, which runtimes fuse; torch's fused attention exports as parts they do not
         model.encoder.set_attn_implementation("eager")
     width = min(16, model.config.max_length)
     ids = torch.full((2, width), 1000 % model.config.encoder.vocab_size, dtype=torch.long)
