@@ -137,7 +137,7 @@ def _speed(reader: ResultsReader, files: tuple[str, ...]) -> str:
     if not files:
         return "—"
     rates = " / ".join(f"{reader.get(name, 'ours/stories_per_second'):.1f}" for name in files)
-    commits = sorted({reader.commit(name) for name in files})
+    commits = dict.fromkeys(reader.commit(name) for name in files)  # in the files' order: float32's first
     return f"{rates} ({', '.join(commits)})"
 
 
