@@ -2,9 +2,9 @@
 
 transformers' MPNet (5.24) has only an eager attention: it materialises the score matrix, adds the relative
 position bias and the padding mask, and runs a separate softmax, where BERT goes through torch's fused kernel.
-On WP-length stories that left the base tier at 0.83x of a BERT-base-sized scorer's speed, 0.93x with
-the path below (benchmarks/experiments/speed.md). The fused path below computes the same attention (the bias and the mask
-are the kernel's additive mask) for inference; training with dropout, and a call that asks for the
+On WP-length stories that left the base tier at 0.83x of a BERT-base-sized scorer's speed; the fused path
+below brings it to 0.93x (benchmarks/experiments/speed.md). It computes the same attention at inference (the
+bias and the mask are the kernel's additive mask); training with dropout, and a call that asks for the
 attention weights, keep transformers' own code, so training runs are unchanged to the bit.
 """
 from __future__ import annotations
