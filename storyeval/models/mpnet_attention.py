@@ -21,10 +21,9 @@ class FusedMPNetSelfAttention(MPNetSelfAttention):
             return super().forward(hidden_states, attention_mask, position_bias, output_attentions, **kwargs)
         heads = (*hidden_states.shape[:-1], -1, self.attention_head_size)
         q, k, v = (layer(hidden_states).view(heads).transpose(1, 2) for layer in (self.q, self.k, self.v))
-        if position_bias is None or attention_mask is None:
-            bias = attention_mask if position_bias is None else position_bias
-        else:
-            bias = position_bias + attention_mask
+        bias = position_bias
+        if attention_mask is not None:
+            bias = attention_mask if bias is None else bias + attention_mask
         # the kernel's default scale is 1 / sqrt(head size), as the eager code divides by
         context = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=bias)
         context = context.transpose(1, 2).reshape(*hidden_states.shape[:-1], self.all_head_size)
