@@ -11,6 +11,9 @@ path and dtype) for the speed ratio. ``text_seconds`` times the text side of
 scoring (normalisation and tokenisation) again on its own. With ``--dtype bfloat16`` it also reports
 how far the bfloat16 scores are from float32 ones on the same stories.
 Runs on this machine vary by about 15%, so each is repeated and the median kept.
+Fresh processes on one host can differ by far more than that (11.8 to 19.2 stories/s for one scorer), so
+``--same-process N`` also times both scorers in one process, alternating over N rounds (ABBA order, so a
+drift in the machine's speed falls on both), and reports the ratio of their median speeds there.
 """
 from __future__ import annotations
 
@@ -25,6 +28,16 @@ from storyeval_training.paths import data_dir
 
 from .common import RESULTS, command_line, machine, write_results
 
+# the comparison scorer: BERT-base's shape with random weights, on the same scoring code as ours
+BERT_BASE_SIZED = r"""
+def bert_base_sized_scorer(tokenizer):
+    from transformers import BertConfig
+    from storyeval.models import UnionConfig, UnionModel
+    torch.manual_seed(0)
+    model = UnionModel(UnionConfig(encoder=BertConfig().to_dict(), has_reconstruction_head=False))
+    return SequenceScorer(model, tokenizer, 512, 256, "cpu")
+"""
+
 CHILD = r"""
 import json, resource, sys, time
 started = time.perf_counter()
@@ -32,13 +45,11 @@ import torch
 from storyeval.scoring.sequence import load_scorer, SequenceScorer
 import storyeval.models.union  # transformers' modeling code, else imported inside the load
 import_seconds = time.perf_counter() - started
+""" + BERT_BASE_SIZED + r"""
 checkpoint, kind, stories_path, batch_size, dtype = sys.argv[1:6]
 if kind == "bert-base":
-    from transformers import AutoTokenizer, BertConfig
-    from storyeval.models import UnionConfig, UnionModel
-    torch.manual_seed(0)
-    model = UnionModel(UnionConfig(encoder=BertConfig().to_dict(), has_reconstruction_head=False))
-    scorer = SequenceScorer(model, AutoTokenizer.from_pretrained(checkpoint), 512, 256, "cpu")
+    from transformers import AutoTokenizer
+    scorer = bert_base_sized_scorer(AutoTokenizer.from_pretrained(checkpoint))
 else:
     scorer = load_scorer(kind, checkpoint, device="cpu")
 load_seconds = time.perf_counter() - started
@@ -56,6 +67,38 @@ print(json.dumps({"load_seconds": load_seconds, "import_seconds": import_seconds
                   "stories_per_second": len(stories) / seconds, "torch_threads": torch.get_num_threads(),
                   "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "scores": scores}))
 """
+
+# ours and the BERT-base-sized scorer in one process: the ratio without the spread between processes
+PAIRED_CHILD = r"""
+import json, statistics, sys, time
+import torch
+from storyeval.scoring.sequence import load_scorer, SequenceScorer
+""" + BERT_BASE_SIZED + r"""
+checkpoint, kind, stories_path, batch_size, dtype, rounds = sys.argv[1:7]
+ours = load_scorer(kind, checkpoint, device="cpu")
+bert = bert_base_sized_scorer(ours.tokenizer)
+stories = [line.rstrip("\n") for line in open(stories_path, encoding="utf-8")]
+scorers = {"ours": ours, "bert_base_sized": bert}
+speeds = {name: [] for name in scorers}
+for scorer in scorers.values():
+    scorer.score(stories[:32], batch_size=int(batch_size), dtype=dtype)  # warm-up
+for round_ in range(int(rounds)):
+    for name in (scorers if round_ % 2 == 0 else reversed(scorers)):
+        started = time.perf_counter()
+        scorers[name].score(stories, batch_size=int(batch_size), dtype=dtype)
+        speeds[name].append(len(stories) / (time.perf_counter() - started))
+ratios = [a / b for a, b in zip(speeds["ours"], speeds["bert_base_sized"])]
+print(json.dumps({"rounds": int(rounds), "torch_threads": torch.get_num_threads(), "stories_per_second": speeds,
+                  "median_stories_per_second": {k: statistics.median(v) for k, v in speeds.items()},
+                  "speedup_vs_bert_base": statistics.median(speeds["ours"]) / statistics.median(speeds["bert_base_sized"]),
+                  "round_ratio_range": [min(ratios), max(ratios)]}))
+"""
+
+
+def run_same_process(checkpoint: str, kind: str, stories_path: str, batch_size: int, rounds: int, dtype: str) -> dict:
+    out = subprocess.run([sys.executable, "-c", PAIRED_CHILD, checkpoint, kind, stories_path, str(batch_size), dtype, str(rounds)],
+                         check=True, capture_output=True, text=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def roc_test_stories(n: int) -> list[str]:
@@ -125,10 +168,15 @@ def main(argv=None):
     parser.add_argument("--skip-bert-base", action="store_true")
     parser.add_argument("--repeats", type=int, default=3, help="fresh processes per scorer; the median is reported")
     parser.add_argument("--dtype", default="float32", choices=DTYPE_NAMES)
+    parser.add_argument("--same-process", type=int, default=0, metavar="ROUNDS",
+                        help="also time ours and the BERT-base-sized scorer in one process, alternating, this many rounds "
+                             "(0: not); the ratio of their median speeds there is free of the spread between processes")
     parser.add_argument("--output", default=None, help="results file name (default: <metric>_speed[_<dtype>], the bundled checkpoint's)")
     args = parser.parse_args(argv)
     if args.repeats < 1:
         parser.error("--repeats must be at least 1")
+    if args.same_process < 0 or (args.same_process and args.skip_bert_base):
+        parser.error("--same-process needs a number of rounds of at least 1, and the BERT-base-sized scorer (no --skip-bert-base)")
     args.checkpoint = workload_checkpoint(args)
     stories_path = RESULTS / f".{args.corpus}_test_stories.txt"
     stories_path.parent.mkdir(parents=True, exist_ok=True)
@@ -149,6 +197,11 @@ def main(argv=None):
             payload["bert_base_sized"] = bert
             payload["speedup_vs_bert_base"] = ours["stories_per_second"] / bert["stories_per_second"]
             print(f"speed-up: {payload['speedup_vs_bert_base']:.1f}x")
+        if args.same_process:
+            payload["same_process"] = run_same_process(args.checkpoint, args.metric, str(stories_path), args.batch_size, args.same_process, args.dtype)
+            same = payload["same_process"]
+            low, high = same["round_ratio_range"]
+            print(f"speed-up in one process: {same['speedup_vs_bert_base']:.3f}x (rounds {low:.3f} to {high:.3f})")
     finally:
         stories_path.unlink(missing_ok=True)
     suffix = "" if args.dtype == "float32" else f"_{args.dtype}"

@@ -61,6 +61,13 @@ def test_scoring_speed_rejects_zero_repeats(capsys):
     assert "--repeats must be at least 1" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("argv", [["--same-process", "-1"], ["--same-process", "4", "--skip-bert-base"]])
+def test_scoring_speed_refuses_a_same_process_run_it_cannot_do(argv, capsys):
+    with pytest.raises(SystemExit):
+        scoring_speed.main(argv)
+    assert "--same-process" in capsys.readouterr().err
+
+
 def test_cold_start_attributes_import_time_to_packages_and_rejects_zero_repeats(capsys):
     log = "\n".join([
         "import time: self [us] | cumulative | imported package",
