@@ -95,10 +95,14 @@ print(json.dumps({"rounds": int(rounds), "torch_threads": torch.get_num_threads(
 """
 
 
-def run_same_process(checkpoint: str, kind: str, stories_path: str, batch_size: int, rounds: int, dtype: str) -> dict:
-    out = subprocess.run([sys.executable, "-c", PAIRED_CHILD, checkpoint, kind, stories_path, str(batch_size), dtype, str(rounds)],
-                         check=True, capture_output=True, text=True)
+def child_result(script: str, *argv) -> dict:
+    """Run ``script`` in a fresh Python process and return the JSON object it prints last."""
+    out = subprocess.run([sys.executable, "-c", script, *map(str, argv)], check=True, capture_output=True, text=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def run_same_process(checkpoint: str, kind: str, stories_path: str, batch_size: int, rounds: int, dtype: str) -> dict:
+    return child_result(PAIRED_CHILD, checkpoint, kind, stories_path, batch_size, dtype, rounds)
 
 
 def roc_test_stories(n: int) -> list[str]:
@@ -124,8 +128,7 @@ def run(checkpoint: str, kind: str, stories_path: str, batch_size: int, repeats:
     """The median of ``repeats`` fresh-process measurements (each kept under "runs"), and the scores of the last."""
     runs = []
     for _ in range(repeats):
-        out = subprocess.run([sys.executable, "-c", CHILD, checkpoint, kind, stories_path, str(batch_size), dtype], check=True, capture_output=True, text=True)
-        runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
+        runs.append(child_result(CHILD, checkpoint, kind, stories_path, batch_size, dtype))
     scores = runs[-1]["scores"]
     for measured in runs:
         del measured["scores"]
