@@ -19,6 +19,7 @@ from pathlib import Path
 
 from storyeval.inputs import FLOAT_DTYPE_NAMES
 
+from .baseline_scorer import bert_base_sized_scorer
 from .common import checkpoint_spec, command_line, machine, write_results
 from .scoring_speed import CORPORA, score_agreement
 
@@ -47,18 +48,6 @@ def order_changes(scores: list[float], reference: list[float]) -> float:
             pairs += 1
             flipped += (scores[i] - scores[j]) * (reference[i] - reference[j]) < 0
     return flipped / pairs
-
-
-def bert_base_sized(tokenizer_folder: str, device: str):
-    import torch
-    from transformers import AutoTokenizer, BertConfig
-
-    from storyeval.models import UnionConfig, UnionModel
-    from storyeval.scoring.sequence import SequenceScorer
-
-    torch.manual_seed(0)
-    model = UnionModel(UnionConfig(encoder=BertConfig().to_dict(), has_reconstruction_head=False))
-    return SequenceScorer(model, AutoTokenizer.from_pretrained(tokenizer_folder), 512, 256, device)
 
 
 def parity(scorer, stories, device, dtypes, batch_size) -> dict:
@@ -105,6 +94,7 @@ def main(argv=None):
         parser.error(f"{existing} exists; remove it or choose another --output")
 
     import torch
+    from transformers import AutoTokenizer
 
     from storyeval.scoring.devices import resolve_device
     from storyeval.scoring.sequence import load_scorer
@@ -120,7 +110,7 @@ def main(argv=None):
     for metric, folder in args.checkpoint:
         print(metric, folder, flush=True)
         payload["checkpoints"][folder] = {"metric": metric, **parity(load_scorer(metric, folder, device="cpu"), stories, device, args.dtypes, args.batch_size)}
-    baseline = bert_base_sized(args.checkpoint[0][1], "cpu")
+    baseline = bert_base_sized_scorer(AutoTokenizer.from_pretrained(args.checkpoint[0][1]))
     payload["bert_base_sized_stories_per_second"] = {dtype: stories_per_second(baseline, stories, device, dtype, args.batch_size)[0]
                                                      for dtype in args.dtypes}
     print("bert-base-sized:", json.dumps(payload["bert_base_sized_stories_per_second"]))

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -26,29 +27,19 @@ import sys
 from storyeval.inputs import DTYPE_NAMES
 from storyeval_training.paths import data_dir
 
-from .common import RESULTS, command_line, machine, write_results
-
-# the comparison scorer: BERT-base's shape with random weights, on the same scoring code as ours
-BERT_BASE_SIZED = r"""
-def bert_base_sized_scorer(tokenizer):
-    from transformers import BertConfig
-    from storyeval.models import UnionConfig, UnionModel
-    torch.manual_seed(0)
-    model = UnionModel(UnionConfig(encoder=BertConfig().to_dict(), has_reconstruction_head=False))
-    return SequenceScorer(model, tokenizer, 512, 256, "cpu")
-"""
+from .common import CHECKOUT, RESULTS, command_line, machine, write_results
 
 CHILD = r"""
 import json, resource, sys, time
 started = time.perf_counter()
 import torch
-from storyeval.scoring.sequence import load_scorer, SequenceScorer
+from storyeval.scoring.sequence import load_scorer
 import storyeval.models.union  # transformers' modeling code, else imported inside the load
 import_seconds = time.perf_counter() - started
-""" + BERT_BASE_SIZED + r"""
 checkpoint, kind, stories_path, batch_size, dtype = sys.argv[1:6]
 if kind == "bert-base":
     from transformers import AutoTokenizer
+    from benchmarks.baseline_scorer import bert_base_sized_scorer
     scorer = bert_base_sized_scorer(AutoTokenizer.from_pretrained(checkpoint))
 else:
     scorer = load_scorer(kind, checkpoint, device="cpu")
@@ -72,8 +63,8 @@ print(json.dumps({"load_seconds": load_seconds, "import_seconds": import_seconds
 PAIRED_CHILD = r"""
 import json, statistics, sys, time
 import torch
-from storyeval.scoring.sequence import load_scorer, SequenceScorer
-""" + BERT_BASE_SIZED + r"""
+from storyeval.scoring.sequence import load_scorer
+from benchmarks.baseline_scorer import bert_base_sized_scorer
 checkpoint, kind, stories_path, batch_size, dtype, rounds = sys.argv[1:7]
 ours = load_scorer(kind, checkpoint, device="cpu")
 bert = bert_base_sized_scorer(ours.tokenizer)
@@ -97,7 +88,9 @@ print(json.dumps({"rounds": int(rounds), "torch_threads": torch.get_num_threads(
 
 def child_result(script: str, *argv) -> dict:
     """Run ``script`` in a fresh Python process and return the JSON object it prints last."""
-    out = subprocess.run([sys.executable, "-c", script, *map(str, argv)], check=True, capture_output=True, text=True)
+    # the child imports the baseline from this package, whatever folder the benchmark was started in
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(CHECKOUT), os.environ.get("PYTHONPATH")]))}
+    out = subprocess.run([sys.executable, "-c", script, *map(str, argv)], check=True, capture_output=True, text=True, env=env)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 

@@ -2,6 +2,7 @@
 import argparse
 import json
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -66,6 +67,15 @@ def test_scoring_speed_refuses_a_same_process_run_it_cannot_do(argv, capsys):
     with pytest.raises(SystemExit):
         scoring_speed.main(argv)
     assert "--same-process" in capsys.readouterr().err
+
+
+def test_scoring_speed_children_find_the_baseline_from_any_folder(tmp_path, monkeypatch):
+    # the child processes import the BERT-base-sized baseline from this checkout, wherever the benchmark was started
+    monkeypatch.chdir(tmp_path)
+    script = "import json, sys; from benchmarks import baseline_scorer; print(json.dumps({'argv': sys.argv[1:], 'file': baseline_scorer.__file__}))"
+    result = scoring_speed.child_result(script, "a", 2)
+    assert result["argv"] == ["a", "2"]
+    assert Path(result["file"]).resolve() == (Path(scoring_speed.__file__).parent / "baseline_scorer.py").resolve()
 
 
 def test_cold_start_attributes_import_time_to_packages_and_rejects_zero_repeats(capsys):
