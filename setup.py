@@ -75,7 +75,7 @@ setup(
         # the first names lower-cased text masks (built by python -m storyeval_training.lowercase_names)
         "storyeval.checkpoints": ["lowercase_names.txt"],
         "storyeval.analysis": ["suite_weights.json"],  # story_quality's learned combination (storyeval_training.fit_suite)
-        "storyeval_training": ["card_templates/*.md"],
+        "storyeval_training.export": ["card_templates/*.md"],
         "storyeval.bundled_checkpoints": BUNDLED_CHECKPOINT_FILES,
         "storyeval.bundled_metrics": ["*/*.py", "*/README.md", "*/requirements.txt"],
     },
@@ -85,14 +85,14 @@ setup(
     entry_points={
         "console_scripts": [
             "storyeval=storyeval.cli.main:main",
-            "storyeval-build-negatives=storyeval_training.build_negatives:main",
-            "storyeval-build-plots=storyeval_training.plots.build_plots:main",
-            "storyeval-train-plot-generator=storyeval_training.plots.generator:main",
-            "storyeval-generate-negatives=storyeval_training.plots.generator:generate_main",
-            "storyeval-adversarial-filter=storyeval_training.plots.adversarial_filter:main",
-            "storyeval-train-union=storyeval_training.train_union:main",
-            "storyeval-train-continuation=storyeval_training.train_continuation:main",
-            "storyeval-train-plot-coherence=storyeval_training.train_plot_coherence:main",
+            "storyeval-build-negatives=storyeval_training.data.build_negatives:main",
+            "storyeval-build-plots=storyeval_training.data.plots.build_plots:main",
+            "storyeval-train-plot-generator=storyeval_training.data.plots.generator:main",
+            "storyeval-generate-negatives=storyeval_training.data.plots.generator:generate_main",
+            "storyeval-adversarial-filter=storyeval_training.data.plots.adversarial_filter:main",
+            "storyeval-train-union=storyeval_training.recipes.train_union:main",
+            "storyeval-train-continuation=storyeval_training.recipes.train_continuation:main",
+            "storyeval-train-plot-coherence=storyeval_training.recipes.train_plot_coherence:main",
         ]
     },
 )

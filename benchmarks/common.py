@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
-from storyeval_training.provenance import environment
+from storyeval_training.export.provenance import environment
 
 CHECKOUT = Path(__file__).resolve().parent.parent
 RESULTS = CHECKOUT / "benchmarks" / "results"
@@ -76,10 +76,9 @@ def correlations(metric_scores, human_scores) -> dict:
 
 def command_line(module: str, argv: list[str] | None) -> str:
     """The command as a reader reruns it, recorded in every results file."""
-    if module == "__main__":  # run as python -m benchmarks.<name>: the module's real name is on its spec
+    if module == "__main__":  # run as python -m benchmarks.<group>.<name>: the module's real name is on its spec
         module = getattr(sys.modules["__main__"].__spec__, "name", module)
-    name = module.rpartition(".")[2]
-    return " ".join([f"python -m benchmarks.{name}", *(sys.argv[1:] if argv is None else argv)])
+    return " ".join([f"python -m {module}", *(sys.argv[1:] if argv is None else argv)])
 
 
 def machine() -> dict:

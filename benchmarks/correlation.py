@@ -151,6 +151,6 @@ def format_row(result: dict, order=COEFFICIENTS, decimals: int = 4, p_values: bo
 
 def update_card(folder, metric: str, correlations_by_set: dict, command: str) -> None:
     """``--update-card``: record the figures beside the checkpoint and re-render its model card."""
-    from storyeval_training.model_card import update_evaluation
+    from storyeval_training.export.model_card import update_evaluation
 
     update_evaluation(Path(folder), metric, command, correlations_by_set)

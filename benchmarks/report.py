@@ -15,7 +15,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from storyeval_training.model_card import GAMING_RESULT_FILES
+from storyeval_training.export.model_card import GAMING_RESULT_FILES
 
 from .common import CHECKOUT, RESULTS
 from .correlation import COEFFICIENTS, PAPER_ROWS

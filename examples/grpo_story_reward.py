@@ -36,7 +36,7 @@ def openings(count: int, use_data: bool = True) -> list[str]:
     """``count`` ROC first sentences: the builder's test split when its data is there, else :data:`OPENINGS` (repeated)."""
     if use_data:
         try:
-            from storyeval_training.builders import BUILDERS, load_split
+            from storyeval_training.data.builders import BUILDERS, load_split
 
             split = load_split(BUILDERS["roc"], "test")
             return [example["context"] for example in split.select(range(min(count, len(split))))]

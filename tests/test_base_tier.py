@@ -125,7 +125,7 @@ def test_adapters_and_top_layers_do_not_mix(tmp_path, adapted, capsys):
         model.train_top_layers_only(1)
     with pytest.raises(ValueError, match="already trains a part of its encoder"):
         model.add_lora_adapters(2)
-    from storyeval_training import train_union
+    from storyeval_training.recipes import train_union
 
     for extra, message in ((["--lora-rank", "2", "--train-top-layers", "1"], "give --lora-rank or --train-top-layers, not both"),
                            (["--lora-alpha", "4"], "give --lora-rank too"), (["--lora-rank", "0"], "must be positive: --lora-rank 0")):
@@ -139,7 +139,7 @@ def test_adapters_and_top_layers_do_not_mix(tmp_path, adapted, capsys):
 def test_plot_coherence_with_lora_adapters_exports_them_on_its_backbone_and_refuses_a_union_start(tmp_path, trained):
     from test_plot_coherence import tiny_af_data_root
 
-    from storyeval_training import train_plot_coherence
+    from storyeval_training.recipes import train_plot_coherence
 
     data_root = tiny_af_data_root(tmp_path)
     backbone, model = trained
@@ -208,7 +208,7 @@ def test_plot_coherence_from_a_top_layer_union_checkpoint_ships_top_layers_on_th
     """The base tier's second checkpoint: plot coherence trained on top of union-roc-base's top layers."""
     from test_plot_coherence import tiny_af_data_root
 
-    from storyeval_training import train_plot_coherence
+    from storyeval_training.recipes import train_plot_coherence
 
     data_root = tiny_af_data_root(tmp_path)
     backbone, model = trained
@@ -226,7 +226,7 @@ def test_plot_coherence_from_a_top_layer_union_checkpoint_ships_top_layers_on_th
         assert all(n.startswith(("encoder.encoder.layer.2.", "classifier.")) for n in saved.keys())
     assert UnionModel.from_pretrained(export).config.metric == "plot_coherence"
     # exported again from the run's state: the same weights, with a plot-coherence card
-    from storyeval_training import export_state
+    from storyeval_training.export import export_state
 
     export_state.main(["--state", str(tmp_path / "run" / "step_2"), "--export-dir", str(tmp_path / "from-state"), "--", *run_args])
     assert (tmp_path / "from-state" / "model.safetensors").read_bytes() == (export / "model.safetensors").read_bytes()
@@ -239,7 +239,7 @@ def test_continuing_a_top_layer_checkpoint_trains_the_same_layers_and_refuses_fe
     """Continued without --train-top-layers, every layer would train and the export (top layers only) would lose the rest."""
     from test_plot_coherence import tiny_af_data_root
 
-    from storyeval_training import train_plot_coherence
+    from storyeval_training.recipes import train_plot_coherence
 
     data_root = tiny_af_data_root(tmp_path)
     backbone, model = trained

@@ -6,20 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import (
-    cli_cold_start,
-    common,
-    continuation_quality,
-    device_parity,
-    generation_speed,
-    negatives_throughput,
-    scoring_speed,
-    speed_ceiling,
-    union_correlation,
-    union_development,
-    union_pair_accuracy,
-    wp_rank_pairs,
-)
+from benchmarks import common
+from benchmarks.agreement import continuation_quality, union_correlation, union_development, union_pair_accuracy, wp_rank_pairs
+from benchmarks.speed import cli_cold_start, device_parity, generation_speed, negatives_throughput, scoring_speed, speed_ceiling
 
 
 def test_checkpoint_specs_parse_and_bad_ones_are_clear_errors():
@@ -72,7 +61,7 @@ def test_scoring_speed_refuses_a_same_process_run_it_cannot_do(argv, capsys):
 def test_scoring_speed_children_find_the_baseline_from_any_folder(tmp_path, monkeypatch):
     # the child processes import the BERT-base-sized baseline from this checkout, wherever the benchmark was started
     monkeypatch.chdir(tmp_path)
-    script = "import json, sys; from benchmarks import baseline_scorer; print(json.dumps({'argv': sys.argv[1:], 'file': baseline_scorer.__file__}))"
+    script = "import json, sys; from benchmarks.speed import baseline_scorer; print(json.dumps({'argv': sys.argv[1:], 'file': baseline_scorer.__file__}))"
     result = scoring_speed.child_result(script, "a", 2)
     assert result["argv"] == ["a", "2"]
     assert Path(result["file"]).resolve() == (Path(scoring_speed.__file__).parent / "baseline_scorer.py").resolve()
@@ -136,7 +125,7 @@ def test_union_correlation_refuses_a_missing_checkpoint_before_writing(tmp_path,
 def test_union_development_set_never_reads_the_held_out_pairs(shared_data):
     import datasets
 
-    from storyeval_training import continuation_data
+    from storyeval_training.data import continuation_data
 
     root = shared_data / "continuation"
     rated = datasets.concatenate_datasets([continuation_data.read_deltascore(root / f"deltascore_crowdsource_{name}.jsonl") for name in ("roc", "wp")])
@@ -202,8 +191,8 @@ def test_unknown_or_absent_human_sets_are_clear_errors(tmp_path, monkeypatch):
 
 
 def test_the_recorded_command_is_the_module_form():
-    assert common.command_line("benchmarks.union_correlation", ["--sets", "roc"]) == "python -m benchmarks.union_correlation --sets roc"
-    assert common.command_line("benchmarks.cross_metric", []) == "python -m benchmarks.cross_metric"
+    assert common.command_line("benchmarks.agreement.union_correlation", ["--sets", "roc"]) == "python -m benchmarks.agreement.union_correlation --sets roc"
+    assert common.command_line("benchmarks.agreement.cross_metric", []) == "python -m benchmarks.agreement.cross_metric"
 
 
 def test_a_benchmark_run_with_python_m_records_its_own_module_name(monkeypatch):
@@ -213,13 +202,13 @@ def test_a_benchmark_run_with_python_m_records_its_own_module_name(monkeypatch):
 
     from benchmarks.common import command_line
 
-    monkeypatch.setattr(sys.modules["__main__"], "__spec__", importlib.machinery.ModuleSpec("benchmarks.union_correlation", None), raising=False)
-    assert command_line("__main__", ["--sets", "roc"]) == "python -m benchmarks.union_correlation --sets roc"
-    assert command_line("benchmarks.cross_metric", []) == "python -m benchmarks.cross_metric"
+    monkeypatch.setattr(sys.modules["__main__"], "__spec__", importlib.machinery.ModuleSpec("benchmarks.agreement.union_correlation", None), raising=False)
+    assert command_line("__main__", ["--sets", "roc"]) == "python -m benchmarks.agreement.union_correlation --sets roc"
+    assert command_line("benchmarks.agreement.cross_metric", []) == "python -m benchmarks.agreement.cross_metric"
 
 
 def test_reference_scores_refuses_to_drop_a_corpus_the_checkpoint_holds(capsys):
-    from benchmarks import reference_scores
+    from benchmarks.checkpoints import reference_scores
 
     with pytest.raises(SystemExit):
         reference_scores.main(["--checkpoint", f"cq={common.BUNDLED / 'continuation-quality'}", "--corpus", "roc"])
@@ -255,7 +244,7 @@ def test_cross_validation_holds_every_rated_pair_out_once(tmp_path):
 
 
 def test_wp_extra_pairs_groups_generators_as_weak_or_strong_and_counts_ties_half():
-    from benchmarks.wp_extra_pairs import accuracies
+    from benchmarks.agreement.wp_extra_pairs import accuracies
 
     result = accuracies([0.9, 0.2, 0.5, 0.1], [0.1, 0.3, 0.5, 0.9], ["gpt2-xl", "gpt-neox-20b", "gpt-4", "gpt-4"])
     assert result["weak"] == {"accuracy": 0.5, "pairs": 2}
@@ -264,14 +253,14 @@ def test_wp_extra_pairs_groups_generators_as_weak_or_strong_and_counts_ties_half
 
 
 def test_wp_drift_detokenises_the_release_text():
-    from benchmarks.wp_drift import detokenise, first_words
+    from benchmarks.agreement.wp_drift import detokenise, first_words
 
     assert detokenise("he did n't go , she said .") == "he didn't go, she said."
     assert first_words("a b c d", 2) == "a b"
 
 
 def test_training_curve_keeps_the_best_so_far_and_refuses_a_state_without_evaluations(tmp_path, capsys):
-    from benchmarks import training_curve
+    from benchmarks.checkpoints import training_curve
 
     history = [{"step": 25, "minutes": 10.0, "pair_accuracy": 0.7}, {"step": 50, "minutes": 20.0, "pair_accuracy": 0.6},
                {"step": 75, "minutes": 30.0}]
@@ -293,7 +282,7 @@ def test_training_curve_keeps_the_best_so_far_and_refuses_a_state_without_evalua
 
 
 def test_reward_gaming_measures_every_shipped_config_and_refuses_a_bad_one(capsys):
-    from benchmarks import reward_gaming
+    from benchmarks.reward import reward_gaming
 
     shipped = reward_gaming.shipped_configs()
     assert ("plot_coherence", "wp-base") in shipped and ("story_quality", "wp-base") in shipped
@@ -306,7 +295,7 @@ def test_reward_gaming_measures_every_shipped_config_and_refuses_a_bad_one(capsy
 
 def test_guard_correlation_gives_the_plain_and_guarded_rewards_from_one_checkpoint():
     import storyeval
-    from benchmarks import reward_guard_correlation
+    from benchmarks.reward import reward_guard_correlation
 
     prompts = ["Ken went to the bar.", "Amy wanted a bike.", "Amy wanted a bike."]
     completions = ["He ordered a drink and talked with friends for hours.", "She saved her money all summer long and bought one.",

@@ -4,7 +4,7 @@ from collections import Counter
 
 import pytest
 
-from storyeval_training.builders import InputFormatError, ROCStories, WritingPrompts, assign_split, load_split, prepare
+from storyeval_training.data.builders import InputFormatError, ROCStories, WritingPrompts, assign_split, load_split, prepare
 
 ROC_LINE = "camping trip <EOT> tobias planned\tcamping trip\t#\tasked <EOL> </s> tobias planned a trip . </s> he asked his wife . @"
 
@@ -94,7 +94,7 @@ def test_leakage_filter_reads_the_human_sets_beside_the_given_data_dir(data_root
 def test_build_negatives_records_the_leakage_count(data_root, tmp_path, shared_data):
     import json
 
-    from storyeval_training import build_negatives
+    from storyeval_training.data import build_negatives
 
     (data_root / "lexicon").symlink_to(shared_data / "lexicon")
     stories = [ROC_LINE.replace("planned a trip", f"planned trip number {i}") for i in range(12)]
@@ -106,7 +106,7 @@ def test_build_negatives_records_the_leakage_count(data_root, tmp_path, shared_d
     assert stats["leakage_dropped_stories_all_splits"] == 1
     assert stats["train"]["leakage_dropped_stories"] in (0, 1)
     # training from the folder learns its corpus from it, for the model card
-    from storyeval_training import train_union
+    from storyeval_training.recipes import train_union
 
     args = train_union.parse_args(["--pairs-dir", str(tmp_path / "pairs"), "--output-dir", str(tmp_path / "run")])
     train_union.load_pairs(args)

@@ -12,8 +12,8 @@ from storyeval.models.continuation.cooccurrence import CooccurrenceStats
 from storyeval.models.continuation.features import FeatureExtractor, idf_features, idf_words, length_features, mention_features
 from storyeval.models.continuation.model import CRITERIA, ContinuationModel
 from storyeval.models.continuation.ngram_lm import NgramLM
-from storyeval_training import continuation_data
-from storyeval_training.builders import InputFormatError
+from storyeval_training.data import continuation_data
+from storyeval_training.data.builders import InputFormatError
 
 METRIC_DIR = str(Path(__file__).resolve().parent.parent / "metrics" / "continuation_quality")
 CONTEXT = "[MALE] went to the store with his dog . he bought milk .".split()
@@ -281,7 +281,7 @@ def test_cloze_pairs_without_contradictions_draw_only_the_other_story():
 
 
 def test_training_seed_does_not_move_the_heldout_split():
-    from storyeval_training import train_continuation
+    from storyeval_training.recipes import train_continuation
 
     args = train_continuation.parse_args(["--output-dir", "unused", "--seed", "43"])
     assert args.seed == 43 and args.split_seed == continuation_data.HELDOUT_SPLIT_SEED
@@ -320,7 +320,7 @@ def test_bad_device_or_batch_size_changes_nothing(tiny_checkpoint):
                                  # the reused LM has its own order: one given as well would be ignored
                                  ["--lm-order", "3", "--resources-dir", "lm-folder"]])
 def test_training_options_are_checked_before_anything_is_written(bad, tmp_path, capsys):
-    from storyeval_training import train_continuation
+    from storyeval_training.recipes import train_continuation
 
     with pytest.raises(SystemExit):
         train_continuation.parse_args(["--output-dir", str(tmp_path / "run"), *bad])
@@ -328,7 +328,7 @@ def test_training_options_are_checked_before_anything_is_written(bad, tmp_path, 
 
 
 def test_output_folders_that_cannot_be_written_are_refused_before_fitting(tmp_path, capsys):
-    from storyeval_training import train_continuation
+    from storyeval_training.recipes import train_continuation
 
     (tmp_path / "a-file").write_text("")
     for folder in (tmp_path / "a-file", tmp_path / "a-file" / "statistics"):
@@ -343,7 +343,7 @@ def test_output_folders_that_cannot_be_written_are_refused_before_fitting(tmp_pa
 
 
 def test_missing_rated_pairs_leave_no_output_folder(tmp_path):
-    from storyeval_training import train_continuation
+    from storyeval_training.recipes import train_continuation
 
     with pytest.raises(OSError):
         train_continuation.train(train_continuation.parse_args(
@@ -354,7 +354,7 @@ def test_missing_rated_pairs_leave_no_output_folder(tmp_path):
 @pytest.mark.slow
 def test_training_smoke_run_keeps_its_best_epoch_and_writes_a_loadable_checkpoint(tmp_path):
     from storyeval.scoring.continuation import ContinuationScorer
-    from storyeval_training import train_continuation
+    from storyeval_training.recipes import train_continuation
     from storyeval_training.selection import best_by
 
     resources = save_tiny_statistics(tmp_path / "resources")
@@ -383,7 +383,7 @@ def test_training_smoke_run_keeps_its_best_epoch_and_writes_a_loadable_checkpoin
 
 
 def test_the_lm_has_seen_a_sentence_follow_a_full_stop():
-    from storyeval_training.train_continuation import fit_resources
+    from storyeval_training.recipes.train_continuation import fit_resources
 
     lm, _ = fit_resources([["ken went home .", "he slept ."], ["amy went home .", "she slept ."]] * 10, 3)
     after_context = lm.score_batch([["he", "slept", "."]], [["ken", "went", "home", "."]])[0]
@@ -400,7 +400,7 @@ def test_a_continuation_of_placeholders_alone_takes_the_mean_idf(tiny_checkpoint
 
 
 def test_feature_scaling_ignores_missing_values_and_survives_one_row():
-    from storyeval_training.train_continuation import feature_scaling
+    from storyeval_training.recipes.train_continuation import feature_scaling
 
     mean, std = feature_scaling(torch.tensor([[1.0, float("nan")], [3.0, 4.0]]))
     assert mean.tolist() == [2.0, 4.0] and std.tolist() == [1.0, pytest.approx(1e-6)]
@@ -412,14 +412,14 @@ def test_feature_scaling_ignores_missing_values_and_survives_one_row():
 def test_cloze_features_come_from_statistics_that_never_saw_their_story(monkeypatch, tmp_path):
     import datasets
 
-    from storyeval_training import train_continuation
+    from storyeval_training.recipes import train_continuation
 
     roc = [[f"[MALE] went to town {i} .", f"he saw item {i} .", "he liked it .", f"he paid {i} dollars .", f"he took item {i} home ."]
            for i in range(40)]
     wp = [["a prompt .", "a long story about dragons ."]] * 3
     monkeypatch.setattr(train_continuation, "corpus_stories", lambda cache_dir=None: (roc, wp))
     monkeypatch.setattr(train_continuation, "load_split", lambda builder, split, cache_dir=None: datasets.Dataset.from_dict({"sentences": roc}))
-    from storyeval_training.negatives import substitution
+    from storyeval_training.data.negatives import substitution
 
     monkeypatch.setattr(substitution.KeywordLexicon, "from_data_dir", lambda root: None)  # only contradicting endings use it
     fitted, featurised = [], []  # the stories each fit saw; the extractor and contexts of each featurisation
@@ -468,7 +468,7 @@ def test_cloze_features_come_from_statistics_that_never_saw_their_story(monkeypa
 
 def test_the_features_alone_head_has_no_charagram_embeddings_and_round_trips(tmp_path, capsys):
     from storyeval.models.continuation.model import ContinuationModel
-    from storyeval_training import train_continuation
+    from storyeval_training.recipes import train_continuation
 
     torch.manual_seed(0)
     model = ContinuationModel(num_features=4, input_mode="features", hidden=8).eval()

@@ -13,7 +13,7 @@ from storyeval.models.continuation.encoder import CONTEXT_FLOOR, ENCODER_KIND, C
 from storyeval.models.continuation.features import FEATURE_GROUPS, FeatureExtractor
 from storyeval.models.continuation.model import CRITERIA, ContinuationModel
 from storyeval.models.continuation.ngram_lm import NgramLM
-from storyeval_training import continuation_pairs
+from storyeval_training.data import continuation_pairs
 
 WINDOW = 64
 STORIES = [
@@ -130,7 +130,7 @@ def test_pair_accuracy_by_kind():
 
 
 def test_evaluation_subsets_never_split_a_story():
-    from storyeval_training.train_continuation_encoder import first_groups
+    from storyeval_training.recipes.train_continuation_encoder import first_groups
 
     pairs = continuation_pairs.build_pairs(stories_dataset(), seed=1)
     subset = first_groups(pairs, 2)
@@ -299,7 +299,7 @@ def test_bad_input_to_a_learned_checkpoint(tmp_path, tiny_encoder, contexts, con
 # ---- training options ----
 
 def test_head_training_with_an_encoder_needs_unseen_cloze_stories(tmp_path, tiny_encoder, capsys):
-    from storyeval_training import train_continuation
+    from storyeval_training.recipes import train_continuation
 
     with pytest.raises(SystemExit):
         train_continuation.parse_args(["--output-dir", str(tmp_path / "run"), "--encoder", str(tiny_encoder)])
@@ -312,7 +312,7 @@ def test_head_training_with_an_encoder_needs_unseen_cloze_stories(tmp_path, tiny
 
 
 def test_encoder_training_options_are_checked_before_anything_is_written(tmp_path, capsys):
-    from storyeval_training.train_continuation_encoder import parse_args
+    from storyeval_training.recipes.train_continuation_encoder import parse_args
 
     (tmp_path / "export").mkdir()
     for bad in (["--export-dir", str(tmp_path / "export")], ["--max-length", "0"], ["--max-eval-pairs", "-1"]):
@@ -322,7 +322,7 @@ def test_encoder_training_options_are_checked_before_anything_is_written(tmp_pat
 
 
 def test_training_examples_carry_pair_inputs_and_float_labels(tokenizer):
-    from storyeval_training.train_continuation_encoder import Collator, tokenise
+    from storyeval_training.recipes.train_continuation_encoder import Collator, tokenise
 
     pairs = continuation_pairs.build_pairs(stories_dataset(), seed=1)
     examples = tokenise(pairs[:4], tokenizer, WINDOW)
@@ -383,7 +383,7 @@ def test_generated_negatives_are_the_sentences_implausible_stories_depart_with()
 
 
 def test_generated_groups_join_their_story_split_and_are_all_held_out():
-    from storyeval_training.train_continuation_encoder import held_out_pairs
+    from storyeval_training.recipes.train_continuation_encoder import held_out_pairs
 
     stories = stories_dataset([["[MALE] sat down .", "he ate lunch .", "he went home ."], *STORIES[1:3]])
     pairs = continuation_pairs.add_generated_groups(continuation_pairs.build_pairs(stories, seed=1), stories,
@@ -399,7 +399,7 @@ def test_generated_groups_join_their_story_split_and_are_all_held_out():
 
 
 def test_encoder_training_refuses_to_select_on_negatives_it_leaves_out(tmp_path, capsys):
-    from storyeval_training.train_continuation_encoder import parse_args
+    from storyeval_training.recipes.train_continuation_encoder import parse_args
 
     with pytest.raises(SystemExit):
         parse_args(["--output-dir", str(tmp_path / "run"), "--no-generated", "--select-by", "pair_accuracy_generated"])
@@ -422,7 +422,7 @@ def test_a_lora_encoder_exports_its_adapters_and_scores_as_trained(tmp_path):
     from test_base_tier import tiny_mpnet
     from transformers import AutoTokenizer
 
-    from storyeval_training.train_continuation_encoder import export, new_model
+    from storyeval_training.recipes.train_continuation_encoder import export, new_model
 
     backbone = tiny_mpnet(tmp_path / "backbone")
     args = argparse.Namespace(max_length=32, train_top_layers=None, lora_rank=2, lora_alpha=None)

@@ -91,7 +91,7 @@ def test_score_explain_needs_jsonl_and_a_free_field(tiny_checkpoint, tmp_path, c
 
 
 def test_hit_rate_counts_either_copy_of_a_repeated_sentence_and_gives_chance_levels():
-    from benchmarks.explain_hit_rate import score_cases
+    from benchmarks.agreement.explain_hit_rate import score_cases
 
     cases = [
         {"kind": "negation", "sentences": ["It was late .", "He did not go .", "He stayed ."], "planted": 1},
@@ -109,7 +109,7 @@ def test_hit_rate_counts_either_copy_of_a_repeated_sentence_and_gives_chance_lev
 def test_planted_flaws_change_exactly_one_sentence_after_the_first():
     import random
 
-    from benchmarks.explain_hit_rate import plant
+    from benchmarks.agreement.explain_hit_rate import plant
 
     units = [s.split() for s in ["[MALE] went home .", "he was tired .", "he went to bed early .", "he slept well ."]]
     for kind in ("negation", "repeat_ngram", "repeat_sentence"):

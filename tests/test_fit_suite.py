@@ -5,8 +5,8 @@ import random
 import datasets
 import pytest
 
-from storyeval_training import fit_suite
-from storyeval_training.build_negatives import PAIR_FEATURES
+from storyeval_training.data.build_negatives import PAIR_FEATURES
+from storyeval_training.recipes import fit_suite
 
 OPENINGS = ["[MALE] was at the bar .", "[FEMALE] went to the park .", "the family went camping .", "[MALE] lost his keys .",
             "[FEMALE] baked a cake .", "the dog ran away .", "[MALE] bought a new car .", "[FEMALE] started a new job ."]
@@ -68,7 +68,7 @@ def test_fit_report_export_and_reexport(tmp_path):
     assert report["pair_sets"]["rep"]["pairs"] == len(OPENINGS)
     entry = json.loads(weights.read_text())["roc"]
     assert entry["default"] in ("mean", "learned") and entry["without_contexts"] == own["without_contexts"]["weights"]
-    assert entry["fitted"]["command"].startswith("python -m storyeval_training.fit_suite --config roc")
+    assert entry["fitted"]["command"].startswith("python -m storyeval_training.recipes.fit_suite --config roc")
     again = tmp_path / "again.json"
     fit_suite.main(["--config", "roc", "--from-report", str(tmp_path / "fit.json"), "--export-weights", str(again), "--default", "learned"])
     assert json.loads(again.read_text())["roc"]["with_contexts"] == entry["with_contexts"]

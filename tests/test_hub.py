@@ -8,9 +8,9 @@ import pytest
 from storyeval.checkpoints import resolution as checkpoints
 from storyeval.cli import hub
 from storyeval.cli import main as cli
-from storyeval_training.build_negatives import PAIR_FEATURES
-from storyeval_training.model_card import write_negatives_card
-from storyeval_training.technique_counts import technique_counts
+from storyeval_training.data.build_negatives import PAIR_FEATURES
+from storyeval_training.data.technique_counts import technique_counts
+from storyeval_training.export.model_card import write_negatives_card
 
 CHECKOUT = Path(__file__).resolve().parent.parent
 

@@ -198,7 +198,8 @@ def test_persistent_scorer_scores_int8_across_calls(tiny_checkpoint, tmp_path):
 
 
 def benchmark():
-    from benchmarks import common, int8_speed
+    from benchmarks import common
+    from benchmarks.speed import int8_speed
 
     return common, int8_speed
 

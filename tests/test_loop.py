@@ -5,8 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from storyeval_training import loop, train_plot_coherence, train_union
-from storyeval_training.plots import generator
+from storyeval_training import loop
+from storyeval_training.data.plots import generator
+from storyeval_training.recipes import train_plot_coherence, train_union
 
 
 def loop_parser(**defaults) -> argparse.ArgumentParser:

@@ -4,9 +4,9 @@ import json
 import datasets
 import pytest
 
-from storyeval_training import mix_pairs
-from storyeval_training.build_negatives import PAIR_FEATURES
-from storyeval_training.train_union import selection_key
+from storyeval_training.data import mix_pairs
+from storyeval_training.data.build_negatives import PAIR_FEATURES
+from storyeval_training.recipes.train_union import selection_key
 
 
 def pair(prompt: str, technique: str) -> dict:

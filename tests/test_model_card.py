@@ -7,7 +7,7 @@ import pytest
 from huggingface_hub import DatasetCard, ModelCard
 
 from storyeval.models import citations
-from storyeval_training import model_card
+from storyeval_training.export import model_card
 
 CHECKOUT = Path(__file__).resolve().parent.parent
 BUNDLED = CHECKOUT / "hub_cards"
@@ -100,7 +100,7 @@ def test_a_continuation_card_names_its_learned_encoder_and_its_tier(tmp_path):
     from transformers import AutoTokenizer
 
     from storyeval.checkpoints.resolution import backbone_path
-    from storyeval_training.model_card import write_continuation_card
+    from storyeval_training.export.model_card import write_continuation_card
 
     results = {"args": {"input_mode": "sim+cont", "cloze_split": "test", "ranking_weight": 1.0, "lm_order": 4, "learning_rate": 0.001,
                         "epochs": 2, "batch_size": 32, "encoder": "run-export"},
@@ -118,7 +118,7 @@ def test_a_continuation_card_names_its_learned_encoder_and_its_tier(tmp_path):
 
 def test_a_cards_gaming_line_reads_every_gaming_run(tmp_path):
     """A checkpoint measured in a later gaming run than the first (plot-coherence-wp-base) gets its measured line."""
-    from storyeval_training import model_card
+    from storyeval_training.export import model_card
 
     assert "plot_coherence:wp-base" in model_card.gaming_results() and "union:roc" in model_card.gaming_results()
     assert "one story for every prompt (96)" in model_card._gaming_text("plot-coherence-wp-base")

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from storyeval_training.negatives.negation import add_negation, alter_negation, remove_negation
+from storyeval_training.data.negatives.negation import add_negation, alter_negation, remove_negation
 
 SEEDS = range(40)
 

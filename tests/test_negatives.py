@@ -7,11 +7,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from storyeval_training.negatives.reordering import reorder
-from storyeval_training.negatives.repetition import repeat_ngram, repeat_sentence, repetition
-from storyeval_training.negatives.sampler import TECHNIQUE_WEIGHTS, NegativeSampler
-from storyeval_training.negatives.substitution import KeywordLexicon, read_antonyms, substitute_keywords, substitute_sentence
-from storyeval_training.technique_counts import technique_counts
+from storyeval_training.data.negatives.reordering import reorder
+from storyeval_training.data.negatives.repetition import repeat_ngram, repeat_sentence, repetition
+from storyeval_training.data.negatives.sampler import TECHNIQUE_WEIGHTS, NegativeSampler
+from storyeval_training.data.negatives.substitution import KeywordLexicon, read_antonyms, substitute_keywords, substitute_sentence
+from storyeval_training.data.technique_counts import technique_counts
 
 # The leading context and human reference of the UNION paper's Table 1 example, delexicalised.
 STORY = [

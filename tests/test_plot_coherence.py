@@ -16,9 +16,9 @@ from storyeval.cli import hub
 from storyeval.cli import main as cli
 from storyeval.models import UnionConfig, UnionModel
 from storyeval.scoring.sequence import load_plot_coherence_scorer
-from storyeval_training import train_plot_coherence
-from storyeval_training.builders.common import InputFormatError
-from storyeval_training.model_card import write_plot_coherence_card
+from storyeval_training.data.builders.common import InputFormatError
+from storyeval_training.export.model_card import write_plot_coherence_card
+from storyeval_training.recipes import train_plot_coherence
 
 METRIC_DIR = str(Path(__file__).resolve().parent.parent / "metrics" / "plot_coherence")
 JUDGED = "a week after the little girl 's dog died , she had a new puppy ."
@@ -204,7 +204,7 @@ def test_wp_card_names_its_corpus(tmp_path):
 
 
 def test_card_states_the_window_aggregation_chosen_for_the_checkpoint(tmp_path):
-    from storyeval_training.window_aggregation import write_choice
+    from storyeval_training.export.window_aggregation import write_choice
 
     UnionModel(UnionConfig(encoder=BertConfig(hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32,
                                               max_position_embeddings=64).to_dict(), metric="plot_coherence", max_length=64)).save_pretrained(tmp_path)

@@ -9,8 +9,8 @@ import torch
 from transformers import AutoTokenizer, BertConfig, BertModel, EncoderDecoderModel
 
 from storyeval.checkpoints import resolution as checkpoints
-from storyeval_training.plots import adversarial_filter as af
-from storyeval_training.plots import generator
+from storyeval_training.data.plots import adversarial_filter as af
+from storyeval_training.data.plots import generator
 
 PLOT = [["[MALE]", "bar"], ["phone", "floor"], ["bartender"]]
 STORY = "[MALE] was at the bar . he noticed a phone on the floor . he did n't keep it and gave it to the bartender ."
@@ -117,7 +117,7 @@ def test_training_counts_and_warns_about_cut_plots_and_stories(tiny_encoder, tmp
     """Long WP stories exceed the decoder's window: cutting them must not pass silently."""
     plots = datasets.concatenate_datasets([plots_dataset(6, "short"), plots_dataset(2, "long").map(lambda ex: {"plot": [["bar"] * 12], "story": STORY * 3})])
     plots.save_to_disk(str(tmp_path / "plots"))
-    with caplog.at_level("WARNING", logger="storyeval_training.plots.generator"):
+    with caplog.at_level("WARNING", logger="storyeval_training.data.plots.generator"):
         results = generator.train(generator.parse_args(
             ["--plots-dir", str(tmp_path / "plots"), "--model-name-or-path", str(tiny_encoder), "--output-dir", str(tmp_path / "out"),
              "--max-train-steps", "1", "--eval-steps", "1", "--max-source-length", "16", "--max-target-length", "40"]
@@ -376,7 +376,7 @@ def test_generator_options_that_would_fail_after_the_output_folder_are_usage_err
 
 
 def test_generation_and_negatives_limits_must_be_positive(capsys):
-    from storyeval_training import build_negatives
+    from storyeval_training.data import build_negatives
 
     with pytest.raises(SystemExit):
         generator.parse_generate_args(["--plots-dir", "p", "--model-name-or-path", "m", "--output-dir", "o", "--max-examples", "0"])

@@ -6,9 +6,9 @@ from collections import Counter
 import datasets
 import pytest
 
-from storyeval_training.plots import build_plots, manipulation
-from storyeval_training.plots.extraction import extract_storyline, extract_verb_argument_plot, verb_argument_plot
-from storyeval_training.plots.manipulation import (
+from storyeval_training.data.plots import build_plots, manipulation
+from storyeval_training.data.plots.extraction import extract_storyline, extract_verb_argument_plot, verb_argument_plot
+from storyeval_training.data.plots.manipulation import (
     REORDER_FALLBACK,
     TECHNIQUES,
     PlotLexicon,
@@ -103,7 +103,7 @@ def test_a_name_placeholder_is_never_taken_for_a_verb():
 
 
 def test_a_release_plot_is_cut_where_its_kept_story_ends_not_by_sentence_count():
-    from storyeval_training.plots.build_plots import cut_to_story
+    from storyeval_training.data.plots.build_plots import cut_to_story
 
     # the release put two of the story's sentences in one chunk, so the plot has more parts than sentences
     plot = [["Maria", "received", "a call"], ["sighed"], ["fix", "six years of disability"], ["dragons", "flew"]]

@@ -4,7 +4,7 @@ import subprocess
 
 import torch
 
-from storyeval_training import model_card, provenance
+from storyeval_training.export import model_card, provenance
 
 
 def git(*args: str) -> str:
@@ -68,10 +68,10 @@ def test_prepared_stories_and_negatives_are_cached_under_their_code(tmp_path, mo
     # `datasets` keys neither a builder class's cache nor map(make_pairs) by the code they run
     from datasets.fingerprint import Hasher
 
-    from storyeval_training.builders import BUILDERS
-    from storyeval_training.builders.common import BUILDERS_CODE
-    from storyeval_training.negatives import sampler as sampler_module
-    from storyeval_training.negatives.substitution import KeywordLexicon
+    from storyeval_training.data.builders import BUILDERS
+    from storyeval_training.data.builders.common import BUILDERS_CODE
+    from storyeval_training.data.negatives import sampler as sampler_module
+    from storyeval_training.data.negatives.substitution import KeywordLexicon
 
     builder = BUILDERS["roc"](cache_dir=str(tmp_path), data_dir=str(tmp_path))
     assert BUILDERS_CODE in builder.cache_dir

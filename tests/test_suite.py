@@ -267,7 +267,7 @@ def test_the_shipped_learned_weights_fit_their_configs_parts():
 
 
 def test_the_correlation_benchmark_reads_the_learned_combination_off_a_plain_result(roc_suite, weights_file):
-    from benchmarks.story_quality_correlation import add_learned
+    from benchmarks.agreement.story_quality_correlation import add_learned
 
     plain = roc_suite.score(CONTINUATIONS, CONTEXTS, combination="mean")
     learned = roc_suite.score(CONTINUATIONS, CONTEXTS, combination="learned")

@@ -20,7 +20,7 @@ def test_delexicalize_lowercase_masks_names_that_cased_text_writes_as_names():
 
 
 def test_the_shipped_lowercase_names_are_what_the_command_builds(tmp_path):
-    from storyeval_training import lowercase_names
+    from storyeval_training.data import lowercase_names
 
     output = tmp_path / "names.txt"
     lowercase_names.main(["--output", str(output)])
@@ -28,7 +28,7 @@ def test_the_shipped_lowercase_names_are_what_the_command_builds(tmp_path):
 
 
 def test_lowercase_names_need_capitals_in_most_uses_and_a_first_name():
-    from storyeval_training.lowercase_names import count_uses, mostly_names
+    from storyeval_training.data.lowercase_names import count_uses, mostly_names
 
     lines = ["Then Tom left . Tom ran and Jack sang .", "I met Tom , Tom , Tom and Tom . Smith came , Smith left , Smith , Smith , Smith , Smith .",
              "we saw jack , jack , jack . I met Jack , Jack , Jack , Jack ."]
@@ -91,7 +91,7 @@ def test_a_placeholder_does_not_make_lower_cased_text_count_as_cased():
 
 @pytest.mark.parametrize("bad", [["--min-capitalised", "0"], ["--min-share", "0.5"], ["--min-share", "1.5"]])
 def test_lowercase_names_options_are_checked_before_anything_is_read(bad, tmp_path, capsys):
-    from storyeval_training import lowercase_names
+    from storyeval_training.data import lowercase_names
 
     with pytest.raises(SystemExit):
         lowercase_names.main(["--output", str(tmp_path / "names.txt"), *bad])
@@ -100,7 +100,7 @@ def test_lowercase_names_options_are_checked_before_anything_is_read(bad, tmp_pa
 
 
 def test_lowercase_names_without_the_cased_text_names_the_missing_file(tmp_path):
-    from storyeval_training import lowercase_names
+    from storyeval_training.data import lowercase_names
 
     with pytest.raises(FileNotFoundError, match="wp_valid.target"):
         lowercase_names.main(["--data-dir", str(tmp_path), "--output", str(tmp_path / "names.txt")])

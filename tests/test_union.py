@@ -143,7 +143,7 @@ def test_a_checkpoint_can_score_a_long_story_by_its_weakest_window(tmp_path):
 def test_window_aggregation_is_chosen_on_validation_pairs_and_written_into_the_checkpoint(tmp_path):
     from conftest import save_tiny_checkpoint
 
-    from storyeval_training import window_aggregation
+    from storyeval_training.export import window_aggregation
 
     checkpoint = save_tiny_checkpoint(tmp_path / "ckpt", max_length=32, window_stride=16)
     long_story = " ".join(f"word{i} ." for i in range(30))
@@ -292,7 +292,7 @@ def test_default_config_is_roc(tiny_checkpoint, monkeypatch, tmp_path):
 
 def save_tiny_training_inputs(tmp_path, tokenizer, pairs: int):
     """A tiny BERT encoder in tmp_path/encoder (returned) and ``pairs`` repetition pairs in tmp_path/pairs (validation: 2)."""
-    from storyeval_training import build_negatives
+    from storyeval_training.data import build_negatives
 
     encoder_dir = tmp_path / "encoder"
     BertModel(tiny_encoder_config()).save_pretrained(encoder_dir)
@@ -312,7 +312,7 @@ def save_tiny_training_inputs(tmp_path, tokenizer, pairs: int):
 
 @pytest.mark.slow
 def test_training_smoke_run_writes_a_loadable_checkpoint(tmp_path, tokenizer):
-    from storyeval_training import train_union
+    from storyeval_training.recipes import train_union
 
     encoder_dir = save_tiny_training_inputs(tmp_path, tokenizer, 6)
     args = train_union.parse_args(
@@ -360,8 +360,9 @@ def test_training_smoke_run_writes_a_loadable_checkpoint(tmp_path, tokenizer):
 def test_a_resumed_run_trains_on_the_batches_the_uninterrupted_one_did(
     tmp_path, tokenizer, monkeypatch, pairs, accumulation, steps, resume_at, batches_after
 ):
-    from storyeval_training import build_negatives, train_union
+    from storyeval_training.data import build_negatives
     from storyeval_training.loop import load_trainer_state
+    from storyeval_training.recipes import train_union
 
     encoder_dir = tmp_path / "encoder"
     BertModel(tiny_encoder_config()).save_pretrained(encoder_dir)
@@ -415,7 +416,7 @@ def test_a_resumed_run_trains_on_the_batches_the_uninterrupted_one_did(
 @pytest.mark.parametrize("option", ["--eval-steps", "--checkpointing-steps", "--gradient-accumulation-steps", "--per-device-eval-batch-size",
                                     "--num-train-epochs", "--max-train-pairs", "--max-train-steps", "--learning-rate"])
 def test_training_options_that_must_be_positive_are_usage_errors(option, capsys):
-    from storyeval_training import train_union
+    from storyeval_training.recipes import train_union
 
     with pytest.raises(SystemExit):
         train_union.parse_args(["--dataset", "roc", "--output-dir", "never-made", option, "0"])
@@ -436,7 +437,7 @@ def test_training_options_that_must_be_positive_are_usage_errors(option, capsys)
     ],
 )
 def test_training_options_that_would_fail_after_the_output_folder_are_usage_errors(options, message, tmp_path, capsys):
-    from storyeval_training import train_union
+    from storyeval_training.recipes import train_union
 
     (tmp_path / "best").mkdir()
     with pytest.raises(SystemExit):
@@ -450,7 +451,7 @@ def test_a_negative_reconstruction_weight_is_refused_by_the_config():
 
 
 def test_pair_accuracy_ranks_each_human_story_against_its_own_negative():
-    from storyeval_training.train_union import pair_accuracy
+    from storyeval_training.recipes.train_union import pair_accuracy
 
     labels = torch.tensor([1, 0, 1, 0, 1, 0])
     # every score is above the 0.5 threshold, so threshold accuracy is 0.5, yet two pairs of three rank right, one ties
@@ -463,7 +464,7 @@ def test_pair_accuracy_ranks_each_human_story_against_its_own_negative():
 
 
 def test_reconstruction_targets_are_the_original_words_not_special_tokens(tokenizer):
-    from storyeval_training import train_union
+    from storyeval_training.recipes import train_union
 
     batch = {"id": ["s1"], "human": ["he ate apples ."], "negative": ["he ate ate apples ."], "original": ["he ate apples ."]}
     examples = train_union.to_examples(batch, tokenizer, max_length=32)
@@ -489,7 +490,8 @@ def test_the_best_evaluation_is_the_earliest_of_equals_and_never_nan():
 
 @pytest.mark.slow
 def test_training_selects_on_other_pairs_when_given(tmp_path, tokenizer):
-    from storyeval_training import build_negatives, train_union
+    from storyeval_training.data import build_negatives
+    from storyeval_training.recipes import train_union
 
     encoder_dir = tmp_path / "encoder"
     BertModel(tiny_encoder_config()).save_pretrained(encoder_dir)
@@ -523,7 +525,7 @@ def test_training_selects_on_other_pairs_when_given(tmp_path, tokenizer):
     assert results["selected_by"] == "selection_pair_accuracy"
     assert results["train_pairs_dropped_for_selection"] == 0 and "0 training pairs" in (tmp_path / "export" / "README.md").read_text()
     # results from before the screening say so instead of claiming none were dropped
-    from storyeval_training.model_card import write_union_card
+    from storyeval_training.export.model_card import write_union_card
 
     write_union_card(tmp_path / "export", {k: v for k, v in results.items() if k != "train_pairs_dropped_for_selection"})
     assert "were not screened" in (tmp_path / "export" / "README.md").read_text()
@@ -570,7 +572,7 @@ def test_training_selects_on_other_pairs_when_given(tmp_path, tokenizer):
 
 @pytest.mark.parametrize("start", ["encoder", "union-checkpoint"])
 def test_training_max_length_beyond_the_encoder_is_a_clear_error(tmp_path, tokenizer, tiny_checkpoint, start):
-    from storyeval_training import train_union
+    from storyeval_training.recipes import train_union
 
     encoder_dir = tmp_path / "encoder"
     BertModel(tiny_encoder_config()).save_pretrained(encoder_dir)  # 64 positions
@@ -684,7 +686,8 @@ def test_the_learning_rate_schedule_ends_when_training_does(batches, processes, 
 
 @pytest.mark.slow
 def test_top_layer_training_leaves_the_rest_of_the_backbone_as_it_was(tmp_path, tokenizer, capsys):
-    from storyeval_training import build_negatives, train_union
+    from storyeval_training.data import build_negatives
+    from storyeval_training.recipes import train_union
 
     encoder_dir = tmp_path / "encoder"
     config = tiny_encoder_config()
@@ -719,7 +722,7 @@ def test_top_layer_training_leaves_the_rest_of_the_backbone_as_it_was(tmp_path, 
     assert torch.allclose(UnionModel.from_pretrained(tmp_path / "export")(ids).logits,
                           UnionModel.from_pretrained(tmp_path / "run" / "best").eval()(ids).logits, atol=2e-3)
     # a state's best weights export with a card: while the run goes on, from its final state, or after it ended
-    from storyeval_training import export_state
+    from storyeval_training.export import export_state
 
     finished = (tmp_path / "run" / "all_results.json").read_text()
     (tmp_path / "run" / "all_results.json").unlink()  # as if the run were still going
@@ -767,7 +770,7 @@ def test_top_layers_beyond_the_encoder_are_refused():
 
 @pytest.mark.slow
 def test_a_run_stopped_by_its_time_budget_saves_a_state_to_resume_from(tmp_path, tokenizer):
-    from storyeval_training import train_union
+    from storyeval_training.recipes import train_union
 
     encoder_dir = save_tiny_training_inputs(tmp_path, tokenizer, 8)
     common = ["--pairs-dir", str(tmp_path / "pairs"), "--model-name-or-path", str(encoder_dir), "--max-train-steps", "4",
@@ -784,7 +787,7 @@ def test_a_run_stopped_by_its_time_budget_saves_a_state_to_resume_from(tmp_path,
 
 @pytest.mark.slow
 def test_a_run_stopped_at_a_step_continues_as_the_whole_run(tmp_path, tokenizer):
-    from storyeval_training import train_union
+    from storyeval_training.recipes import train_union
 
     encoder_dir = save_tiny_training_inputs(tmp_path, tokenizer, 8)
 

@@ -4,10 +4,10 @@ import json
 import datasets
 import pytest
 
-from storyeval_training.builders import InputFormatError, WritingPrompts, WritingPromptsMachine, prepare
-from storyeval_training.builders.wp_extra import prompt_key, strip_preamble
-from storyeval_training.wp_machine_pairs import build as build_machine_pairs
-from storyeval_training.wp_machine_pairs import equal_length
+from storyeval_training.data.builders import InputFormatError, WritingPrompts, WritingPromptsMachine, prepare
+from storyeval_training.data.builders.wp_extra import prompt_key, strip_preamble
+from storyeval_training.data.wp_machine_pairs import build as build_machine_pairs
+from storyeval_training.data.wp_machine_pairs import equal_length
 
 
 def all_rows(builder):
@@ -126,7 +126,7 @@ def test_a_broken_jsonl_line_is_named_with_its_position(wp_root, tmp_path):
 
 
 def test_machine_pairs_refuse_bad_options_before_writing(wp_root, tmp_path, capsys):
-    from storyeval_training import wp_machine_pairs
+    from storyeval_training.data import wp_machine_pairs
 
     existing = tmp_path / "out"
     existing.mkdir()
@@ -140,7 +140,7 @@ def test_machine_pairs_refuse_bad_options_before_writing(wp_root, tmp_path, caps
 
 
 def test_build_negatives_names_the_configs_of_an_unknown_one(wp_root):
-    from storyeval_training.build_negatives import story_builder
+    from storyeval_training.data.build_negatives import story_builder
 
     with pytest.raises(KeyError, match=r"unknown config 'extras' of dataset 'wp'; choose from \['default', 'extra'\]"):
         story_builder("wp", "extras", data_dir=str(wp_root))

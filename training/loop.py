@@ -36,7 +36,7 @@ from tqdm.auto import tqdm
 from transformers import SchedulerType, get_scheduler
 from transformers.trainer_pt_utils import LengthGroupedSampler
 
-from storyeval_training.provenance import environment
+from storyeval_training.export.provenance import environment
 from storyeval_training.selection import best_by, improves
 
 logger = logging.getLogger("storyeval_training.loop")

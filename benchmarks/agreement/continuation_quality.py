@@ -33,12 +33,12 @@ from scipy import stats
 
 from storyeval_training.paths import data_dir
 
-from .common import BUNDLED, command_line, machine, write_results
+from ..common import BUNDLED, command_line, machine, write_results
 
 
 def check_heldout_split(folder: Path) -> None:
     """Refuse a checkpoint trained on another split: its "held-out" pairs would include training ones."""
-    from storyeval_training import continuation_data
+    from storyeval_training.data import continuation_data
 
     results = folder / "training_results.json"
     if not results.is_file():
@@ -59,7 +59,7 @@ def evaluate_checkpoint(folder: Path, batch_size: int = 512) -> dict:
 
     from storyeval.models.continuation.model import CRITERIA
     from storyeval.scoring.continuation import ContinuationScorer
-    from storyeval_training import continuation_data
+    from storyeval_training.data import continuation_data
 
     check_heldout_split(folder)
     scorer = ContinuationScorer(folder, device="cpu", preprocess=False)  # the loaders already normalise
@@ -118,7 +118,7 @@ def cloze_accuracy(first_scores, second_scores, right_endings) -> float:
 def recipe_arguments(folder: Path, output_dir: str, statistics: Path, encoder: Path | None):
     """The training arguments the checkpoint in ``folder`` was trained with, for a new run into ``output_dir`` that
     reuses the statistics in ``statistics`` and reads ``encoder`` (None: the count-only twin)."""
-    from storyeval_training import train_continuation
+    from storyeval_training.recipes import train_continuation
 
     recorded = json.loads((folder / "training_results.json").read_text())["args"]
     argv = ["--output-dir", output_dir, "--resources-dir", str(statistics), "--cloze-split", recorded.get("cloze_split", "train")]
@@ -137,7 +137,8 @@ def cross_validate(folder: Path, folds: int, with_encoder: bool, rated=None) -> 
 
     from storyeval.models.continuation.model import CRITERIA
     from storyeval.scoring.continuation import ContinuationScorer
-    from storyeval_training import continuation_data, train_continuation
+    from storyeval_training.data import continuation_data
+    from storyeval_training.recipes import train_continuation
 
     if rated is None:
         root = data_dir() / "continuation"
@@ -192,7 +193,7 @@ def main(argv=None):
     print("full:", json.dumps(payload["full"], indent=1))
     if args.ablation:
         from storyeval.models.continuation.features import FEATURE_GROUPS
-        from storyeval_training import train_continuation
+        from storyeval_training.recipes import train_continuation
 
         ablation = {"machine": payload["machine"], "command": payload["command"], "checkpoint": str(checkpoint),
                     "variants": {"all (bundled checkpoint)": payload["full"]}}
@@ -224,7 +225,7 @@ def main(argv=None):
                                                                        "checkpoint": str(checkpoint), "variants": variants}))
         payload["cross_validated"] = {name: result["spearman"] for name, result in variants.items()}
     if args.update_card:
-        from storyeval_training.model_card import write_continuation_card
+        from storyeval_training.export.model_card import write_continuation_card
 
         results = json.loads((checkpoint / "training_results.json").read_text())
         write_continuation_card(checkpoint, results, {**payload["full"], "command": payload["command"],

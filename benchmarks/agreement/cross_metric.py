@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import argparse
 
-from .common import BUNDLED, command_line, machine, metric_checkpoint_spec, write_results
-from .correlation import HUMAN_SETS, format_row, load_human_set, score_set
+from ..common import BUNDLED, command_line, machine, metric_checkpoint_spec, write_results
+from ..correlation import HUMAN_SETS, format_row, load_human_set, score_set
 
 DEFAULT_CHECKPOINTS = [
     ("union", "union-roc", str(BUNDLED / "union-roc")),

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import argparse
 
-from storyeval_training.continuation_data import read_deltascore_stories
+from storyeval_training.data.continuation_data import read_deltascore_stories
 from storyeval_training.paths import data_dir
 
-from .common import add_checkpoint_options, checked_checkpoints, command_line, correlations, machine, write_results
+from ..common import add_checkpoint_options, checked_checkpoints, command_line, correlations, machine, write_results
 
 
 def rated_stories(corpus: str) -> tuple[list[str], dict[str, list[float]]]:

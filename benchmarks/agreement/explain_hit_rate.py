@@ -28,8 +28,8 @@ import random
 import time
 from collections import defaultdict
 
+from benchmarks.checkpoints.reference_scores import test_stories
 from benchmarks.common import CHECKOUT, command_line, machine, metric_checkpoint_spec, write_results
-from benchmarks.reference_scores import test_stories
 from storyeval_training.paths import data_dir
 
 KINDS = ("negation", "antonym", "repeat_ngram", "repeat_sentence")
@@ -41,9 +41,9 @@ DEFAULT_CHECKPOINTS = [
 
 def plant(kind: str, units: list[list[str]], rng: random.Random, lexicon) -> list[list[str]] | None:
     """``units`` (token lists, the first the context) with one sentence after the first changed, or None."""
-    from storyeval_training.negatives.repetition import repeat_ngram, repeat_sentence
-    from storyeval_training.negatives.sampler import alter_negation_in_story
-    from storyeval_training.negatives.substitution import substitute_keywords
+    from storyeval_training.data.negatives.repetition import repeat_ngram, repeat_sentence
+    from storyeval_training.data.negatives.sampler import alter_negation_in_story
+    from storyeval_training.data.negatives.substitution import substitute_keywords
 
     if kind == "negation":
         return alter_negation_in_story(units, 1, rng)
@@ -64,7 +64,7 @@ def plant(kind: str, units: list[list[str]], rng: random.Random, lexicon) -> lis
 
 def build_cases(per_kind: int, seed: int) -> list[dict]:
     """``per_kind`` cases of each kind, from the test stories in order, one kind per story in turn."""
-    from storyeval_training.negatives.substitution import KeywordLexicon
+    from storyeval_training.data.negatives.substitution import KeywordLexicon
 
     lexicon = KeywordLexicon.from_data_dir(data_dir())
     counts = dict.fromkeys(KINDS, 0)

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import argparse
 
-from .common import add_checkpoint_options, checked_checkpoints, command_line, machine, write_results
-from .correlation import format_row, load_human_set, read_amt_ratings, reproduce_paper, score_set, update_card
+from ..common import add_checkpoint_options, checked_checkpoints, command_line, machine, write_results
+from ..correlation import format_row, load_human_set, read_amt_ratings, reproduce_paper, score_set, update_card
 
 ORDER = ("spearman", "kendall", "pearson")  # the paper prints Spearman and Kendall
 

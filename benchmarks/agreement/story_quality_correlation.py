@@ -45,7 +45,7 @@ def deltascore_sets() -> dict[str, tuple[str, list[str], list[str], np.ndarray]]
     """name -> (corpus, contexts, continuations, overall ratings) for the held-out DeltaScore pairs."""
     import datasets
 
-    from storyeval_training import continuation_data
+    from storyeval_training.data import continuation_data
 
     root = data_dir() / "continuation"
     rated = datasets.concatenate_datasets([continuation_data.read_deltascore(root / f"deltascore_crowdsource_{c}.jsonl") for c in ("roc", "wp")])

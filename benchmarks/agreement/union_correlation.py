@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import argparse
 
-from .common import BUNDLED, add_checkpoint_options, checked_checkpoints, command_line, machine, write_results
-from .correlation import format_row, load_human_set, reproduce_paper, score_set, update_card
+from ..common import BUNDLED, add_checkpoint_options, checked_checkpoints, command_line, machine, write_results
+from ..correlation import format_row, load_human_set, reproduce_paper, score_set, update_card
 
 
 def main(argv=None):

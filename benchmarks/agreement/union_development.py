@@ -24,7 +24,7 @@ import numpy as np
 
 from storyeval_training.paths import data_dir
 
-from .common import add_checkpoint_options, checked_checkpoints, command_line, correlations, machine, write_results
+from ..common import add_checkpoint_options, checked_checkpoints, command_line, correlations, machine, write_results
 
 SETS = ("roc", "wp")
 DEVELOPMENT_SIDES = ("train", "validation")
@@ -34,7 +34,7 @@ def development_stories(set_name: str) -> tuple[list[str], list[float], list[str
     """(context + continuation, overall rating, generating model) for one set's non-held-out DeltaScore pairs."""
     import datasets
 
-    from storyeval_training import continuation_data
+    from storyeval_training.data import continuation_data
 
     root = data_dir() / "continuation"
     # the split is drawn over both files together, as training and the held-out benchmark draw it

@@ -20,7 +20,7 @@ from __future__ import annotations
 import argparse
 from collections import defaultdict
 
-from .common import BUNDLED, add_checkpoint_options, checked_checkpoints, command_line, machine, write_results
+from ..common import BUNDLED, add_checkpoint_options, checked_checkpoints, command_line, machine, write_results
 
 
 def pair_accuracy(human_scores, negative_scores, techniques) -> dict:
@@ -56,7 +56,7 @@ def main(argv=None):
     if args.pairs_dir:
         pairs = datasets.load_from_disk(args.pairs_dir)[args.split]
     else:
-        from storyeval_training import build_negatives
+        from storyeval_training.data import build_negatives
 
         pairs = build_negatives.build("roc", (args.split,), seed=42)[args.split]
     payload = {"machine": machine(), "command": command_line(__name__, argv),

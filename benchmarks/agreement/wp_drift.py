@@ -21,7 +21,7 @@ from __future__ import annotations
 import argparse
 import random
 
-from .common import checkpoint_spec, command_line, machine, write_results
+from ..common import checkpoint_spec, command_line, machine, write_results
 from .wp_extra_pairs import outcome
 
 WINDOWS = (128, 256, 512)

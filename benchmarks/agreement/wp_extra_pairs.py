@@ -22,7 +22,7 @@ import argparse
 import json
 from collections import defaultdict
 
-from .common import add_checkpoint_options, checked_checkpoints, command_line, machine, write_results
+from ..common import add_checkpoint_options, checked_checkpoints, command_line, machine, write_results
 
 WEAK = ("gpt2-xl", "opt-2.7b", "gpt-neo-2.7b", "gpt-j-6b", "gpt-neox-20b")
 
@@ -43,8 +43,8 @@ def accuracies(humans, machines, generators) -> dict:
 
 def test_stories_by_source(cache_dir: str | None) -> tuple[list[str], list[str]]:
     """The WP builder's test stories (``extra`` config) and each one's source (``wp_valid`` for the plot-guided release)."""
-    from storyeval_training.builders import WritingPrompts, load_split
-    from storyeval_training.builders.wp_extra import HUMAN_FILE, default_extra_dir
+    from storyeval_training.data.builders import WritingPrompts, load_split
+    from storyeval_training.data.builders.wp_extra import HUMAN_FILE, default_extra_dir
 
     sources = {}
     with (default_extra_dir() / HUMAN_FILE).open(encoding="utf-8") as handle:

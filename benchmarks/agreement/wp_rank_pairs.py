@@ -19,7 +19,7 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
-from .common import add_checkpoint_options, checked_checkpoints, command_line, machine, write_results
+from ..common import add_checkpoint_options, checked_checkpoints, command_line, machine, write_results
 from .wp_extra_pairs import outcome
 
 RANK_FILE = "rank_pairs.jsonl"
@@ -71,8 +71,8 @@ def main(argv=None):
     checkpoints = checked_checkpoints(parser, args)
 
     from storyeval.scoring.sequence import load_story_classifier
-    from storyeval_training.builders import WritingPrompts, load_split
-    from storyeval_training.builders.wp_extra import default_extra_dir
+    from storyeval_training.data.builders import WritingPrompts, load_split
+    from storyeval_training.data.builders.wp_extra import default_extra_dir
 
     stories, split_of = {}, {}
     for split in ("train", "validation", "test"):

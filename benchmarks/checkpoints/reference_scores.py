@@ -39,8 +39,8 @@ QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)
 
 def test_stories(corpus: str) -> list[list[str]]:
     """The test split's stories as sentence lists, the context (first sentence or prompt) first."""
-    from storyeval_training.build_negatives import story_units
-    from storyeval_training.builders import BUILDERS, load_split
+    from storyeval_training.data.build_negatives import story_units
+    from storyeval_training.data.builders import BUILDERS, load_split
 
     split = load_split(BUILDERS[corpus], "test")
     return [[" ".join(tokens) for tokens in story_units(example)] for example in split]
@@ -67,7 +67,7 @@ def seen_in_training(folder: Path, metric: str) -> frozenset[str]:
         return frozenset()
     from storyeval import text as textlib
     from storyeval_training.paths import data_dir
-    from storyeval_training.train_plot_coherence import PAPER_AF_FILES, read_af_tsv
+    from storyeval_training.recipes.train_plot_coherence import PAPER_AF_FILES, read_af_tsv
 
     return frozenset(textlib.leakage_key(human) for name in PAPER_AF_FILES for human, _ in read_af_tsv(data_dir() / "roc" / name))
 
@@ -101,7 +101,7 @@ def main(argv=None):
     from storyeval.analysis.percentiles import build_reference, write_reference
     from storyeval.checkpoints.resolution import recorded_metric
     from storyeval.scoring.sequence import load_scorer
-    from storyeval_training.builders import BUILDERS
+    from storyeval_training.data.builders import BUILDERS
 
     plans = []
     for label, folder in checkpoints.items():  # every folder is checked before any scoring

@@ -91,15 +91,15 @@ def corpora_of(metric: str, config: str) -> tuple[str, ...]:
 
 def load_corpus(corpus: str) -> dict[str, list[list[str]]]:
     """split -> stories as sentence lists (context first), from the builders."""
-    from storyeval_training.build_negatives import story_units
-    from storyeval_training.builders import BUILDERS, load_split
+    from storyeval_training.data.build_negatives import story_units
+    from storyeval_training.data.builders import BUILDERS, load_split
 
     return {split: [[" ".join(tokens) for tokens in story_units(example)] for example in load_split(BUILDERS[corpus], split)]
             for split in ("train", "validation", "test")}
 
 
 def negated(sentences: list[str], rng: random.Random) -> list[str] | None:
-    from storyeval_training.negatives.sampler import alter_negation_in_story
+    from storyeval_training.data.negatives.sampler import alter_negation_in_story
 
     altered = alter_negation_in_story([s.split() for s in sentences], 0, rng)
     return None if altered is None else [" ".join(tokens) for tokens in altered]

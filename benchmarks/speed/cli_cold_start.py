@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from .common import command_line, machine, write_results
+from ..common import command_line, machine, write_results
 
 STORIES = (
     "Tom went to the store. He bought milk. He went home.",

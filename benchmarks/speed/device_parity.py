@@ -19,8 +19,8 @@ from pathlib import Path
 
 from storyeval.inputs import FLOAT_DTYPE_NAMES
 
+from ..common import checkpoint_spec, command_line, machine, write_results
 from .baseline_scorer import bert_base_sized_scorer
-from .common import checkpoint_spec, command_line, machine, write_results
 from .scoring_speed import CORPORA, score_agreement
 
 

@@ -15,7 +15,7 @@ import argparse
 import resource
 import time
 
-from .common import command_line, machine, write_results
+from ..common import command_line, machine, write_results
 
 
 def main(argv=None):
@@ -30,8 +30,8 @@ def main(argv=None):
 
     import torch
 
-    from storyeval_training.builders import ROCStories, load_split
-    from storyeval_training.plots.generator import build_generator, generate_stories
+    from storyeval_training.data.builders import ROCStories, load_split
+    from storyeval_training.data.plots.generator import build_generator, generate_stories
 
     validation = load_split(ROCStories, "validation")
     plots = [p for p in validation["manipulated_plot"] if any(p)][: args.plots]

@@ -30,9 +30,9 @@ import sys
 import time
 from pathlib import Path
 
+from ..common import CHECKOUT, command_line, correlations, machine, write_results
+from ..correlation import load_human_set
 from . import scoring_speed
-from .common import CHECKOUT, command_line, correlations, machine, write_results
-from .correlation import load_human_set
 from .scoring_speed import CORPORA, add_workload_arguments, score_agreement, workload_checkpoint
 
 BACKENDS = ("openvino", "ctranslate2", "ctranslate2-int16", "ctranslate2-float32", "onnxruntime")  # the first is what dtype="int8" runs
@@ -54,7 +54,7 @@ if threads:
     import torch
     torch.set_num_threads(threads)
 if backend:
-    from benchmarks import int8_backends
+    from benchmarks.speed import int8_backends
     from storyeval.scoring.int8 import runtime as int8_runtime
     int8_backends.register()
     int8_runtime.DEFAULT_BACKEND = backend

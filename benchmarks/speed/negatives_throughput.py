@@ -21,7 +21,7 @@ from pathlib import Path
 
 import psutil  # installed with accelerate (the train extra)
 
-from .common import command_line, machine, write_results
+from ..common import command_line, machine, write_results
 
 
 def tree_pss_mb(process: psutil.Process) -> float:

@@ -27,7 +27,7 @@ import sys
 from storyeval.inputs import DTYPE_NAMES
 from storyeval_training.paths import data_dir
 
-from .common import CHECKOUT, RESULTS, command_line, machine, write_results
+from ..common import CHECKOUT, RESULTS, command_line, machine, write_results
 
 CHILD = r"""
 import json, resource, sys, time
@@ -39,7 +39,7 @@ import_seconds = time.perf_counter() - started
 checkpoint, kind, stories_path, batch_size, dtype = sys.argv[1:6]
 if kind == "bert-base":
     from transformers import AutoTokenizer
-    from benchmarks.baseline_scorer import bert_base_sized_scorer
+    from benchmarks.speed.baseline_scorer import bert_base_sized_scorer
     scorer = bert_base_sized_scorer(AutoTokenizer.from_pretrained(checkpoint))
 else:
     scorer = load_scorer(kind, checkpoint, device="cpu")
@@ -64,7 +64,7 @@ PAIRED_CHILD = r"""
 import json, statistics, sys, time
 import torch
 from storyeval.scoring.sequence import load_scorer
-from benchmarks.baseline_scorer import bert_base_sized_scorer
+from benchmarks.speed.baseline_scorer import bert_base_sized_scorer
 checkpoint, kind, stories_path, batch_size, dtype, rounds = sys.argv[1:7]
 ours = load_scorer(kind, checkpoint, device="cpu")
 bert = bert_base_sized_scorer(ours.tokenizer)
@@ -99,7 +99,7 @@ def run_same_process(checkpoint: str, kind: str, stories_path: str, batch_size: 
 
 
 def roc_test_stories(n: int) -> list[str]:
-    from storyeval_training.builders.roc import parse_plot_guided_line
+    from storyeval_training.data.builders.roc import parse_plot_guided_line
 
     path = data_dir() / "roc" / "rocstories_test.txt"
     lines = path.read_text(encoding="utf-8").splitlines()[:n]
@@ -108,7 +108,7 @@ def roc_test_stories(n: int) -> list[str]:
 
 def wp_test_stories(n: int) -> list[str]:
     """The first ``n`` test stories of the WP builder's ``extra`` config (cut at 200 words), each after its prompt."""
-    from storyeval_training.builders import WritingPrompts, load_split
+    from storyeval_training.data.builders import WritingPrompts, load_split
 
     test = load_split(WritingPrompts, "test", config_name="extra")
     return [story if story.startswith(context) else f"{context} {story}" for context, story in zip(test["context"][:n], test["story"][:n])]

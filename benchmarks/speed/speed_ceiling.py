@@ -24,7 +24,7 @@ import torch
 import torch.nn.functional as F
 from transformers import BertConfig
 
-from .common import RESULTS, command_line, machine, write_results
+from ..common import RESULTS, command_line, machine, write_results
 from .scoring_speed import CORPORA, add_workload_arguments, workload_checkpoint
 
 # the sizes of the BERT-base-sized scorer scoring_speed.py measures: transformers' BertConfig defaults

@@ -20,14 +20,14 @@ import datasets
 
 from storyeval.checkpoints import resources
 from storyeval_training import paths
-from storyeval_training.builders import BUILDERS, prepare
-from storyeval_training.model_card import write_negatives_card
-from storyeval_training.negatives.sampler import NegativeSampler
-from storyeval_training.negatives.substitution import KeywordLexicon
-from storyeval_training.provenance import environment
-from storyeval_training.technique_counts import technique_counts
+from storyeval_training.data.builders import BUILDERS, prepare
+from storyeval_training.data.negatives.sampler import NegativeSampler
+from storyeval_training.data.negatives.substitution import KeywordLexicon
+from storyeval_training.data.technique_counts import technique_counts
+from storyeval_training.export.model_card import write_negatives_card
+from storyeval_training.export.provenance import environment
 
-logger = logging.getLogger("storyeval_training.build_negatives")
+logger = logging.getLogger("storyeval_training.data.build_negatives")
 
 PAIR_FEATURES = datasets.Features(
     {

@@ -22,7 +22,7 @@ import datasets
 
 from storyeval import text as textlib
 from storyeval.models.continuation.model import CRITERIA
-from storyeval_training.builders.common import InputFormatError, require_file
+from storyeval_training.data.builders.common import InputFormatError, require_file
 
 # our criterion <- the DeltaScore ratings it averages
 DELTASCORE_MAPPING = {
@@ -168,8 +168,8 @@ def cloze_pairs(stories: datasets.Dataset, seed: int = 42, exclude_keys=frozense
     sentence of another story. Off-topic endings teach relevance; contradicting
     ones teach what an on-topic but wrong ending looks like.
     """
-    from storyeval_training.negatives.negation import alter_negation
-    from storyeval_training.negatives.substitution import substitute_keywords
+    from storyeval_training.data.negatives.negation import alter_negation
+    from storyeval_training.data.negatives.substitution import substitute_keywords
 
     usable = [s for s in stories["sentences"] if len(s) == 5 and textlib.leakage_key(s[0]) not in exclude_keys]
     rng = random.Random(seed)

@@ -30,8 +30,8 @@ import datasets
 
 from storyeval import text as textlib
 from storyeval.checkpoints import resources
-from storyeval_training.negatives.negation import alter_negation
-from storyeval_training.negatives.substitution import substitute_keywords
+from storyeval_training.data.negatives.negation import alter_negation
+from storyeval_training.data.negatives.substitution import substitute_keywords
 
 KINDS = ("true", "other_story", "later_sentence", "perturbed", "generated")
 GENERATED_GROUP_SUFFIX = "/generated"
@@ -44,7 +44,7 @@ PAIR_FEATURES = datasets.Features(
 
 def story_cloze_keys(path) -> frozenset[str]:
     """Leakage keys (normalised first sentences) of the Story Cloze items."""
-    from storyeval_training.continuation_data import read_story_cloze
+    from storyeval_training.data.continuation_data import read_story_cloze
 
     return frozenset(textlib.leakage_key(context) for context in read_story_cloze(path)["context"]) - {""}
 
@@ -174,9 +174,9 @@ def build_splits(seed: int = 42, cache_dir: str | None = None, data_dir: Path | 
     split its story is in: none crosses from training into validation or the test split.
     """
     from storyeval_training import paths
-    from storyeval_training.builders import ROCStories, load_split
-    from storyeval_training.negatives.substitution import KeywordLexicon
-    from storyeval_training.train_plot_coherence import read_af_tsv
+    from storyeval_training.data.builders import ROCStories, load_split
+    from storyeval_training.data.negatives.substitution import KeywordLexicon
+    from storyeval_training.recipes.train_plot_coherence import read_af_tsv
 
     root = Path(data_dir) if data_dir else paths.data_dir()
     keys = story_cloze_keys(root / "continuation" / "story_cloze_test_spring2016.tsv")

@@ -30,7 +30,7 @@ from lemminflect import getAllLemmas
 from storyeval import text as textlib
 from storyeval.checkpoints import resources
 from storyeval_training import paths
-from storyeval_training.builders.common import open_lines
+from storyeval_training.data.builders.common import open_lines
 
 # cased WritingPrompts text in the shared data: stories, SRL-style plots and prompts
 SOURCES = ("wp/wp_valid.target", "wp/wp_valid.source", "wp/wp_lm_valid.source")
@@ -91,7 +91,7 @@ def main(argv=None) -> list[str]:
         "# First names that are also English words but are written capitalised (names) in at least",
         f"# {args.min_share:.0%} of their sentence-internal uses, and at least {args.min_capitalised} times, in the cased",
         f"# WritingPrompts text of the shared data ({', '.join(SOURCES)}), and first names to gender-guesser.",
-        "# Lower-cased text masks these as names. Built by: python -m storyeval_training.lowercase_names",
+        "# Lower-cased text masks these as names. Built by: python -m storyeval_training.data.lowercase_names",
     ]
     Path(args.output).write_text("\n".join(header + names) + "\n", encoding="utf-8")
     print(f"{len(names)} names written to {args.output}")

@@ -25,11 +25,11 @@ from pathlib import Path
 import datasets
 
 from storyeval import text as textlib
-from storyeval_training.named_sets import pair_folder, per_set, set_names, techniques_per_set
-from storyeval_training.provenance import environment
-from storyeval_training.technique_counts import technique_counts
+from storyeval_training.data.named_sets import pair_folder, per_set, set_names, techniques_per_set
+from storyeval_training.data.technique_counts import technique_counts
+from storyeval_training.export.provenance import environment
 
-logger = logging.getLogger("storyeval_training.mix_pairs")
+logger = logging.getLogger("storyeval_training.data.mix_pairs")
 
 SPLITS = ("train", "validation", "test")
 RECORD = "mix_pairs.json"

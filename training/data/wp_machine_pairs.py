@@ -28,12 +28,12 @@ from pathlib import Path
 
 import datasets
 
-from storyeval_training.build_negatives import PAIR_FEATURES
-from storyeval_training.builders import WritingPromptsMachine, prepare
-from storyeval_training.builders.wp_extra import default_extra_dir
-from storyeval_training.provenance import environment
+from storyeval_training.data.build_negatives import PAIR_FEATURES
+from storyeval_training.data.builders import WritingPromptsMachine, prepare
+from storyeval_training.data.builders.wp_extra import default_extra_dir
+from storyeval_training.export.provenance import environment
 
-logger = logging.getLogger("storyeval_training.wp_machine_pairs")
+logger = logging.getLogger("storyeval_training.data.wp_machine_pairs")
 
 SPLITS = ("train", "validation", "test")
 # Fast-DetectGPT's open models continue the human story's own opening: weak, and paired within one source

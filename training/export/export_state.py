@@ -17,10 +17,10 @@ import argparse
 import json
 from pathlib import Path
 
-from storyeval_training import train_plot_coherence, train_union
+from storyeval_training.export.model_card import CHECKPOINT_CARD_WRITERS
+from storyeval_training.export.provenance import environment
 from storyeval_training.loop import RUN_RESULTS, TRAINER_STATE
-from storyeval_training.model_card import CHECKPOINT_CARD_WRITERS
-from storyeval_training.provenance import environment
+from storyeval_training.recipes import train_plot_coherence, train_union
 
 
 def parse_args(argv=None) -> tuple[argparse.Namespace, argparse.Namespace]:

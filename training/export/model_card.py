@@ -122,7 +122,7 @@ def _card_data(name: str, base_model: str | None, tags: list[str], datasets: lis
 # the reward-gaming results (benchmarks/reward_gaming.py), which each card's Limitations line quotes (and BENCHMARKS.md's
 # table, benchmarks/report.py): one file per run, the first measured every config shipped then, the later ones the configs
 # that came after
-GAMING_RESULTS_DIR = Path(__file__).resolve().parent.parent / "benchmarks" / "results"
+GAMING_RESULTS_DIR = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
 GAMING_RESULT_FILES = ("reward_gaming", "reward_gaming_base_suites", "reward_gaming_wp_base_suite")
 GAMING_LINK = "[reward_gaming.md](../../benchmarks/experiments/reward_gaming.md)"
 GAMING_NAMES = {"prompt_repeated": "the prompt repeated", "sentence_repeated": "a sentence repeated",

@@ -15,8 +15,8 @@ from pathlib import Path
 import storyeval
 
 # the checkout this package was imported from (git finds nothing on a non-editable install)
-CHECKOUT = Path(__file__).resolve().parents[1]
-TRAINING = Path(__file__).resolve().parent
+CHECKOUT = Path(__file__).resolve().parents[2]
+TRAINING = Path(__file__).resolve().parents[1]
 RUNTIME = Path(storyeval.__file__).resolve().parent
 # the runtime's text normalisation (tokenising, names, NLTK access), which training data goes through too
 # (source_hash keys by file name and contents, so moving these files between folders keeps the hash)

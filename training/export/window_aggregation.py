@@ -27,10 +27,10 @@ import torch
 
 from storyeval.scoring import sequence as scoring
 from storyeval.scoring.sequence import WINDOW_AGGREGATIONS, SequenceScorer, load_story_classifier
-from storyeval_training.model_card import rerender_card
-from storyeval_training.train_union import pair_accuracy as interleaved_pair_accuracy
+from storyeval_training.export.model_card import rerender_card
+from storyeval_training.recipes.train_union import pair_accuracy as interleaved_pair_accuracy
 
-logger = logging.getLogger("storyeval_training.window_aggregation")
+logger = logging.getLogger("storyeval_training.export.window_aggregation")
 
 
 def ranked_above(humans: list[float], negatives: list[float]) -> float:

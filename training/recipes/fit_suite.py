@@ -31,10 +31,10 @@ import numpy as np
 
 from storyeval.analysis.suite import COMBINATIONS, CONTINUATION_CRITERION, SUITE_CONFIGS, StoryQuality, check_config
 from storyeval.inputs import text_problem
-from storyeval_training.named_sets import pair_folder, set_names, techniques_per_set
-from storyeval_training.provenance import environment
+from storyeval_training.data.named_sets import pair_folder, set_names, techniques_per_set
+from storyeval_training.export.provenance import environment
 
-logger = logging.getLogger("storyeval_training.fit_suite")
+logger = logging.getLogger("storyeval_training.recipes.fit_suite")
 
 DEFAULT_RULE_MARGIN = 0.005  # the learned rule becomes the default only this far above the plain mean (declared)
 
@@ -270,7 +270,7 @@ def main(argv=None) -> None:
         fits[label]["single_parts"] = {m: evaluate_parts(pair_sets, (m,), with_context=False)["check_accuracy_mean"]["mean"]
                                        for m in story_metrics}
     report = {
-        "command": "python -m storyeval_training.fit_suite " + " ".join(sys.argv[1:] if argv is None else argv),
+        "command": "python -m storyeval_training.recipes.fit_suite " + " ".join(sys.argv[1:] if argv is None else argv),
         "config": args.config, "split": args.split, "seed": args.seed,
         "pair_sets": {name: {"folder": str(folder), "pairs": len(pair_sets[name]), "techniques": args.techniques.get(name)}
                       for name, folder in args.pairs},

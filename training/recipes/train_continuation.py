@@ -47,13 +47,14 @@ from storyeval.models.continuation.encoder import ENCODER_FOLDER, ENCODER_KIND, 
 from storyeval.models.continuation.features import FEATURE_GROUPS, FeatureExtractor, cooccurrence_words
 from storyeval.models.continuation.model import CRITERIA, INPUT_MODES, ContinuationModel
 from storyeval.models.continuation.ngram_lm import NgramLM
-from storyeval_training import continuation_data, paths
-from storyeval_training.builders import ROCStories, WritingPrompts, load_split
+from storyeval_training import paths
+from storyeval_training.data import continuation_data
+from storyeval_training.data.builders import ROCStories, WritingPrompts, load_split
+from storyeval_training.export.provenance import environment
 from storyeval_training.loop import require_positive
-from storyeval_training.provenance import environment
 from storyeval_training.selection import improves
 
-logger = logging.getLogger("storyeval_training.train_continuation")
+logger = logging.getLogger("storyeval_training.recipes.train_continuation")
 
 CLOZE_FOLDS = 2
 
@@ -263,7 +264,7 @@ def train(args, rated_splits: datasets.DatasetDict | None = None) -> dict:
 
     cloze = None
     if args.cloze_pairs and args.cloze_split == "test":
-        from storyeval_training.negatives.substitution import KeywordLexicon
+        from storyeval_training.data.negatives.substitution import KeywordLexicon
 
         # stories neither the statistics nor the encoder saw: the full statistics featurise them
         unseen = load_split(ROCStories, "test", cache_dir=args.cache_dir)
@@ -275,7 +276,7 @@ def train(args, rated_splits: datasets.DatasetDict | None = None) -> dict:
         cloze_wrong = featurize(extractor, cloze["context"], cloze["wrong"])
     elif args.cloze_pairs:
         roc = load_split(ROCStories, "train", cache_dir=args.cache_dir)
-        from storyeval_training.negatives.substitution import KeywordLexicon
+        from storyeval_training.data.negatives.substitution import KeywordLexicon
 
         lexicon = KeywordLexicon.from_data_dir(paths.data_dir())
         folds, rights, wrongs = [], [], []

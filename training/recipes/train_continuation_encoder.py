@@ -33,10 +33,11 @@ from transformers import AutoTokenizer
 from storyeval.checkpoints.resolution import OFFLINE_BACKBONE, backbone_path
 from storyeval.models import UnionModel
 from storyeval.models.continuation.encoder import encode_pairs, pad, save_encoder_config
-from storyeval_training import continuation_pairs, train_union
+from storyeval_training.data import continuation_pairs
 from storyeval_training.loop import LoopArguments, TrainingLoop, add_loop_arguments, check_loop_arguments
+from storyeval_training.recipes import train_union
 
-logger = logging.getLogger("storyeval_training.train_continuation_encoder")
+logger = logging.getLogger("storyeval_training.recipes.train_continuation_encoder")
 
 SELECT_BY = ("pair_accuracy_generated", "pair_accuracy")
 

@@ -43,13 +43,14 @@ import datasets
 
 from storyeval import text as textlib
 from storyeval.checkpoints.resolution import OFFLINE_BACKBONE
-from storyeval_training import paths, train_union
-from storyeval_training.build_negatives import PAIR_FEATURES
-from storyeval_training.builders.common import InputFormatError, human_judged_keys, open_lines
+from storyeval_training import paths
+from storyeval_training.data.build_negatives import PAIR_FEATURES
+from storyeval_training.data.builders.common import InputFormatError, human_judged_keys, open_lines
+from storyeval_training.export.model_card import write_plot_coherence_card
 from storyeval_training.loop import LoopArguments, add_loop_arguments, check_loop_arguments
-from storyeval_training.model_card import write_plot_coherence_card
+from storyeval_training.recipes import train_union
 
-logger = logging.getLogger("storyeval_training.train_plot_coherence")
+logger = logging.getLogger("storyeval_training.recipes.train_plot_coherence")
 
 PAPER_AF_FILES = ("af_manplts_valid.tsv", "af_manplts_test.tsv")
 DEFAULT_MAX_LENGTH = {"roc": 128, "wp": 512}

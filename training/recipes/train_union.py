@@ -24,11 +24,11 @@ from storyeval import text as textlib
 from storyeval.checkpoints.resolution import OFFLINE_BACKBONE, backbone_path
 from storyeval.models import UnionModel
 from storyeval.scoring.sequence import normalize_story
-from storyeval_training import build_negatives
+from storyeval_training.data import build_negatives
+from storyeval_training.export.model_card import write_union_card
 from storyeval_training.loop import LoopArguments, TrainingLoop, add_loop_arguments, check_loop_arguments
-from storyeval_training.model_card import write_union_card
 
-logger = logging.getLogger("storyeval_training.train_union")
+logger = logging.getLogger("storyeval_training.recipes.train_union")
 
 
 # UNION's own options that must be positive when set (the loop checks its own)

@@ -1,9 +1,9 @@
 """`datasets` builders for the story corpora. Loading scripts are gone from
 `datasets`, so the builder classes are used directly (see :func:`load_split`)."""
-from storyeval_training.builders.common import FEATURES, InputFormatError, StoryConfig, assign_split, load_split, prepare
-from storyeval_training.builders.roc import ROCStories
-from storyeval_training.builders.wp import WritingPrompts
-from storyeval_training.builders.wp_extra import WritingPromptsMachine
+from storyeval_training.data.builders.common import FEATURES, InputFormatError, StoryConfig, assign_split, load_split, prepare
+from storyeval_training.data.builders.roc import ROCStories
+from storyeval_training.data.builders.wp import WritingPrompts
+from storyeval_training.data.builders.wp_extra import WritingPromptsMachine
 
 BUILDERS = {"roc": ROCStories, "wp": WritingPrompts}
 

@@ -14,7 +14,7 @@ import datasets
 from datasets.exceptions import DatasetGenerationError
 
 from storyeval import text as textlib
-from storyeval_training import provenance
+from storyeval_training.export import provenance
 
 logger = logging.getLogger(__name__)
 
@@ -38,7 +38,7 @@ FEATURES = datasets.Features(
 
 
 # the code that reads, screens, splits and preprocesses the stories
-BUILDERS_CODE = provenance.source_hash([*(provenance.TRAINING / "builders").glob("*.py"), *provenance.TEXT_PIPELINE])
+BUILDERS_CODE = provenance.source_hash([*(provenance.TRAINING / "data" / "builders").glob("*.py"), *provenance.TEXT_PIPELINE])
 
 
 @dataclasses.dataclass

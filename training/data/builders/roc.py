@@ -20,7 +20,7 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from storyeval_training.builders.common import InputFormatError, StoryBuilder, content_id, open_lines, require_file
+from storyeval_training.data.builders.common import InputFormatError, StoryBuilder, content_id, open_lines, require_file
 
 # story file -> its line-aligned manipulated-plot file (None: the paper released none)
 PLOT_GUIDED_FILES = {

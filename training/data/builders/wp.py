@@ -23,8 +23,8 @@ import re
 from pathlib import Path
 
 from storyeval import text as textlib
-from storyeval_training.builders import wp_extra
-from storyeval_training.builders.common import InputFormatError, StoryBuilder, StoryConfig, content_id, open_lines, require_file
+from storyeval_training.data.builders import wp_extra
+from storyeval_training.data.builders.common import InputFormatError, StoryBuilder, StoryConfig, content_id, open_lines, require_file
 
 _PROMPT_TAG = re.compile(r"^\s*(\[\s*\w+\s*\]\s*)+")
 

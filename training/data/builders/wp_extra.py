@@ -26,15 +26,7 @@ import datasets
 
 from storyeval import text as textlib
 from storyeval.files import json_problem
-from storyeval_training.builders.common import (
-    FEATURES,
-    InputFormatError,
-    StoryBuilder,
-    StoryConfig,
-    assign_split,
-    open_lines,
-    require_file,
-)
+from storyeval_training.data.builders.common import FEATURES, InputFormatError, StoryBuilder, StoryConfig, assign_split, open_lines, require_file
 
 logger = logging.getLogger(__name__)
 
@@ -111,7 +103,7 @@ def _sentences(story: str) -> list[str]:
 @functools.lru_cache(maxsize=4)
 def wp_valid_splits(wp_dir: str, seed: int) -> dict[str, str]:
     """Prompt key -> split of the plot-guided WP stories, so a story with the same prompt joins it."""
-    from storyeval_training.builders.wp import read_plot_guided
+    from storyeval_training.data.builders.wp import read_plot_guided
 
     return {prompt_key(raw["context"]): str(assign_split(raw["id"], seed)) for raw in read_plot_guided(Path(wp_dir))}
 

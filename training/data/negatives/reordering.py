@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import random
 
-from storyeval_training.negatives.repetition import Sentences
+from storyeval_training.data.negatives.repetition import Sentences
 
 
 def reorder(sentences: Sentences, start: int, rng: random.Random) -> Sentences | None:

@@ -20,11 +20,11 @@ from __future__ import annotations
 import dataclasses
 import random
 
-from storyeval_training import provenance
-from storyeval_training.negatives import negation
-from storyeval_training.negatives.reordering import reorder
-from storyeval_training.negatives.repetition import Sentences, repetition
-from storyeval_training.negatives.substitution import KeywordLexicon, substitution
+from storyeval_training.data.negatives import negation
+from storyeval_training.data.negatives.reordering import reorder
+from storyeval_training.data.negatives.repetition import Sentences, repetition
+from storyeval_training.data.negatives.substitution import KeywordLexicon, substitution
+from storyeval_training.export import provenance
 
 NUM_TECHNIQUES = (1, 2, 3, 4)
 NUM_TECHNIQUES_WEIGHTS = (0.5, 0.2, 0.2, 0.1)
@@ -33,7 +33,7 @@ MAX_ATTEMPTS = 5
 # the code that turns a tagged story into a negative; part of the sampler's state, so that
 # `datasets` caches of map(make_pairs) built by older code are not reused
 NEGATIVES_CODE = provenance.source_hash(
-    [*(provenance.TRAINING / "negatives").glob("*.py"), provenance.TRAINING / "build_negatives.py", *provenance.TEXT_PIPELINE]
+    [*(provenance.TRAINING / "data" / "negatives").glob("*.py"), provenance.TRAINING / "data" / "build_negatives.py", *provenance.TEXT_PIPELINE]
 )
 
 

@@ -24,8 +24,8 @@ from lemminflect import getAllLemmas, getInflection
 from wordfreq import word_frequency
 
 from storyeval.checkpoints import resources
-from storyeval_training.builders.common import InputFormatError, open_lines
-from storyeval_training.negatives.repetition import Sentences
+from storyeval_training.data.builders.common import InputFormatError, open_lines
+from storyeval_training.data.negatives.repetition import Sentences
 
 KEYWORD_FRACTION = 0.15
 ANTONYM_RELATIONS = ("/r/Antonym", "/r/NotDesires", "/r/NotCapableOf", "/r/NotHasProperty")

@@ -41,9 +41,9 @@ import numpy as np
 from scipy import optimize, sparse
 from tqdm.auto import tqdm
 
-from storyeval_training.provenance import environment
+from storyeval_training.export.provenance import environment
 
-logger = logging.getLogger("storyeval_training.plots.adversarial_filter")
+logger = logging.getLogger("storyeval_training.data.plots.adversarial_filter")
 
 PAIR_FEATURES = datasets.Features(
     {

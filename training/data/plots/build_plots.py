@@ -42,13 +42,13 @@ from tqdm.auto import tqdm
 from storyeval import text as textlib
 from storyeval.checkpoints import resources
 from storyeval_training import paths
-from storyeval_training.builders import BUILDERS, prepare
-from storyeval_training.plots.extraction import extract_plot
-from storyeval_training.plots.manipulation import TECHNIQUES, PlotLexicon, check_techniques, manipulate_plot
-from storyeval_training.provenance import environment
-from storyeval_training.technique_counts import technique_counts
+from storyeval_training.data.builders import BUILDERS, prepare
+from storyeval_training.data.plots.extraction import extract_plot
+from storyeval_training.data.plots.manipulation import TECHNIQUES, PlotLexicon, check_techniques, manipulate_plot
+from storyeval_training.data.technique_counts import technique_counts
+from storyeval_training.export.provenance import environment
 
-logger = logging.getLogger("storyeval_training.plots.build_plots")
+logger = logging.getLogger("storyeval_training.data.plots.build_plots")
 
 PLOT_SOURCES = ("paper", "extracted")
 DEFAULT_LIMIT = 5000

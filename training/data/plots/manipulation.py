@@ -40,8 +40,8 @@ from pathlib import Path
 from lemminflect import getAllInflections, getAllLemmas
 
 from storyeval.checkpoints import resources
-from storyeval_training.builders.common import InputFormatError, open_lines
-from storyeval_training.negatives.substitution import inflected_antonyms, read_antonyms
+from storyeval_training.data.builders.common import InputFormatError, open_lines
+from storyeval_training.data.negatives.substitution import inflected_antonyms, read_antonyms
 
 Plot = list[list[str]]
 Concept = tuple[str, ...]  # content lemmas of a ConceptNet concept

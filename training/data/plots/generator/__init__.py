@@ -16,15 +16,9 @@ the paper.
 ``training``   -- fine-tuning on :mod:`storyeval_training.loop` (``main``: storyeval-train-plot-generator)
 ``generation`` -- sampling stories from plots (``generate_main``: storyeval-generate-negatives)
 """
-from storyeval_training.plots.generator.decoding import decode_story
-from storyeval_training.plots.generator.generation import (
-    CANDIDATE_FEATURES,
-    generate_main,
-    generate_negatives,
-    generate_stories,
-    parse_generate_args,
-)
-from storyeval_training.plots.generator.model import (
+from storyeval_training.data.plots.generator.decoding import decode_story
+from storyeval_training.data.plots.generator.generation import CANDIDATE_FEATURES, generate_main, generate_negatives, generate_stories, parse_generate_args
+from storyeval_training.data.plots.generator.model import (
     GENERATOR_INFO,
     MAX_NEW_TOKENS,
     MAX_SOURCE_LENGTH,
@@ -37,7 +31,7 @@ from storyeval_training.plots.generator.model import (
     plot_to_text,
     save_generator,
 )
-from storyeval_training.plots.generator.training import add_extra_train_examples, evaluate_loss, load_story_plots, main, parse_args, train
+from storyeval_training.data.plots.generator.training import add_extra_train_examples, evaluate_loss, load_story_plots, main, parse_args, train
 
 __all__ = [
     "CANDIDATE_FEATURES", "GENERATOR_INFO", "MAX_NEW_TOKENS", "MAX_SOURCE_LENGTH", "PHRASE_SEPARATOR", "SENTENCE_MARKER",

@@ -1,5 +1,5 @@
 """``python -m storyeval_training.plots.generator`` (or ``accelerate launch -m``) trains a generator."""
-from storyeval_training.plots.generator.training import main
+from storyeval_training.data.plots.generator.training import main
 
 if __name__ == "__main__":
     main()

@@ -12,8 +12,8 @@ import torch
 from tqdm.auto import tqdm
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from storyeval_training.plots.generator.decoding import decode_story
-from storyeval_training.plots.generator.model import (
+from storyeval_training.data.plots.generator.decoding import decode_story
+from storyeval_training.data.plots.generator.model import (
     GENERATOR_INFO,
     MAX_NEW_TOKENS,
     MAX_SOURCE_LENGTH,
@@ -27,7 +27,7 @@ from storyeval_training.plots.generator.model import (
     plot_to_text,
     source_token_lengths,
 )
-from storyeval_training.provenance import environment
+from storyeval_training.export.provenance import environment
 
 logger = logging.getLogger(__name__)
 

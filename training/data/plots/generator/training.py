@@ -12,9 +12,8 @@ import torch
 from transformers import DataCollatorForSeq2Seq
 
 from storyeval.checkpoints.resolution import OFFLINE_BACKBONE
-from storyeval_training.builders import BUILDERS, load_split
-from storyeval_training.loop import LoopArguments, TrainingLoop, add_loop_arguments, check_loop_arguments
-from storyeval_training.plots.generator.model import (
+from storyeval_training.data.builders import BUILDERS, load_split
+from storyeval_training.data.plots.generator.model import (
     MAX_NEW_TOKENS,
     MAX_SOURCE_LENGTH,
     TEMPERATURE,
@@ -27,6 +26,7 @@ from storyeval_training.plots.generator.model import (
     save_generator,
     source_token_lengths,
 )
+from storyeval_training.loop import LoopArguments, TrainingLoop, add_loop_arguments, check_loop_arguments
 
 logger = logging.getLogger(__name__)
 

@@ -1,0 +1,7 @@
+"""Measurements that go with a checkpoint rather than compare it with people.
+
+``reference_scores`` -- the scores of the held-out human stories that percentiles are read against, kept in the checkpoint's folder
+``training_curve``   -- a run's held-out figures step by step, from its saved state
+
+Imports: ``benchmarks.common`` only; ``agreement`` imports this package.
+"""

@@ -1,0 +1,11 @@
+"""Speed and memory: how fast the metrics score and start, on which devices and in which number formats.
+
+``scoring_speed``, ``speed_ceiling``, ``baseline_scorer`` -- stories per second against a BERT-base-sized scorer
+``cli_cold_start``       -- the storyeval command's start, import by import
+``int8_speed``, ``int8_backends`` -- int8 scoring: speed, and drift from float32
+``device_parity``        -- the same scores on another device
+``generation_speed``, ``negatives_throughput`` -- throughput of the plot generator and of the negatives pipeline
+
+Imports: ``benchmarks.common`` and ``benchmarks.correlation`` (int8's rows on the human sets); never ``agreement``,
+``reward`` or ``checkpoints``.
+"""
