@@ -17,6 +17,7 @@ from storyeval.cli import main as cli
 from storyeval.models import UnionConfig, UnionModel
 from storyeval.scoring.sequence import load_plot_coherence_scorer
 from storyeval_training.data.builders.common import InputFormatError
+from storyeval_training.data.builders.roc import read_af_tsv
 from storyeval_training.export.model_card import write_plot_coherence_card
 from storyeval_training.recipes import train_plot_coherence
 
@@ -56,17 +57,17 @@ def tiny_af_data_root(tmp_path):
 def test_read_af_tsv_groups_each_human_story_with_its_negatives(tmp_path):
     path = tmp_path / "af.tsv"
     write_af_tsv(path, [("a b . c .", ["x .", "y .", "z ."]), ("d e .", ["w </s> v ."])])
-    assert train_plot_coherence.read_af_tsv(path) == [("a b . c .", ["x .", "y .", "z ."]), ("d e .", ["w v ."])]
+    assert read_af_tsv(path) == [("a b . c .", ["x .", "y .", "z ."]), ("d e .", ["w v ."])]
     path.write_text("0\t0\t0\tnegative first\n")
     with pytest.raises(InputFormatError, match="af.tsv:1: a negative before any human story"):
-        train_plot_coherence.read_af_tsv(path)
+        read_af_tsv(path)
     path.write_text("0\t1\tno story column\n")
     with pytest.raises(InputFormatError, match="af.tsv:1: expected"):
-        train_plot_coherence.read_af_tsv(path)
+        read_af_tsv(path)
 
 
 def test_build_pairs_drops_leaked_groups_and_never_pairs_a_story_with_itself(data_root):
-    groups = train_plot_coherence.read_af_tsv(data_root / "roc" / "af_manplts_valid.tsv")
+    groups = read_af_tsv(data_root / "roc" / "af_manplts_valid.tsv")
     groups.append(("same story .", ["same story .", "other story ."]))
     pairs, dropped = train_plot_coherence.build_pairs(groups, data_root / "human")
     assert dropped == 1

@@ -175,8 +175,8 @@ def build_splits(seed: int = 42, cache_dir: str | None = None, data_dir: Path | 
     """
     from storyeval_training import paths
     from storyeval_training.data.builders import ROCStories, load_split
+    from storyeval_training.data.builders.roc import read_af_tsv
     from storyeval_training.data.negatives.substitution import KeywordLexicon
-    from storyeval_training.recipes.train_plot_coherence import read_af_tsv
 
     root = Path(data_dir) if data_dir else paths.data_dir()
     keys = story_cloze_keys(root / "continuation" / "story_cloze_test_spring2016.tsv")

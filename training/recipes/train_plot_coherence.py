@@ -45,7 +45,8 @@ from storyeval import text as textlib
 from storyeval.checkpoints.resolution import OFFLINE_BACKBONE
 from storyeval_training import paths
 from storyeval_training.data.build_negatives import PAIR_FEATURES
-from storyeval_training.data.builders.common import InputFormatError, human_judged_keys, open_lines
+from storyeval_training.data.builders.common import human_judged_keys
+from storyeval_training.data.builders.roc import read_af_tsv
 from storyeval_training.export.model_card import write_plot_coherence_card
 from storyeval_training.loop import LoopArguments, add_loop_arguments, check_loop_arguments
 from storyeval_training.recipes import train_union
@@ -55,26 +56,6 @@ logger = logging.getLogger("storyeval_training.recipes.train_plot_coherence")
 PAPER_AF_FILES = ("af_manplts_valid.tsv", "af_manplts_test.tsv")
 DEFAULT_MAX_LENGTH = {"roc": 128, "wp": 512}
 VALIDATION_PERCENT = 5
-
-
-def read_af_tsv(path) -> list[tuple[str, list[str]]]:
-    """(human story, its negatives) groups from an ``index \\t label \\t group \\t story`` file.
-
-    Each human story (label 1) is followed by its negatives (label 0).
-    """
-    groups: list[tuple[str, list[str]]] = []
-    for lineno, line in open_lines(path):
-        fields = line.split("\t")
-        if len(fields) != 4 or fields[1] not in ("0", "1"):
-            raise InputFormatError(path, lineno, "expected 'index \\t label(0/1) \\t group \\t story'")
-        story = " ".join(fields[3].replace("</s>", " ").split())
-        if fields[1] == "1":
-            groups.append((story, []))
-        elif not groups:
-            raise InputFormatError(path, lineno, "a negative before any human story")
-        else:
-            groups[-1][1].append(story)
-    return groups
 
 
 def read_generated(folder) -> list[tuple[str, list[str]]]:

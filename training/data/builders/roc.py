@@ -9,6 +9,10 @@ Two input formats:
   storyline has tab-separated keywords and ``#`` between sentences, plus the
   paper's manipulated storylines line-aligned in ``manplts_*.txt``.
 
+The same release's adversarially filtered stories (``af_manplts_*.tsv``: each human
+story followed by its implausible ones) are read by :func:`read_af_tsv`, for the
+plot-coherence classifier and continuation quality's encoder.
+
 Example::
 
     from storyeval_training.builders import ROCStories, load_split
@@ -93,6 +97,26 @@ def read_official_csv(path):
                 "context_is_first_sentence": True,
                 "sentences": sentences,
             }
+
+
+def read_af_tsv(path) -> list[tuple[str, list[str]]]:
+    """(human story, its negatives) groups from an ``index \\t label \\t group \\t story`` file.
+
+    Each human story (label 1) is followed by its negatives (label 0).
+    """
+    groups: list[tuple[str, list[str]]] = []
+    for lineno, line in open_lines(path):
+        fields = line.split("\t")
+        if len(fields) != 4 or fields[1] not in ("0", "1"):
+            raise InputFormatError(path, lineno, "expected 'index \\t label(0/1) \\t group \\t story'")
+        story = " ".join(fields[3].replace("</s>", " ").split())
+        if fields[1] == "1":
+            groups.append((story, []))
+        elif not groups:
+            raise InputFormatError(path, lineno, "a negative before any human story")
+        else:
+            groups[-1][1].append(story)
+    return groups
 
 
 class ROCStories(StoryBuilder):
