@@ -72,9 +72,9 @@ setup(
     # repository, so git keeps one copy of the weights (storyeval.checkpoints.bundled finds either place)
     package_dir={"storyeval_training": "training", "storyeval.bundled_checkpoints": "hub_cards", "storyeval.bundled_metrics": "metrics"},
     package_data={
-        # the first names lower-cased text masks (built by python -m storyeval_training.lowercase_names)
+        # the first names lower-cased text masks (built by python -m storyeval_training.data.lowercase_names)
         "storyeval.checkpoints": ["lowercase_names.txt"],
-        "storyeval.analysis": ["suite_weights.json"],  # story_quality's learned combination (storyeval_training.fit_suite)
+        "storyeval.analysis": ["suite_weights.json"],  # story_quality's learned combination (storyeval_training.recipes.fit_suite)
         "storyeval_training.export": ["card_templates/*.md"],
         "storyeval.bundled_checkpoints": BUNDLED_CHECKPOINT_FILES,
         "storyeval.bundled_metrics": ["*/*.py", "*/README.md", "*/requirements.txt"],

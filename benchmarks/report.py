@@ -186,8 +186,8 @@ def _criteria(spearman: dict, intervals: bool = True) -> str:
                       for c in STORY_CLOZE_CRITERIA)
 
 
-# the reward-gaming table (benchmarks/reward_gaming.py; one file per run, the list the cards read too) and the guard's
-# human-set rows (benchmarks/reward_guard_correlation.py)
+# the reward-gaming table (benchmarks/reward/reward_gaming.py; one file per run, the list the cards read too) and the guard's
+# human-set rows (benchmarks/reward/reward_guard_correlation.py)
 GAMING = GAMING_RESULT_FILES
 GUARD_CORRELATION = "reward_guard_correlation"
 

@@ -59,7 +59,7 @@ def _month_and_day_names() -> frozenset[str]:
 
 
 # first names that lower-cased text masks although they are also words ("tom", "jack"): built from
-# cased text by `python -m storyeval_training.lowercase_names`, and kept beside the NLTK data access it is built with
+# cased text by `python -m storyeval_training.data.lowercase_names`, and kept beside the NLTK data access it is built with
 LOWERCASE_NAMES_FILE = Path(resources.__file__).resolve().parent / "lowercase_names.txt"
 
 

@@ -196,7 +196,7 @@ def test_the_recorded_command_is_the_module_form():
 
 
 def test_a_benchmark_run_with_python_m_records_its_own_module_name(monkeypatch):
-    """Under `python -m benchmarks.x`, __name__ is "__main__": the command recorded must still name x."""
+    """Under `python -m benchmarks.<group>.x`, __name__ is "__main__": the command recorded must still name x."""
     import importlib.machinery
     import sys
 

@@ -1,7 +1,7 @@
 """Leave-one-out sentence blame: the library call, the demo's use of it and `storyeval score --explain`.
 
 How often the blame finds a planted contradiction or repetition is measured over hundreds of
-generated cases by ``python -m benchmarks.explain_hit_rate``, not by one example here.
+generated cases by ``python -m benchmarks.agreement.explain_hit_rate``, not by one example here.
 """
 import json
 

@@ -1,4 +1,4 @@
-"""storyeval_training.fit_suite: story_quality's learned combination, fitted on held-out pairs."""
+"""storyeval_training.recipes.fit_suite: story_quality's learned combination, fitted on held-out pairs."""
 import json
 import random
 

@@ -62,7 +62,7 @@ def test_a_card_without_figures_says_how_to_measure_them(tmp_path):
     model_card.write_union_card(tmp_path, results)
     card = ModelCard.load(tmp_path / "README.md")
     assert card.data.eval_results is None and "model-index" not in card.content
-    assert "Not yet measured: run `python -m benchmarks.union_correlation`" in card.text
+    assert "Not yet measured: run `python -m benchmarks.agreement.union_correlation`" in card.text
     assert "See `config.json` for the encoder's size" in card.text  # no weights in this folder
 
 
@@ -71,10 +71,10 @@ def test_update_evaluation_writes_the_figures_and_rerenders(tmp_path):
     folder.mkdir()
     shutil.copy(BUNDLED / "union-roc" / "training_results.json", folder)
     correlations = {"roc": {"pearson": 0.1, "spearman": 0.2, "kendall": 0.3}}
-    model_card.update_evaluation(folder, "union", "python -m benchmarks.union_correlation", correlations)
+    model_card.update_evaluation(folder, "union", "python -m benchmarks.agreement.union_correlation", correlations)
     assert json.loads((folder / "evaluation.json").read_text())["correlations"] == correlations
     card = (folder / "README.md").read_text()
-    assert "| roc | 0.1000 | 0.2000 | 0.3000 |" in card and "command: `python -m benchmarks.union_correlation`" in card
+    assert "| roc | 0.1000 | 0.2000 | 0.3000 |" in card and "command: `python -m benchmarks.agreement.union_correlation`" in card
 
 
 def test_update_evaluation_refuses_bad_input_before_writing(tmp_path):

@@ -29,7 +29,7 @@ def test_percentile_is_the_share_of_reference_items_scoring_lower(tmp_path):
 
 
 def test_reference_problems_are_clear(tmp_path):
-    with pytest.raises(FileNotFoundError, match="from a source checkout .*benchmarks.reference_scores"):
+    with pytest.raises(FileNotFoundError, match="from a source checkout .*benchmarks.checkpoints.reference_scores"):
         percentiles.load_reference(tmp_path)
     write_reference(tmp_path, {"overall": [1.0, 2.0], "relevance": [1.0, 3.0]}, metric="continuation_quality")
     reference = percentiles.load_reference(tmp_path, "roc")
@@ -153,7 +153,7 @@ def test_the_wp_base_config_is_the_wp_base_tier_against_wp_references_with_learn
     assert "union-wp-base" in str(suite.components[0][1]) and "plot-coherence-wp-base" in str(suite.components[1][1])
     result = suite.score(["[MALE] opened the door . the dragon was asleep on the gold ."])
     assert result["combination"]["rule"] == "learned" and result["combination"]["fitted"]["command"].startswith(
-        "python -m storyeval_training.fit_suite --config wp-base")
+        "python -m storyeval_training.recipes.fit_suite --config wp-base")
     weights = result["combination"]["weights"]
     assert set(weights) == {"union", "plot_coherence"} and sum(weights.values()) == pytest.approx(1, abs=1e-3)
     assert result["combined"][0] == pytest.approx(sum(w * result[f"{m}_percentile"][0] for m, w in weights.items()))
@@ -192,7 +192,7 @@ def weights_file(tmp_path, monkeypatch):
     path.write_text(json.dumps({"roc": {
         "default": "mean", "without_contexts": {"union": 0.8, "plot_coherence": 0.2},
         "with_contexts": {"union": 0.5, "plot_coherence": 0.25, "continuation_quality": 0.25},
-        "fitted": {"commit": "abc1234", "command": "python -m storyeval_training.fit_suite ..."}}}))
+        "fitted": {"commit": "abc1234", "command": "python -m storyeval_training.recipes.fit_suite ..."}}}))
     monkeypatch.setattr(suite, "WEIGHTS_FILE", path)
     suite.learned_weights.cache_clear()
     yield path
@@ -263,7 +263,7 @@ def test_the_shipped_learned_weights_fit_their_configs_parts():
         assert sorted(entry["without_contexts"]) == sorted(m for m in parts if m != "continuation_quality")
         for weights in (entry["with_contexts"], entry["without_contexts"]):
             assert min(weights.values()) >= 0 and sum(weights.values()) == pytest.approx(1, abs=1e-3)
-        assert entry["default"] in ("mean", "learned") and entry["fitted"]["command"].startswith("python -m storyeval_training.fit_suite")
+        assert entry["default"] in ("mean", "learned") and entry["fitted"]["command"].startswith("python -m storyeval_training.recipes.fit_suite")
 
 
 def test_the_correlation_benchmark_reads_the_learned_combination_off_a_plain_result(roc_suite, weights_file):

@@ -1,8 +1,8 @@
 """Continuation quality: Spearman on held-out ratings, Story Cloze accuracy, speed, feature ablation.
 
-    python -m benchmarks.continuation_quality                       # the bundled checkpoint
-    python -m benchmarks.continuation_quality --ablation            # also retrain variants (features, cloze negatives)
-    python -m benchmarks.continuation_quality --checkpoint <head> --cross-validate 5   # the recipe on every rated pair
+    python -m benchmarks.agreement.continuation_quality                       # the bundled checkpoint
+    python -m benchmarks.agreement.continuation_quality --ablation            # also retrain variants (features, cloze negatives)
+    python -m benchmarks.agreement.continuation_quality --checkpoint <head> --cross-validate 5   # the recipe on every rated pair
 
 The held-out ratings are the DeltaScore pairs whose contexts fall in the test
 side of the grouped split (split seed 42, whatever the training seed), which training never saw; Story Cloze is

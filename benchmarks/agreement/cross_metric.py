@@ -1,9 +1,9 @@
 """Each metric on the other metric's human set, so the two can be compared on the same data.
 
-    python -m benchmarks.cross_metric
-    python -m benchmarks.cross_metric --checkpoint union:union-roc=hub_cards/union-roc \
+    python -m benchmarks.agreement.cross_metric
+    python -m benchmarks.agreement.cross_metric --checkpoint union:union-roc=hub_cards/union-roc \
         --checkpoint plot_coherence:plot-coherence-roc=hub_cards/plot-coherence-roc
-    python -m benchmarks.cross_metric --checkpoint plot_coherence:plot-coherence-wp=<folder> --output plot_coherence_wp_correlation
+    python -m benchmarks.agreement.cross_metric --checkpoint plot_coherence:plot-coherence-wp=<folder> --output plot_coherence_wp_correlation
 
 Sets: UNION's ``union_roc`` (400 stories) and ``union_wp`` (200), scored as the
 mean of 7 binary votes, and the plot paper's AMT ROC set (300 stories), scored as

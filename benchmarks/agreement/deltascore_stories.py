@@ -1,13 +1,13 @@
 """Agreement of story checkpoints with the DeltaScore ratings of whole generated stories (a test set).
 
-    python -m benchmarks.deltascore_stories --corpus wp --checkpoint plot-coherence-wp=hub_cards/plot-coherence-wp
+    python -m benchmarks.agreement.deltascore_stories --corpus wp --checkpoint plot-coherence-wp=hub_cards/plot-coherence-wp
 
 DeltaScore's crowd-sourced file for a corpus holds generated stories (``story``, continuing ``title``, the
 prompt or opening) rated by people on fluency, coherence, relatedness, logicality and interestingness.
 Each checkpoint scores the story as a reader sees it, ``title + " " + story``, and this reports Pearson,
 Spearman and Kendall with every rated aspect, over every rated story: no story checkpoint (UNION or plot
 coherence) trains on these files. Continuation quality does, so it is measured on their held-out side in
-``benchmarks/continuation_quality.py`` instead.
+``benchmarks/agreement/continuation_quality.py`` instead.
 """
 from __future__ import annotations
 

@@ -1,11 +1,11 @@
 """How often the leave-one-out blame (storyeval.analysis.explain) ranks a planted flaw's sentence first.
 
-    python -m benchmarks.explain_hit_rate                     # bundled union-roc and plot-coherence-roc
-    python -m benchmarks.explain_hit_rate --checkpoint union:ours=outputs/union-roc/best --per-kind 100
+    python -m benchmarks.agreement.explain_hit_rate                     # bundled union-roc and plot-coherence-roc
+    python -m benchmarks.agreement.explain_hit_rate --checkpoint union:ours=outputs/union-roc/best --per-kind 100
 
 Cases come from the ROC builder's held-out test split (``load_split(ROCStories, "test")``):
 each story gets one flaw planted in one sentence after its first, with UNION's own
-perturbations (``storyeval_training.negatives``), the kinds taken in turn:
+perturbations (``storyeval_training.data.negatives``), the kinds taken in turn:
 
 * ``negation``: a negation added or removed (a contradiction of the story as written);
 * ``antonym``: UNION's keyword substitution applied to one sentence, which swaps

@@ -1,7 +1,7 @@
 """Correlation of plot-coherence scores with the plot paper's AMT plausibility ratings (ROC).
 
-    python -m benchmarks.plot_coherence_correlation                            # the paper's row only
-    python -m benchmarks.plot_coherence_correlation --checkpoint ours=outputs/plot-coherence-roc/best
+    python -m benchmarks.agreement.plot_coherence_correlation                            # the paper's row only
+    python -m benchmarks.agreement.plot_coherence_correlation --checkpoint ours=outputs/plot-coherence-roc/best
 
 300 ROC stories (150 human-written, 150 from GPT-2), each rated 0-5 by five
 workers; the human score of a story is its mean rating. First the paper's

@@ -1,6 +1,6 @@
 """Agreement of the story_quality suite's ``combined`` score with every human set, beside its parts.
 
-    python -m benchmarks.story_quality_correlation [--tier base]
+    python -m benchmarks.agreement.story_quality_correlation [--tier base]
 
 ``--tier base`` scores with the base tier's configs (``roc-base``, ``wp-base``) instead of ``roc`` and ``wp``.
 A config with learned weights (``storyeval/analysis/suite_weights.json``) is reported with both combinations:
@@ -14,7 +14,7 @@ Sets (all test sets: nothing here chooses anything; ``combined`` is a fixed mean
 * ``union_wp`` (200), with config ``wp``, whole stories only (its prompts are not marked off
   from the stories, so there is no context to pass; ``combined`` is then UNION's percentile alone);
 * ``deltascore_roc`` and ``deltascore_wp``: the DeltaScore rated pairs held out from continuation
-  quality's training (the test side of its grouped split, as in ``benchmarks/continuation_quality.py``),
+  quality's training (the test side of its grouped split, as in ``benchmarks/agreement/continuation_quality.py``),
   context = the opening sentence or prompt, prediction = the rated continuation, against the
   ``overall`` rating.
 

@@ -1,7 +1,7 @@
 """Correlation of UNION scores with the UNION paper's human judgments.
 
-    python -m benchmarks.union_correlation                      # bundled union-roc and union-wp
-    python -m benchmarks.union_correlation --checkpoint ours=outputs/union-roc/best --update-card
+    python -m benchmarks.agreement.union_correlation                      # bundled union-roc and union-wp
+    python -m benchmarks.agreement.union_correlation --checkpoint ours=outputs/union-roc/best --update-card
 
 First it recomputes the paper's Table 5 UNION row from the paper's own scores
 (``paper_metric_outputs/union.txt``), which checks this harness; then it scores

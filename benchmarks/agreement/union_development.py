@@ -1,6 +1,6 @@
 """Agreement of UNION checkpoints with a small human-judged development set, to choose between them.
 
-    python -m benchmarks.union_development --checkpoint a=runs/a/best --checkpoint b=hub_cards/union-roc
+    python -m benchmarks.agreement.union_development --checkpoint a=runs/a/best --checkpoint b=hub_cards/union-roc
 
 The development set is the part of the DeltaScore crowd ratings
 (``../shared/data/continuation/``) that the continuation metric does not hold

@@ -1,7 +1,7 @@
 """How often a checkpoint scores a human story above its perturbed copy, per perturbation.
 
-    python -m benchmarks.union_pair_accuracy --checkpoint union-roc=hub_cards/union-roc
-    python -m benchmarks.union_pair_accuracy --pairs-dir runs/pairs-roc-42 --checkpoint a=... --checkpoint b=...
+    python -m benchmarks.agreement.union_pair_accuracy --checkpoint union-roc=hub_cards/union-roc
+    python -m benchmarks.agreement.union_pair_accuracy --pairs-dir runs/pairs-roc-42 --checkpoint a=... --checkpoint b=...
 
 The pairs are UNION negatives built by ``storyeval-build-negatives`` from the
 builder's test split: auto-constructed, held out from training and checkpoint

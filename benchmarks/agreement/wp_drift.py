@@ -1,6 +1,6 @@
 """Why a ROC-trained checkpoint drifts on WritingPrompts: its cheap suspects, on the selection signal.
 
-    python -m benchmarks.wp_drift --perturbed-pairs <WP test pairs, seed 42> --machine-pairs <wp_machine_pairs>/pairs
+    python -m benchmarks.agreement.wp_drift --perturbed-pairs <WP test pairs, seed 42> --machine-pairs <wp_machine_pairs>/pairs
 
 Each suspect is a change to how the checkpoint reads a WP story, scored by pair accuracy (the human story
 above its negative, a tie counting half) on auto-constructed and model-written pairs, never on people's
@@ -14,7 +14,7 @@ judgments:
 
 Pairs: UNION's perturbations of the WP builder's test stories (``storyeval-build-negatives --dataset wp
 --splits test --seed 42``) and the weak generators' stories paired with held-out human stories
-(``python -m storyeval_training.wp_machine_pairs``, validation split).
+(``python -m storyeval_training.data.wp_machine_pairs``, validation split).
 """
 from __future__ import annotations
 

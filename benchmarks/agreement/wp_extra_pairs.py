@@ -1,9 +1,9 @@
 """How a checkpoint ranks human WritingPrompts stories against machine ones for the same prompt, per generator.
 
-    python -m benchmarks.wp_extra_pairs --pairs-dir <wp_machine_pairs output>/pairs --split test \\
+    python -m benchmarks.agreement.wp_extra_pairs --pairs-dir <wp_machine_pairs output>/pairs --split test \\
         --checkpoint union-wp-base=hub_cards/union-wp-base --confounds
 
-Pairs come from ``python -m storyeval_training.wp_machine_pairs`` (``wp_extra/``): a human story and a
+Pairs come from ``python -m storyeval_training.data.wp_machine_pairs`` (``wp_extra/``): a human story and a
 machine story written for the same prompt or continuing the same opening, both cut to the shorter one's
 length. Pair accuracy is the share where the human story scores higher (a tie counts half), per
 generator, over the weak generators (the open LMs that continue a human opening: the negatives of

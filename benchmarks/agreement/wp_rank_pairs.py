@@ -1,6 +1,6 @@
 """Do WP checkpoints prefer the story readers upvoted? StoryER's rank pairs of human WP stories (``wp_extra``).
 
-    python -m benchmarks.wp_rank_pairs --checkpoint union-wp-base=hub_cards/union-wp-base --splits validation test
+    python -m benchmarks.agreement.wp_rank_pairs --checkpoint union-wp-base=hub_cards/union-wp-base --splits validation test
 
 ``rank_pairs.jsonl`` pairs two human stories written for the same WP prompt, the one with more reddit upvotes
 first (its README: upvotes are a preference signal, not a rating of quality, and a prompt's pairs cross its

@@ -1,6 +1,6 @@
 """Reference distributions for the percentile scale: each checkpoint's scores of human-written test stories.
 
-    python -m benchmarks.reference_scores --checkpoint union-roc=hub_cards/union-roc \
+    python -m benchmarks.checkpoints.reference_scores --checkpoint union-roc=hub_cards/union-roc \
         --checkpoint union-wp=hub_cards/union-wp --checkpoint plot-coherence-roc=hub_cards/plot-coherence-roc \
         --checkpoint continuation-quality=hub_cards/continuation-quality
 

@@ -1,6 +1,6 @@
 """A run's cost curve: its selection signal against training steps and minutes, read from a saved state.
 
-    python -m benchmarks.training_curve --state <run>/step_200 --output plot_coherence_wp_base_curve
+    python -m benchmarks.checkpoints.training_curve --state <run>/step_200 --output plot_coherence_wp_base_curve
 
 Every evaluation a run made is in its states' ``trainer_state.json`` (``storyeval_training.loop``), and in the
 ``all_results.json`` it writes when it ends, with the step and the training minutes it was made at. This writes them as ``benchmarks/results/<output>.json`` and

@@ -1,9 +1,9 @@
 """How the rewards can be gamed: degenerate outputs a policy drifts to, scored by every shipped config.
 
-    python -m benchmarks.reward_gaming                   # every config, plain and guarded; about an hour on one thread
-    python -m benchmarks.reward_gaming --configs union:roc union:roc-base union:wp union:wp-base plot_coherence:roc \
+    python -m benchmarks.reward.reward_gaming                   # every config, plain and guarded; about an hour on one thread
+    python -m benchmarks.reward.reward_gaming --configs union:roc union:roc-base union:wp union:wp-base plot_coherence:roc \
         plot_coherence:roc-base continuation_quality:deltascore continuation_quality:deltascore-base story_quality:roc story_quality:wp
-    python -m benchmarks.reward_gaming --configs union:roc plot_coherence:roc --output reward_gaming_minilm
+    python -m benchmarks.reward.reward_gaming --configs union:roc plot_coherence:roc --output reward_gaming_minilm
 
 Prompts: the first ``--roc-prompts`` ROCStories and ``--wp-prompts`` WritingPrompts stories of the
 ``storyeval_training`` builders' test splits, after a seeded shuffle (ROC context: the first

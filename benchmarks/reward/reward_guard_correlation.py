@@ -1,6 +1,6 @@
 """Agreement with people of the plain and the guarded rewards, on the human-judged sets.
 
-    python -m benchmarks.reward_guard_correlation
+    python -m benchmarks.reward.reward_guard_correlation
 
 These sets are test sets: the guard's design and bounds were declared in
 benchmarks/experiments/reward_gaming.md, from the gaming strategies and the builders' training

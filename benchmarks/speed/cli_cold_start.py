@@ -1,7 +1,7 @@
 """Cold start of the command line: `storyeval score` on 3 stories, wall time and what the imports cost.
 
-    python -m benchmarks.cli_cold_start                 # float32, the bundled union-roc
-    python -m benchmarks.cli_cold_start --dtype int8    # the int8 path
+    python -m benchmarks.speed.cli_cold_start                 # float32, the bundled union-roc
+    python -m benchmarks.speed.cli_cold_start --dtype int8    # the int8 path
 
 Each run is a fresh process (`storyeval score stories.txt`, warm disk cache: one untimed run
 first), timed from outside, ``--repeats`` times, the median kept. A further run under

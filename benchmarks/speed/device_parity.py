@@ -1,12 +1,12 @@
 """Do scores on an accelerator match the CPU's? Parity and speed of story-classifier checkpoints on a device.
 
-    python -m benchmarks.device_parity --checkpoint union=hub_cards/union-roc --checkpoint plot_coherence=hub_cards/plot-coherence-roc
+    python -m benchmarks.speed.device_parity --checkpoint union=hub_cards/union-roc --checkpoint plot_coherence=hub_cards/plot-coherence-roc
 
 Each checkpoint is loaded once. Its float32 scores on the CPU are the reference; on ``--device`` (default: cuda)
 it scores the same stories in each ``--dtypes`` and reports how far they are from the reference (largest and mean
 absolute difference, Spearman, and how many story pairs change order), whether the scores depend on the batch
 size there, and stories/s on both, with a BERT-base-sized scorer (random weights, same code path) beside it.
-The stories are the ROC and WP test stories of ``benchmarks.scoring_speed``, or one per line of ``--stories-file``
+The stories are the ROC and WP test stories of ``benchmarks.speed.scoring_speed``, or one per line of ``--stories-file``
 on a machine without the data.
 """
 from __future__ import annotations

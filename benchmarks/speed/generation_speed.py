@@ -1,6 +1,6 @@
 """Generation throughput of a plot-conditioned generator on this machine (plot coherence, stage 3).
 
-    python -m benchmarks.generation_speed --model-name-or-path outputs/plot-generator-roc/best
+    python -m benchmarks.speed.generation_speed --model-name-or-path outputs/plot-generator-roc/best
 
 Samples ``--num-candidates`` stories (top-k 50, temperature 0.8, the
 checkpoint's maximum length) for each of the first ``--plots`` manipulated

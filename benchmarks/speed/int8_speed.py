@@ -1,9 +1,9 @@
 """Int8 scoring against torch float32 and bfloat16: speed, memory, score drift and human agreement.
 
-    python -m benchmarks.int8_speed                          # speed + drift, union-roc, 1,000 ROC test stories
-    python -m benchmarks.int8_speed --metric plot_coherence  # the same for plot-coherence-roc
-    python -m benchmarks.int8_speed --drift-only             # drift alone: no timing, valid on a busy machine
-    python -m benchmarks.int8_speed --human                  # Pearson / Spearman / Kendall on the human sets
+    python -m benchmarks.speed.int8_speed                          # speed + drift, union-roc, 1,000 ROC test stories
+    python -m benchmarks.speed.int8_speed --metric plot_coherence  # the same for plot-coherence-roc
+    python -m benchmarks.speed.int8_speed --drift-only             # drift alone: no timing, valid on a busy machine
+    python -m benchmarks.speed.int8_speed --human                  # Pearson / Spearman / Kendall on the human sets
 
 Speed: each scorer runs in a fresh process, through ``scoring_speed.py``'s own
 measurement, on the stories of that benchmark: torch float32, torch bfloat16, every int8 backend
@@ -46,7 +46,7 @@ NOTABLE_MOVE = 0.005  # the issue's bound on how far int8 may move a human-set c
 
 # run before scoring_speed.py's measuring child, in the same fresh process: the thread count, and which
 # int8 backend dtype="int8" means there; it takes its own arguments off the end of the command line, and finds
-# the benchmarks package where this process found it (python -m benchmarks.int8_speed run from the checkout)
+# the benchmarks package where this process found it (python -m benchmarks.speed.int8_speed run from the checkout)
 CHILD_SETUP = r"""
 import sys
 backend, threads = sys.argv.pop(), int(sys.argv.pop())

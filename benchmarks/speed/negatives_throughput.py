@@ -1,6 +1,6 @@
 """Time to build UNION's negative samples for a whole corpus, from a cold `datasets` cache.
 
-    python -m benchmarks.negatives_throughput --dataset roc
+    python -m benchmarks.speed.negatives_throughput --dataset roc
 
 Runs ``storyeval-build-negatives`` in a fresh process with an empty cache, so
 the builder, the POS tagging and the sampling are all included. Memory is the

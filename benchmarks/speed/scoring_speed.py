@@ -1,7 +1,7 @@
 """Scoring speed, memory and cold-load time of a story-metric checkpoint on this machine.
 
-    python -m benchmarks.scoring_speed                     # union, hub_cards/union-roc
-    python -m benchmarks.scoring_speed --metric plot_coherence --checkpoint hub_cards/plot-coherence-roc --skip-bert-base
+    python -m benchmarks.speed.scoring_speed                     # union, hub_cards/union-roc
+    python -m benchmarks.speed.scoring_speed --metric plot_coherence --checkpoint hub_cards/plot-coherence-roc --skip-bert-base
 
 Each measurement runs in a fresh process: cold load (imports included, and
 also reported on their own), stories/s over 1,000 ROC test stories (``--corpus wp``: the WP

@@ -1,6 +1,6 @@
 """The fastest a checkpoint's encoder could score on this machine: its dense matrix products alone.
 
-    python -m benchmarks.speed_ceiling                      # hub_cards/union-roc, float32 and bfloat16
+    python -m benchmarks.speed.speed_ceiling                      # hub_cards/union-roc, float32 and bfloat16
 
 The 1,000 ROC test stories of ``scoring_speed.py`` are cut into the scorer's own
 windows and batched as it batches them (longest first, 32 a batch, padded to the

@@ -4,7 +4,7 @@ Each checkpoint folder can carry ``reference_scores.json``: the checkpoint's own
 scores of the human-written stories in the held-out test split of its corpus
 (the ``storyeval_training`` builders' split, never used for training or for
 choosing a checkpoint), sorted, with their provenance (split, number of items,
-commit, storyeval version, command). ``python -m benchmarks.reference_scores``
+commit, storyeval version, command). ``python -m benchmarks.checkpoints.reference_scores``
 writes it.
 
 ``percentile(score)`` is the share, in percent, of those human-written stories
@@ -70,7 +70,7 @@ def load_reference(folder: str | Path, corpus: str | None = None) -> ReferenceDi
     if not path.is_file():
         raise FileNotFoundError(
             f"{folder} has no {REFERENCE_FILE}, so its scores have no percentile scale; build it from a source checkout "
-            f"(benchmarks/ is not installed with the package) with `python -m benchmarks.reference_scores --checkpoint <name>={folder}`"
+            f"(benchmarks/ is not installed with the package) with `python -m benchmarks.checkpoints.reference_scores --checkpoint <name>={folder}`"
         )
     payload = json.loads(path.read_text(encoding="utf-8"))
     if payload.get("format") != FORMAT_VERSION:

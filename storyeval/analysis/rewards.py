@@ -259,7 +259,7 @@ FUNCTION_WORDS = frozenset(
     "will can did do does had has have not n't 's 'd 'll 're 've 'm no if than too very just up out about into over after".split())
 NGRAM = 4  # repetition and collapse are counted in word 4-grams
 # per corpus, the guard's bounds, each a percentile of the human-written continuations of the builders' training split
-# (python -m benchmarks.reward_gaming --guard-thresholds prints them): words (1st and 99th percentile), the share of
+# (python -m benchmarks.reward.reward_gaming --guard-thresholds prints them): words (1st and 99th percentile), the share of
 # 4-grams repeated within the text (99th), the share of function words (1st) and the share of 4-grams also in another
 # prompt's completion of the same call, in calls of 32 training continuations (99th)
 GUARD_BOUNDS = {

@@ -26,7 +26,7 @@ percent, of human-written test stories of that corpus that score lower.
   fixed rule, with no weight fitted on anything;
 * ``"learned"``: a weighted mean of the same percentiles, with non-negative
   weights that sum to one, fitted on held-out auto-constructed and
-  model-generated pairs (``python -m storyeval_training.fit_suite``; never on a
+  model-generated pairs (``python -m storyeval_training.recipes.fit_suite``; never on a
   human-judged set) and stored in ``suite_weights.json`` beside this module, one
   set for calls without contexts and one for calls with them.
 
@@ -107,7 +107,7 @@ def check_config(config: str) -> str:
 
 
 COMBINATIONS = ("mean", "learned")
-# per config: its default combination and the learned weights (written by storyeval_training.fit_suite)
+# per config: its default combination and the learned weights (written by storyeval_training.recipes.fit_suite)
 WEIGHTS_FILE = Path(__file__).with_name("suite_weights.json")
 
 
@@ -137,7 +137,7 @@ class StoryQuality:
     def __init__(self, config: str = DEFAULT_SUITE_CONFIG, device=None, local_files_only: bool | None = None,
                  parts: Sequence[tuple[str, str]] | None = None):
         """``parts``: (metric, metric's config) pairs to load instead of the config's, for weighing candidate parts
-        (``storyeval_training.fit_suite``); a suite built with them has no learned combination."""
+        (``storyeval_training.recipes.fit_suite``); a suite built with them has no learned combination."""
         from storyeval.analysis.percentiles import load_reference
         from storyeval.checkpoints import resolution as checkpoints
         from storyeval.scoring.sequence import load_scorer
@@ -172,7 +172,7 @@ class StoryQuality:
         weights = learned_weights()[self.config]["with_contexts" if with_contexts else "without_contexts"]
         if sorted(weights) != sorted(metrics):
             raise ValueError(f"suite_weights.json's {self.config} weights are for {sorted(weights)}, not this suite's "
-                             f"{sorted(metrics)}: refit them with python -m storyeval_training.fit_suite")
+                             f"{sorted(metrics)}: refit them with python -m storyeval_training.recipes.fit_suite")
         return weights
 
     def combine(self, result: dict, combination: str, with_contexts: bool) -> list[float]:

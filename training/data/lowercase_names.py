@@ -16,7 +16,7 @@ written capitalised at least ``--min-capitalised`` times and in at least
 lists as first names (a capital alone also marks surnames, brands and
 nationalities: "Smith", "Ford", "Welsh"). Its output is the list the runtime reads.
 
-    python -m storyeval_training.lowercase_names
+    python -m storyeval_training.data.lowercase_names
 """
 from __future__ import annotations
 

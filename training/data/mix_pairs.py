@@ -1,6 +1,6 @@
 """One pair folder from several: e.g. UNION's perturbations beside weak generators' stories as negatives.
 
-    python -m storyeval_training.mix_pairs --output-dir outputs/wp-mixed \\
+    python -m storyeval_training.data.mix_pairs --output-dir outputs/wp-mixed \\
         --pairs perturbations=<storyeval-build-negatives output> --pairs machine=<wp_machine_pairs output>/pairs \\
         --techniques machine=gpt2-xl,opt-2.7b,gpt-neo-2.7b,gpt-j-6b --max-train-pairs perturbations=600 \\
         --max-train-pairs machine=600

@@ -1,6 +1,6 @@
 """Pairs of a human WritingPrompts story and a machine story for the same prompt or opening (``wp_extra``).
 
-    python -m storyeval_training.wp_machine_pairs --output-dir outputs/wp-machine
+    python -m storyeval_training.data.wp_machine_pairs --output-dir outputs/wp-machine
 
 Writes three folders under ``--output-dir``, each a ``DatasetDict`` split as the builders split the
 human stories (a machine story goes where its human story goes):

@@ -1,6 +1,6 @@
 """Export the best checkpoint saved with a resumable state of a UNION or plot-coherence run, while it goes on or after it stopped.
 
-    python -m storyeval_training.export_state --state outputs/union-roc-base/step_4000 \
+    python -m storyeval_training.export.export_state --state outputs/union-roc-base/step_4000 \
         --export-dir hub_cards/union-roc-base --base-model sentence-transformers/all-mpnet-base-v2 \
         -- --dataset roc --output-dir outputs/union-roc-base ...   # the run's own arguments
 

@@ -119,7 +119,7 @@ def _card_data(name: str, base_model: str | None, tags: list[str], datasets: lis
     )
 
 
-# the reward-gaming results (benchmarks/reward_gaming.py), which each card's Limitations line quotes (and BENCHMARKS.md's
+# the reward-gaming results (benchmarks/reward/reward_gaming.py), which each card's Limitations line quotes (and BENCHMARKS.md's
 # table, benchmarks/report.py): one file per run, the first measured every config shipped then, the later ones the configs
 # that came after
 GAMING_RESULTS_DIR = Path(__file__).resolve().parents[2] / "benchmarks" / "results"

@@ -1,6 +1,6 @@
 """Choose how a checkpoint combines its window scores, on validation pairs, and write the choice into it.
 
-    python -m storyeval_training.window_aggregation --checkpoint runs/pc-wp-export \\
+    python -m storyeval_training.export.window_aggregation --checkpoint runs/pc-wp-export \\
         --pairs-dir runs/pc-wp/pairs --window 256 --output runs/pc-wp-export/window_aggregation.json
 
 A story longer than the scoring window is scored window by window (see

@@ -1,6 +1,6 @@
 """Fit story_quality's learned combination on held-out auto-constructed and model-generated pairs.
 
-    python -m storyeval_training.fit_suite --config roc-base \\
+    python -m storyeval_training.recipes.fit_suite --config roc-base \\
         --pairs perturbations=<storyeval-build-negatives output> --pairs plot=<train_plot_coherence --pairs-only output>/pairs \\
         --output outputs/fit-roc-base.json [--export-weights storyeval/analysis/suite_weights.json]
 

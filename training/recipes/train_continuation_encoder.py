@@ -1,11 +1,11 @@
 """Train the continuation encoder: a cross-encoder, (context, candidate next sentence) -> relevance logit.
 
-    python -m storyeval_training.train_continuation_encoder --output-dir outputs/continuation-encoder \\
+    python -m storyeval_training.recipes.train_continuation_encoder --output-dir outputs/continuation-encoder \\
         --time-budget-minutes 35 --export-dir outputs/continuation-encoder-export
-    python -m storyeval_training.train_continuation_encoder --model-name-or-path all-mpnet-base-v2 --lora-rank 16 \\
+    python -m storyeval_training.recipes.train_continuation_encoder --model-name-or-path all-mpnet-base-v2 --lora-rank 16 \\
         --learning-rate 2e-4 --output-dir outputs/continuation-encoder-base --export-dir outputs/continuation-encoder-base-export
 
-Self-supervised on the ROC builder's training split (:mod:`storyeval_training.continuation_pairs`:
+Self-supervised on the ROC builder's training split (:mod:`storyeval_training.data.continuation_pairs`:
 the true next sentence against another story's, a later one of the same story, a perturbed
 true one and, for the stories the plot paper released implausible versions of, the
 model-generated sentences those depart with), with a binary cross-entropy loss per

@@ -29,7 +29,7 @@ classifier settings as defaults: learning rate 2e-5, batch 8, 3 epochs. ROC
 stories fit 128 tokens; for WP, training reads the first ``--max-length``
 tokens and scoring covers the whole story with overlapping windows whose scores
 are averaged (the paper used a 1,024-token Longformer instead).
-Multi-GPU: ``accelerate launch -m storyeval_training.train_plot_coherence ...``.
+Multi-GPU: ``accelerate launch -m storyeval_training.recipes.train_plot_coherence ...``.
 """
 from __future__ import annotations
 

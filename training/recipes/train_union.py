@@ -6,7 +6,7 @@ One command goes from a builder name to a checkpoint folder: it builds the
 negative samples (cached by `datasets`), trains, keeps the best checkpoint by
 validation accuracy on held-out auto-constructed pairs, and exports it with its
 model card. Multi-GPU / multi-node: ``accelerate launch -m
-storyeval_training.train_union ...`` with the same arguments.
+storyeval_training.recipes.train_union ...`` with the same arguments.
 """
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ an encoder and a linear head on the first token) reading the pair in its backbon
 layout, so it runs on the fast tier's MiniLM and on the base tier's MPNet alike, and a base-size
 encoder trained through LoRA adapters or its top layers ships only those (a few MB) on top of a
 backbone checked by hash. It is trained self-supervised on ROC stories (``python -m
-storyeval_training.train_continuation_encoder``): a context with its true next sentence against
+storyeval_training.recipes.train_continuation_encoder``): a context with its true next sentence against
 another story's, a later sentence of the same story, a perturbed true sentence and
 model-generated implausible ones. The continuation model reads its logit as one more feature
 (the ``encoder`` group of :mod:`storyeval.models.continuation.features`).

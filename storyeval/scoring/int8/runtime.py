@@ -442,7 +442,7 @@ class Int8Model:
 
 
 # encoders whose int8 copy was measured to miss the drift bound (Spearman >= 0.999 with float32 on the 1,000 ROC
-# test stories of benchmarks/int8_speed.py), and the measurement; dtype="int8" refuses them
+# test stories of benchmarks/speed/int8_speed.py), and the measurement; dtype="int8" refuses them
 DRIFT_BOUND_MISSED = {
     "mpnet": "union-roc-base's int8 copy keeps Spearman 0.9953 with float32 on 1,000 ROC test stories, under the "
              "0.999 bound (benchmarks/experiments/speed.md)",

@@ -15,7 +15,7 @@ plot-coherence classifier and continuation quality's encoder.
 
 Example::
 
-    from storyeval_training.builders import ROCStories, load_split
+    from storyeval_training.data.builders import ROCStories, load_split
     train = load_split(ROCStories, "train")                       # ../shared/data/roc
     train = load_split(ROCStories, "train", data_files=["ROCStories_winter2017.csv"])
 """

@@ -14,7 +14,7 @@ UNION truncates WP stories to about 200 words at a sentence boundary; that is
 
 The ``extra`` config adds the human stories of ``wp_extra/human.jsonl`` (beside ``data_dir``, or
 ``extra_dir``) to the plot-guided release; the plot-guided stories keep the splits they have in
-``default``. Machine-written stories load with :class:`~storyeval_training.builders.WritingPromptsMachine`.
+``default``. Machine-written stories load with :class:`~storyeval_training.data.builders.WritingPromptsMachine`.
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The extra WritingPrompts stories of ``wp_extra/`` (its README gives sources, licences and counts).
 
-* ``human.jsonl``: human-written WP stories. :class:`~storyeval_training.builders.WritingPrompts`
+* ``human.jsonl``: human-written WP stories. :class:`~storyeval_training.data.builders.WritingPrompts`
   adds them to the plot-guided release with its ``extra`` config.
 * ``machine.jsonl``: machine-written WP stories, each naming its ``generator`` and, for most, the human
   story (``human_id``) written for the same prompt or continuing the same opening.

@@ -6,5 +6,8 @@
 ``generator``    -- the plot-conditioned seq2seq generator: training, and N candidate stories per manipulated plot
 ``adversarial_filter`` -- keeps the hardest candidates (Zellers et al., 2018) as classifier negatives
 
-The classifier itself is trained by ``storyeval_training.train_plot_coherence``.
+The classifier itself is trained by ``storyeval_training.recipes.train_plot_coherence``.
+
+Imports: the rest of ``data`` (builders, UNION's substitution lexicon, technique counts), ``loop`` (the generator's
+training), ``paths`` and ``export.provenance``.
 """

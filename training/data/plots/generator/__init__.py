@@ -15,6 +15,8 @@ the paper.
 ``decoding``   -- generated ids back to the corpora's tokenised text
 ``training``   -- fine-tuning on :mod:`storyeval_training.loop` (``main``: storyeval-train-plot-generator)
 ``generation`` -- sampling stories from plots (``generate_main``: storyeval-generate-negatives)
+
+Imports: ``data.builders``, ``loop`` and ``export.provenance``.
 """
 from storyeval_training.data.plots.generator.decoding import decode_story
 from storyeval_training.data.plots.generator.generation import CANDIDATE_FEATURES, generate_main, generate_negatives, generate_stories, parse_generate_args
