@@ -67,8 +67,8 @@ def seen_in_training(folder: Path, metric: str) -> frozenset[str]:
         return frozenset()
     from storyeval import text as textlib
     from storyeval_training.data.builders.roc import read_af_tsv
+    from storyeval_training.data.plot_pairs import PAPER_AF_FILES
     from storyeval_training.paths import data_dir
-    from storyeval_training.recipes.train_plot_coherence import PAPER_AF_FILES
 
     return frozenset(textlib.leakage_key(human) for name in PAPER_AF_FILES for human, _ in read_af_tsv(data_dir() / "roc" / name))
 

@@ -34,7 +34,6 @@ Multi-GPU: ``accelerate launch -m storyeval_training.recipes.train_plot_coherenc
 from __future__ import annotations
 
 import argparse
-import hashlib
 import logging
 import shutil
 from pathlib import Path
@@ -44,68 +43,15 @@ import datasets
 from storyeval import text as textlib
 from storyeval.checkpoints.resolution import OFFLINE_BACKBONE
 from storyeval_training import paths
-from storyeval_training.data.build_negatives import PAIR_FEATURES
-from storyeval_training.data.builders.common import human_judged_keys
 from storyeval_training.data.builders.roc import read_af_tsv
+from storyeval_training.data.plot_pairs import PAPER_AF_FILES, build_pairs, read_generated  # noqa: F401 (read_generated: this recipe's API)
 from storyeval_training.export.model_card import write_plot_coherence_card
 from storyeval_training.loop import LoopArguments, add_loop_arguments, check_loop_arguments
 from storyeval_training.recipes import train_union
 
 logger = logging.getLogger("storyeval_training.recipes.train_plot_coherence")
 
-PAPER_AF_FILES = ("af_manplts_valid.tsv", "af_manplts_test.tsv")
 DEFAULT_MAX_LENGTH = {"roc": 128, "wp": 512}
-VALIDATION_PERCENT = 5
-
-
-def read_generated(folder) -> list[tuple[str, list[str]]]:
-    """(human story, kept negatives) groups from ``storyeval-adversarial-filter``'s output.
-
-    A DatasetDict is read whole, every split training like both released AF
-    files; its group ids restart in each split, so groups are keyed by split too.
-    """
-    loaded = datasets.load_from_disk(str(folder))
-    splits = {"": loaded} if isinstance(loaded, datasets.Dataset) else dict(loaded)
-    if len(splits) > 1:
-        logger.info("reading the negatives of splits %s", ", ".join(splits))
-    by_group: dict = {}
-    for split, rows in splits.items():
-        for story, label, group in zip(rows["story"], rows["label"], rows["group"]):
-            entry = by_group.setdefault((split, group), [None, []])
-            if label == 1:
-                entry[0] = story
-            else:
-                entry[1].append(story)
-    return [(human, negatives) for human, negatives in by_group.values() if human is not None and negatives]
-
-
-def _bucket(human: str, seed: int) -> int:
-    digest = hashlib.blake2b(f"{seed}:{human}".encode(), digest_size=8).digest()
-    return int.from_bytes(digest, "big") % 100
-
-
-def build_pairs(groups, human_dir, seed: int = 42, source: str = "paper") -> tuple[datasets.DatasetDict, int]:
-    """Train/validation (human, negative) pairs, and how many groups the leakage rule dropped."""
-    leaked = human_judged_keys(str(human_dir))
-    kept = [(human, negatives) for human, negatives in groups if textlib.leakage_key(human) not in leaked]
-    dropped = len(groups) - len(kept)
-    if len(kept) < 2:
-        raise ValueError(f"{len(kept)} groups left after the leakage rule: need at least 2 (train and validation)")
-    buckets = [_bucket(human, seed) for human, _ in kept]
-    lowest = min(range(len(kept)), key=buckets.__getitem__)  # a tiny corpus still gets one validation group
-    rows = {"train": {name: [] for name in PAIR_FEATURES}, "validation": {name: [] for name in PAIR_FEATURES}}
-    for index, (human, negatives) in enumerate(kept):
-        split = rows["validation" if buckets[index] < VALIDATION_PERCENT or index == lowest else "train"]
-        group_id = hashlib.blake2b(human.encode(), digest_size=8).hexdigest()
-        context = (textlib.split_sentences(human) or [human])[0]
-        for k, negative in enumerate(negatives):
-            if negative == human:  # a negative identical to its source teaches nothing
-                continue
-            for name, value in (("id", f"{group_id}-{k}"), ("context", context), ("human", human), ("negative", negative),
-                                ("original", human), ("techniques", [source])):
-                split[name].append(value)
-    pairs = datasets.DatasetDict({s: datasets.Dataset.from_dict(r, features=PAIR_FEATURES) for s, r in rows.items()})
-    return pairs, dropped
 
 
 def names_delexicalized(pairs: datasets.DatasetDict) -> bool:
