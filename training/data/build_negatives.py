@@ -95,7 +95,12 @@ def build(
         raise KeyError(f"unknown or empty split(s) {missing}; choose from {list(stories)}")
     if limit:
         stories = datasets.DatasetDict({s: stories[s].select(range(min(limit, len(stories[s])))) for s in stories})
+    return perturb(stories, splits, root, seed, num_proc)
 
+
+def perturb(stories: datasets.DatasetDict, splits, root: Path, seed: int = 42, num_proc: int | None = None) -> datasets.DatasetDict:
+    """One UNION negative per story of each split in ``splits`` (rows with the builders' fields); the keyword
+    lexicon counts mentions in ``stories["train"]``, and sentence substitution draws from the same split."""
     tagged = stories.map(tag_batch, batched=True, num_proc=num_proc, desc="POS tagging")
     lexicon = KeywordLexicon.from_data_dir(root)
     lexicon.count_mentions(tag_seq for ex in tagged["train"] for tag_seq in _tagged_units(ex))

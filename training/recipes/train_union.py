@@ -265,16 +265,13 @@ def main(argv=None) -> None:
     train(parse_args(argv))
 
 
-def train(args, config_overrides: dict | None = None, write_card=write_union_card) -> dict:
-    """Run training; returns what it writes to all_results.json.
+def build_model(args, config_overrides: dict | None = None) -> tuple[UnionModel, "AutoTokenizer"]:
+    """The model to train and its tokenizer: a new UNION model on a plain encoder, or a UNION checkpoint continued,
+    with the run's settings, and only the parts ``--train-top-layers`` or ``--lora-rank`` say trainable.
 
     ``config_overrides`` set fields of the model's config, new or continued (the plot-coherence
-    classifier reuses this loop with ``metric`` and ``delexicalize`` set), and
-    ``write_card`` writes the exported checkpoint's model card.
+    classifier reuses this with ``metric`` and ``delexicalize`` set).
     """
-    loop = TrainingLoop(LoopArguments.from_namespace(args))
-    accelerator = loop.accelerator
-
     encoder_path = backbone_path(args.model_name_or_path)
     tokenizer = AutoTokenizer.from_pretrained(encoder_path)
     if args.max_length > tokenizer.model_max_length:
@@ -311,6 +308,19 @@ def train(args, config_overrides: dict | None = None, write_card=write_union_car
         model.train_top_layers_only(args.train_top_layers)
     if args.lora_rank:
         model.add_lora_adapters(args.lora_rank, args.lora_alpha)
+    return model, tokenizer
+
+
+def train(args, config_overrides: dict | None = None, write_card=write_union_card) -> dict:
+    """Run training; returns what it writes to all_results.json.
+
+    ``config_overrides`` set fields of the model's config, new or continued (the plot-coherence
+    classifier reuses this loop with ``metric`` and ``delexicalize`` set), and
+    ``write_card`` writes the exported checkpoint's model card.
+    """
+    loop = TrainingLoop(LoopArguments.from_namespace(args))
+    accelerator = loop.accelerator
+    model, tokenizer = build_model(args, config_overrides)
     with accelerator.main_process_first():
         pairs = load_pairs(args)
         selection, selection_overlap = None, 0
@@ -387,7 +397,8 @@ def export(best_dir: Path, export_dir: Path, results: dict, keep_reconstruction_
         model.half().save_pretrained(export_dir)
     AutoTokenizer.from_pretrained(best_dir).save_pretrained(export_dir)
     (export_dir / "training_results.json").write_text(json.dumps({k: v for k, v in results.items() if k != "history"}, indent=2) + "\n")
-    write_card(export_dir, results)
+    if write_card is not None:  # None: the recipe writes its own card once the checkpoint ships
+        write_card(export_dir, results)
 
 
 if __name__ == "__main__":
