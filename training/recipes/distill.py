@@ -1,0 +1,222 @@
+"""Distil a base-tier checkpoint into a fast one on :mod:`storyeval_training.loop`: the student learns the teacher's logit.
+
+    python -m storyeval_training.recipes.distill --student hub_cards/union-roc \\
+        --transfer-dir runs/transfer --teacher-scores runs/transfer/union-roc-base.jsonl \\
+        --selection-pairs-dir runs/plot-pairs/pairs --max-transfer-stories 20000 --output-dir runs/distil-union
+
+The student keeps the architecture of the checkpoint it starts from (a shipped MiniLM ``roc`` config, every
+weight trained), so int8, the torch-free cold start and every consumer take it unchanged. Its targets are
+the teacher's logits of the transfer stories (:mod:`storyeval_training.data.transfer`), which need no human
+label: ``--loss mse`` regresses on the logit, ``--loss kl`` matches the teacher's probability (cross-entropy
+with the soft target), and ``--hard-label-weight`` mixes in the stories' own labels (human 1, perturbed or
+generated 0; a machine-written WP window has none).
+
+Selection, on held-out data only: the Spearman correlation of the student's logits with the teacher's on the
+transfer file's ``heldout`` stories, and the pair accuracy on ``--selection-pairs-dir``'s validation pairs
+(model-written negatives, e.g. ``storyeval-train-plot-coherence --pairs-only``); the best evaluation has the
+highest mean of the two (``selection_score``).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+import datasets
+import torch
+from scipy import stats
+from torch import nn
+from transformers import AutoTokenizer
+from transformers.utils import ModelOutput
+
+from storyeval.models import UnionModel
+from storyeval.text import normalize_story
+from storyeval_training.data.transfer import read_cache, read_stories, teacher_identity
+from storyeval_training.loop import LoopArguments, TrainingLoop, add_loop_arguments, check_loop_arguments
+from storyeval_training.recipes import train_union
+
+logger = logging.getLogger("storyeval_training.recipes.distill")
+
+SELECT_BY = "selection_score"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description="Distil a teacher checkpoint into a student.")
+    p.add_argument("--student", required=True, help="the checkpoint the student starts from (its architecture and config)")
+    p.add_argument("--teacher", default=None, help="the teacher's folder, checked against the cache's header (default: trust it)")
+    p.add_argument("--transfer-dir", required=True, help="from `python -m storyeval_training.data.transfer build`")
+    p.add_argument("--teacher-scores", required=True, help="the teacher's cache, from `transfer score`")
+    p.add_argument("--max-transfer-stories", type=int, default=None,
+                   help="train on the first N training stories of the transfer file (all must be scored; default: all scored)")
+    p.add_argument("--selection-pairs-dir", required=True, help="held-out model-written pairs (a saved DatasetDict's validation split)")
+    p.add_argument("--loss", choices=["mse", "kl"], default="mse")
+    p.add_argument("--hard-label-weight", type=float, default=0.0, help="weight of the stories' own labels beside the teacher's")
+    p.add_argument("--output-dir", required=True)
+    p.add_argument("--export-dir", default=None, help="also export the best student here (fp16; its card is written when it ships)")
+    add_loop_arguments(p, per_device_train_batch_size=32, learning_rate=5e-5, num_train_epochs=2, eval_steps=250,
+                       checkpointing_steps=250)
+    return p
+
+
+def parse_args(argv=None):
+    p = build_parser()
+    args = p.parse_args(argv)
+    if not (Path(args.student) / "config.json").is_file():
+        p.error(f"--student {args.student}: no checkpoint there (config.json)")
+    for option in ("teacher_scores",):
+        if not Path(getattr(args, option)).is_file():
+            p.error(f"--{option.replace('_', '-')} {getattr(args, option)}: no such file")
+    if not (Path(args.selection_pairs_dir) / "dataset_dict.json").is_file():
+        p.error(f"--selection-pairs-dir {args.selection_pairs_dir}: no saved DatasetDict there (dataset_dict.json)")
+    if args.hard_label_weight < 0:
+        p.error("--hard-label-weight must not be negative")
+    check_loop_arguments(p, args, positive=("max_transfer_stories",))
+    return args
+
+
+@dataclass
+class DistillationOutput(ModelOutput):
+    loss: torch.Tensor | None = None
+    logits: torch.Tensor | None = None
+
+
+class DistillationObjective(nn.Module):
+    """The student and its loss against the teacher's logits (and, weighted, the stories' own labels)."""
+
+    def __init__(self, student: UnionModel, loss: str, hard_label_weight: float):
+        super().__init__()
+        self.student, self.loss_kind, self.hard_label_weight = student, loss, hard_label_weight
+
+    def forward(self, input_ids, attention_mask, teacher_logits=None, labels=None) -> DistillationOutput:
+        logits = self.student(input_ids=input_ids, attention_mask=attention_mask).logits
+        if teacher_logits is None:
+            return DistillationOutput(logits=logits)
+        if self.loss_kind == "mse":
+            loss = nn.functional.mse_loss(logits.float(), teacher_logits.float())
+        else:
+            loss = nn.functional.binary_cross_entropy_with_logits(logits.float(), torch.sigmoid(teacher_logits.float()))
+        if self.hard_label_weight and labels is not None and (labels >= 0).any():
+            known = labels >= 0
+            hard = nn.functional.binary_cross_entropy_with_logits(logits[known].float(), labels[known].float())
+            loss = loss + self.hard_label_weight * hard
+        return DistillationOutput(loss=loss, logits=logits)
+
+
+def transfer_examples(args, delexicalize: bool, tokenizer, max_length: int) -> tuple[datasets.Dataset, datasets.Dataset, int]:
+    """Tokenised (train, held-out) transfer stories with the teacher's logits, and how many training stories were left out."""
+    rows = read_stories(Path(args.transfer_dir))
+    identity = json.loads(Path(args.teacher_scores).read_text(encoding="utf-8").split("\n", 1)[0])
+    if args.teacher:
+        from storyeval.scoring.sequence import load_story_classifier
+
+        identity = teacher_identity(Path(args.teacher), load_story_classifier(args.teacher), Path(args.transfer_dir))
+    scores = read_cache(Path(args.teacher_scores), identity)
+    heldout = [row for row in rows if row["split"] == "heldout"]
+    train = [row for row in rows if row["split"] == "train"]
+    missing = [row["id"] for row in heldout if row["id"] not in scores]
+    if missing:
+        raise ValueError(f"{args.teacher_scores}: {len(missing)} held-out stories are not scored yet; score them first")
+    scored = 0
+    while scored < len(train) and train[scored]["id"] in scores:  # the scored prefix (the scorer goes in file order)
+        scored += 1
+    wanted = args.max_transfer_stories or scored
+    if wanted > scored:
+        raise ValueError(f"--max-transfer-stories {wanted}: only the first {scored} training stories are scored")
+    train = train[:wanted]
+
+    def encode(rows_):
+        texts = [normalize_story(row["story"], delexicalize) for row in rows_]
+        ids = tokenizer(texts, truncation=False, verbose=False)["input_ids"]
+        too_long = sum(len(i) > max_length for i in ids)
+        if too_long:
+            raise ValueError(f"{too_long} transfer stories exceed the student's {max_length}-token window")
+        return datasets.Dataset.from_dict({
+            "input_ids": ids, "attention_mask": [[1] * len(i) for i in ids],
+            "teacher_logits": [scores[row["id"]] for row in rows_],
+            "labels": [-1 if row.get("label") is None else row["label"] for row in rows_],
+        })
+
+    return encode(train), encode(heldout), len(rows) - len(heldout) - wanted
+
+
+class Collator:
+    def __init__(self, tokenizer):
+        self.tokenizer = tokenizer
+
+    def __call__(self, features):
+        extra = {name: [f.pop(name) for f in features] for name in ("teacher_logits", "labels", "human", "pair") if name in features[0]}
+        batch = self.tokenizer.pad(features, return_tensors="pt", pad_to_multiple_of=8)
+        if "teacher_logits" in extra:
+            batch["teacher_logits"] = torch.tensor(extra["teacher_logits"], dtype=torch.float32)
+        if "labels" in extra:
+            batch["labels"] = torch.tensor(extra["labels"])
+        return batch
+
+
+@torch.inference_mode()
+def student_logits(model, loader, accelerator) -> tuple[torch.Tensor, torch.Tensor]:
+    """(student logits, the batch's teacher logits or labels) over a prepared loader, gathered in order."""
+    model.eval()
+    logits, targets = [], []
+    for batch in loader:
+        target = batch.pop("teacher_logits", None)
+        labels = batch.pop("labels")
+        out = model(**batch)
+        gathered = accelerator.gather_for_metrics((out.logits.float(), target if target is not None else labels.float()))
+        logits.append(gathered[0])
+        targets.append(gathered[1])
+    model.train()
+    return torch.cat(logits), torch.cat(targets)
+
+
+def main(argv=None) -> None:
+    train(parse_args(argv))
+
+
+def train(args) -> dict:
+    loop = TrainingLoop(LoopArguments.from_namespace(args))
+    accelerator = loop.accelerator
+    tokenizer = AutoTokenizer.from_pretrained(args.student)
+    student = UnionModel.from_pretrained(args.student, dtype=torch.float32)
+    if student.config.trained_top_layers or student.config.lora_rank:
+        raise ValueError(f"--student {args.student} ships only some of its weights; a student trains every weight of a full checkpoint")
+    student.requires_grad_(True)
+    config = student.config
+    with accelerator.main_process_first():
+        train_set, heldout, left_out = transfer_examples(args, config.delexicalize, tokenizer, config.max_length)
+        selection = train_union.load_selection_pairs(args.selection_pairs_dir, config.delexicalize)
+        selection = selection.map(train_union.to_examples, batched=True, remove_columns=selection.column_names,
+                                  fn_kwargs={"tokenizer": tokenizer, "max_length": config.max_length}, desc="tokenising selection pairs")
+        selection = selection.remove_columns(["recon_labels", "pair"])
+    objective = DistillationObjective(student, args.loss, args.hard_label_weight)
+
+    def evaluate(model, loaders) -> dict:
+        ours, teacher = student_logits(model, loaders["heldout"], accelerator)
+        pair_logits, labels = student_logits(model, loaders["selection"], accelerator)
+        spearman = float(stats.spearmanr(ours.numpy(), teacher.numpy()).statistic)
+        pair_accuracy = train_union.pair_accuracy(pair_logits, labels.long())
+        return {"heldout_spearman": spearman, "heldout_mse": float(((ours - teacher) ** 2).mean()),
+                "selection_pair_accuracy": pair_accuracy, SELECT_BY: (spearman + pair_accuracy) / 2}
+
+    def save_best(model, folder: Path) -> None:
+        model.student.save_pretrained(folder)
+        tokenizer.save_pretrained(folder)
+
+    logger.info("distilling on %d transfer stories (%d scored ones left out)", len(train_set), left_out)
+    run = loop.train(objective, train_set, Collator(tokenizer), lengths=[len(ids) for ids in train_set["input_ids"]],
+                     eval_sets={"heldout": heldout, "selection": selection}, evaluate=evaluate, select_by=SELECT_BY,
+                     save_best=save_best)
+    identity = json.loads(Path(args.teacher_scores).read_text(encoding="utf-8").split("\n", 1)[0])
+    results = loop.results(run, args, selected_by=SELECT_BY, teacher=identity, transfer_stories=len(train_set),
+                           heldout_stories=len(heldout), selection_pairs=len(selection) // 2)
+    loop.write_results(results)
+    if accelerator.is_main_process and args.export_dir:
+        train_union.export(loop.output_dir / "best", Path(args.export_dir), results, write_card=None)
+    accelerator.end_training()
+    return results
+
+
+if __name__ == "__main__":
+    main()
