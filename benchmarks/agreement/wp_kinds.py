@@ -89,13 +89,15 @@ def main(argv=None):
         return scored[folder]
 
     def report(label: str, score_of: dict[str, float], **fields) -> None:
-        rho = stats.spearmanr([score_of[s] for s in stories], [words[s] for s in stories])
+        lengths = [words[s] for s in stories]
+        # undefined (null) where every story has one length
+        rho = float(stats.spearmanr([score_of[s] for s in stories], lengths).statistic) if len(set(lengths)) > 1 else None
         result = {**fields, **summary({kind: accuracy(pairs, score_of) for kind, pairs in kinds.items()}),
-                  "length_spearman": round(float(rho.statistic), 4)}
+                  "length_spearman": None if rho is None else round(rho, 4)}
         payload["checkpoints"][label] = result
         print(f"{label}: min {result['min']:.3f}, mean {result['mean']:.3f} ("
               + ", ".join(f"{kind} {value['accuracy']:.3f}" for kind, value in result["per_kind"].items())
-              + f"); length rho {result['length_spearman']:.3f}")
+              + f"); length rho {result['length_spearman']}")
 
     for label, folder in checkpoints.items():
         scorer = load_story_classifier(folder, device="cpu")

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import functools
 import hashlib
 import json
 import logging
@@ -50,6 +51,7 @@ SOURCES = ("roc", "roc-negatives", "af-manplts", "wp-windows")
 WINDOW_SENTENCES = 5  # a ROCStories story's length
 
 
+@functools.lru_cache(maxsize=2)
 def human_judged_and_test_keys(data_root: Path) -> frozenset[str]:
     """Leakage keys of every human-judged item (the builders' rule) and of the continuation test sets."""
     from storyeval_training.data.builders.common import human_judged_keys

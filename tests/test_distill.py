@@ -1,0 +1,130 @@
+"""Distillation: the teacher-score cache (identity, resuming, the leakage rule) and the student recipe on the loop."""
+import json
+import math
+
+import datasets
+import pytest
+import torch
+from conftest import save_tiny_checkpoint
+
+from storyeval.scoring.sequence import load_story_classifier
+from storyeval_training.data import transfer
+from storyeval_training.data.build_negatives import PAIR_FEATURES
+from storyeval_training.recipes import distill
+
+STORIES = [f"the {tint} lighthouse keeper counted {count} gulls . then the fog {verb} ." for tint in ("grey", "red", "blue", "pale")
+           for count in ("seven", "nine", "twelve") for verb in ("lifted", "thickened")]
+
+
+def write_transfer(folder, stories=STORIES, heldout=6):
+    folder.mkdir(parents=True, exist_ok=True)
+    with (folder / transfer.STORIES_FILE).open("w") as handle:
+        for i, story in enumerate(stories):
+            handle.write(json.dumps({"id": f"s{i}", "story": story, "source": "roc", "label": i % 2,
+                                     "split": "heldout" if i < heldout else "train"}) + "\n")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def teacher(tmp_path_factory):
+    return save_tiny_checkpoint(tmp_path_factory.mktemp("teacher"), max_length=32, window_stride=16)
+
+
+@pytest.fixture
+def scored(tmp_path, teacher, shared_data):
+    folder = write_transfer(tmp_path / "transfer")
+    cache = tmp_path / "teacher.jsonl"
+    record = transfer.score(folder, teacher, cache, batch_size=4, chunk=8, time_budget_minutes=None)
+    return folder, cache, record
+
+
+def test_the_cache_holds_the_teachers_logits_and_resumes_without_rescoring(scored, teacher):
+    folder, cache, record = scored
+    assert record["complete"] and record["scored_now"] == len(STORIES)
+    lines = cache.read_text().splitlines()
+    header, rows = json.loads(lines[0]), [json.loads(line) for line in lines[1:]]
+    assert header["teacher"] == load_story_classifier(teacher).name and header["transfer_sha256"] == transfer.file_sha256(folder / "stories.jsonl")
+    probabilities = load_story_classifier(teacher).score(STORIES)
+    assert [1 / (1 + math.exp(-row["logit"])) for row in rows] == pytest.approx(probabilities, abs=1e-6)
+    again = transfer.score(folder, teacher, cache, batch_size=4, chunk=8, time_budget_minutes=None)
+    assert again["scored_now"] == 0 and cache.read_text().splitlines() == lines
+
+
+def test_a_line_cut_short_is_dropped_and_rescored(scored, teacher):
+    folder, cache, _ = scored
+    complete = cache.read_text()
+    cache.write_text(complete[:-10])  # a kill in the middle of the last line
+    assert len(transfer.read_cache(cache, json.loads(complete.split("\n")[0]))) == len(STORIES) - 1
+    record = transfer.score(folder, teacher, cache, batch_size=4, chunk=8, time_budget_minutes=None)
+    assert record["scored_now"] == 1 and len(cache.read_text().splitlines()) == len(STORIES) + 1
+
+
+@pytest.mark.parametrize("field", ["teacher", "weights_sha256", "teacher_commit", "transfer_sha256"])
+def test_a_cache_of_another_teacher_checkpoint_commit_or_file_is_refused(scored, teacher, field):
+    folder, cache, _ = scored
+    lines = cache.read_text().splitlines()
+    header = json.loads(lines[0])
+    header[field] = "other"
+    cache.write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n")
+    before = cache.read_text()
+    with pytest.raises(ValueError, match=f"written with {field} 'other'"):
+        transfer.score(folder, teacher, cache, batch_size=4, chunk=8, time_budget_minutes=None)
+    assert cache.read_text() == before
+
+
+def test_a_transfer_story_that_opens_a_human_judged_item_is_refused_with_the_count(tmp_path, teacher, shared_data):
+    judged = (shared_data / "human" / "union_roc" / "ant_data.txt").read_text().splitlines()[0].split("|||")[1].strip()
+    folder = write_transfer(tmp_path / "transfer", STORIES + [judged])
+    with pytest.raises(ValueError, match=f"1 of {len(STORIES) + 1} stories share a first sentence with a human-judged item"):
+        transfer.score(folder, teacher, tmp_path / "cache.jsonl", batch_size=4, chunk=8, time_budget_minutes=None)
+    assert not (tmp_path / "cache.jsonl").exists()
+
+
+@pytest.mark.parametrize("loss", ["mse", "kl"])
+def test_the_objective_pulls_the_student_to_the_teacher(loss, teacher):
+    student = load_story_classifier(teacher).model
+    objective = distill.DistillationObjective(student, loss, hard_label_weight=0.0)
+    ids = torch.tensor([[101, 2000, 102], [101, 2001, 102]])
+    logits = objective(ids, torch.ones_like(ids)).logits.detach()
+    assert objective(ids, torch.ones_like(ids), teacher_logits=logits).loss.item() == pytest.approx(
+        0.0 if loss == "mse" else torch.nn.functional.binary_cross_entropy_with_logits(logits, torch.sigmoid(logits)).item(), abs=1e-6)
+    # an unknown label (-1) adds nothing to the hard-label term
+    with_labels = distill.DistillationObjective(student, loss, hard_label_weight=1.0)
+    unknown = with_labels(ids, torch.ones_like(ids), teacher_logits=logits, labels=torch.tensor([-1, -1])).loss.item()
+    assert unknown == pytest.approx(objective(ids, torch.ones_like(ids), teacher_logits=logits).loss.item())
+
+
+def selection_pairs(folder):
+    rows = [{"id": str(i), "context": "", "human": STORIES[i], "negative": STORIES[-1 - i], "original": STORIES[i],
+             "techniques": ["paper"]} for i in range(4)]
+    datasets.DatasetDict({"train": datasets.Dataset.from_list(rows, features=PAIR_FEATURES),
+                          "validation": datasets.Dataset.from_list(rows, features=PAIR_FEATURES)}).save_to_disk(str(folder))
+    return folder
+
+
+def test_a_student_trains_selects_and_exports_in_its_starting_architecture(scored, tmp_path):
+    folder, cache, _ = scored
+    student = save_tiny_checkpoint(tmp_path / "student", max_length=32, window_stride=16)
+    pairs = selection_pairs(tmp_path / "pairs")
+    out, export = tmp_path / "run", tmp_path / "export"
+    results = distill.train(distill.parse_args([
+        "--student", str(student), "--transfer-dir", str(folder), "--teacher-scores", str(cache), "--selection-pairs-dir", str(pairs),
+        "--max-transfer-stories", "12", "--max-train-steps", "4", "--eval-steps", "2", "--per-device-train-batch-size", "4",
+        "--output-dir", str(out), "--export-dir", str(export)]))
+    assert results["transfer_stories"] == 12 and results["heldout_stories"] == 6 and results["selection_pairs"] == 4
+    assert set(results["best_validation"]) >= {"heldout_spearman", "selection_pair_accuracy", "selection_score"}
+    assert results["teacher"]["transfer_sha256"] == transfer.file_sha256(folder / "stories.jsonl")
+    exported = json.loads((export / "config.json").read_text())
+    assert exported["encoder"]["hidden_size"] == 16 and exported["max_length"] == 32
+    assert len(load_story_classifier(export).score(STORIES[:2])) == 2
+
+
+def test_more_transfer_stories_than_are_scored_is_refused_before_training(scored, tmp_path):
+    folder, cache, _ = scored
+    pairs = selection_pairs(tmp_path / "pairs")
+    args = distill.parse_args(["--student", str(save_tiny_checkpoint(tmp_path / "student", max_length=32, window_stride=16)),
+                               "--transfer-dir", str(folder), "--teacher-scores", str(cache), "--selection-pairs-dir", str(pairs),
+                               "--max-transfer-stories", "100", "--output-dir", str(tmp_path / "run")])
+    with pytest.raises(ValueError, match="only the first 18 training stories are scored"):
+        distill.train(args)
+    assert not (tmp_path / "run").exists()
