@@ -139,3 +139,27 @@ def test_a_letterless_context_leaves_continuation_quality_out_and_the_cache_save
     again = CountingScorer()
     fit_suite.score_parts(SimpleNamespace(components=[("union", None, again, IdentityReference())]), {"a": rows}, 16, cache)
     assert again.scored == [] and json.loads(cache.read_text())["counting"]
+
+
+def kind_rows(n, right: str, wrong: str, seed=0):
+    """Pairs that part ``right`` ranks the right way by a wide margin and part ``wrong`` ranks backwards by a narrow one."""
+    rng = random.Random(seed)
+    return [{"half": "fit" if i % 2 else "check", "with_context": False,
+             "human_percentiles": {right: 70 + rng.random() * 30, wrong: 45.0},
+             "negative_percentiles": {right: rng.random() * 30, wrong: 55.0}} for i in range(n)]
+
+
+def test_the_min_kind_objective_keeps_every_kind_above_chance_where_one_part_alone_fails_one():
+    # each part holds one kind and inverts the other: only a mix ranks both kinds right
+    sets = {"origin": kind_rows(60, "plot_coherence", "union"), "damage": kind_rows(600, "union", "plot_coherence", seed=1)}
+    report = fit_suite.evaluate_parts(sets, ("union", "plot_coherence"), False, objective="min-kind")
+    assert report["check_accuracy_min"]["learned"] == 1.0
+    assert 0 < report["weights"]["union"] < 1 and sum(report["weights"].values()) == pytest.approx(1)
+    single = {part: fit_suite.pair_accuracy(sets["origin"], {"union": float(part == "union"), "plot_coherence": float(part != "union")})
+              for part in ("union", "plot_coherence")}
+    assert single == {"union": 0.0, "plot_coherence": 1.0}
+
+
+def test_no_pair_with_a_context_leaves_the_with_contexts_fit_empty():
+    rows = kind_rows(20, "union", "plot_coherence")
+    assert fit_suite.evaluate_parts({"a": rows}, ("union", "plot_coherence"), True, objective="min-kind") is None

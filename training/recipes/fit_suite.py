@@ -12,6 +12,11 @@ weighted equally), negative weights set to 0, the rest scaled to sum to one, so 
 0-100 scale. Two fits: without contexts (the story parts, on whole stories) and with contexts (continuation
 quality joins, on the pairs where both stories begin with the pair's context).
 
+``--objective min-kind`` fits for the worst set instead: each set is a kind of pair the suite must rank right (the
+WP kinds of ``storyeval_training.data.wp_kinds``), and the weights are those whose lowest pair accuracy over the sets
+is highest on the fit halves (:func:`fit_min_kind`); the default rule then compares the check halves' minima, and
+with no pair that has a context, continuation quality gets no weight.
+
 ``--add-part metric:config`` weighs a candidate part beside the config's own: the report then has the checks with
 and without it. ``--export-weights`` writes the fit whose parts are the config's (as ``SUITE_CONFIGS`` has them
 now) into the suite's weights file; with ``--from-report`` it takes that fit from an earlier report instead of
@@ -22,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import itertools
 import json
 import logging
 from pathlib import Path
@@ -37,6 +43,7 @@ from storyeval_training.export.provenance import environment
 logger = logging.getLogger("storyeval_training.recipes.fit_suite")
 
 DEFAULT_RULE_MARGIN = 0.005  # the learned rule becomes the default only this far above the plain mean (declared)
+OBJECTIVES = ("bradley-terry", "min-kind")
 
 
 def part_spec(value: str) -> tuple[str, str]:
@@ -144,6 +151,26 @@ def fit_weights(pair_sets: dict[str, list[dict]], metrics: tuple[str, ...]) -> d
             "coefficients": dict(zip(metrics, raw.tolist()))}
 
 
+def fit_min_kind(pair_sets: dict[str, list[dict]], metrics: tuple[str, ...], steps: int = 100) -> dict:
+    """The weights whose lowest pair accuracy over the sets (kinds) is highest on the fit halves; ties go to the higher
+    mean over the sets, then to the weights nearest the plain mean.
+
+    A grid over the simplex, 1/``steps`` apart, searched whole: the objective is a minimum of step functions, which
+    a gradient-based solver cannot follow, and a suite has two or three parts (5,151 points for three).
+    """
+    best, best_key = None, None
+    for counts in itertools.product(range(steps + 1), repeat=len(metrics) - 1):
+        if sum(counts) > steps:
+            continue
+        weights = dict(zip(metrics, [c / steps for c in counts] + [(steps - sum(counts)) / steps]))
+        accuracies = [pair_accuracy(rows, weights) for rows in pair_sets.values() if rows]
+        spread = sum((w - 1 / len(metrics)) ** 2 for w in weights.values())
+        key = (min(accuracies), float(np.mean(accuracies)), -spread)
+        if best_key is None or key > best_key:
+            best, best_key = weights, key
+    return {"weights": {m: round(w, 4) for m, w in best.items()}, "fit_min_accuracy": best_key[0], "fit_mean_accuracy": best_key[1]}
+
+
 def pair_accuracy(rows: list[dict], weights: dict[str, float]) -> float:
     """Share of pairs where the human story's weighted percentile is higher; a tie counts half."""
     metrics = tuple(weights)
@@ -151,11 +178,17 @@ def pair_accuracy(rows: list[dict], weights: dict[str, float]) -> float:
     return float(np.mean(np.where(margin > 0, 1.0, np.where(margin == 0, 0.5, 0.0))))
 
 
-def evaluate_parts(pair_sets: dict[str, list[dict]], metrics: tuple[str, ...], with_context: bool) -> dict:
-    """Fit on the fit halves; pair accuracy of the plain mean and of the fit on each set's check half, and their mean."""
+def evaluate_parts(pair_sets: dict[str, list[dict]], metrics: tuple[str, ...], with_context: bool,
+                   objective: str = "bradley-terry") -> dict | None:
+    """Fit on the fit halves by ``objective``; pair accuracy of the plain mean and of the fit on each set's check half,
+    their mean and their minimum. None where no pair of any set can be scored so (no pair has a context)."""
     usable_sets = {name: [row for row in rows if (row["with_context"] or not with_context) and usable(row, metrics)]
                    for name, rows in pair_sets.items()}
-    fit = fit_weights({name: [r for r in rows if r["half"] == "fit"] for name, rows in usable_sets.items()}, metrics)
+    usable_sets = {name: rows for name, rows in usable_sets.items() if rows}
+    if not usable_sets:
+        return None
+    fit_halves = {name: [r for r in rows if r["half"] == "fit"] for name, rows in usable_sets.items()}
+    fit = fit_min_kind(fit_halves, metrics) if objective == "min-kind" else fit_weights(fit_halves, metrics)
     rules = {"mean": {m: 1 / len(metrics) for m in metrics}, "learned": fit["weights"]}
     checks = {name: {rule: pair_accuracy([r for r in rows if r["half"] == "check"], weights) for rule, weights in rules.items()}
               for name, rows in usable_sets.items()}
@@ -164,6 +197,7 @@ def evaluate_parts(pair_sets: dict[str, list[dict]], metrics: tuple[str, ...], w
         "pairs": {name: {h: sum(r["half"] == h for r in rows) for h in ("fit", "check")} for name, rows in usable_sets.items()},
         "check_accuracy": checks,
         "check_accuracy_mean": {rule: float(np.mean([checks[name][rule] for name in checks])) for rule in rules},
+        "check_accuracy_min": {rule: min(checks[name][rule] for name in checks) for rule in rules},
     }
 
 
@@ -178,6 +212,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-pairs-per-set", type=int, default=None)
     p.add_argument("--add-part", action="append", default=[], type=part_spec, metavar="METRIC:CONFIG",
                    help="a candidate part to weigh beside the config's own")
+    p.add_argument("--objective", choices=OBJECTIVES, default="bradley-terry",
+                   help="bradley-terry: a logistic fit over every set's pairs, each set weighted equally; min-kind: the weights "
+                        "whose worst set is best (each set a kind of pair that must hold), and the default rule compares minima")
     p.add_argument("--seed", type=int, default=42)
     p.add_argument("--batch-size", type=int, default=16)
     p.add_argument("--output", default=None, help="the report (JSON); must not exist")
@@ -229,14 +266,19 @@ def export(path: Path, config: str, report: dict, default: str | None) -> dict:
         raise ValueError(f"no fit in the report has {config}'s parts {parts}: it has {[f['parts'] for f in report['fits'].values()]}")
     own = matching[0]
     if default is None:
-        learned, mean = own["without_contexts"]["check_accuracy_mean"]["learned"], own["without_contexts"]["check_accuracy_mean"]["mean"]
+        by = "check_accuracy_min" if report.get("objective") == "min-kind" else "check_accuracy_mean"
+        learned, mean = own["without_contexts"][by]["learned"], own["without_contexts"][by]["mean"]
         default = "learned" if learned >= mean + DEFAULT_RULE_MARGIN else "mean"
+    with_contexts = own["with_contexts"]["weights"] if own["with_contexts"] else {
+        # no pair had a context to weigh continuation quality by: it weighs nothing, the story parts as fitted
+        **own["without_contexts"]["weights"], **{part.split(":")[0]: 0.0 for part in parts if part.startswith("continuation_quality:")}}
     entries = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
     entries[config] = {
         "default": default,
         "without_contexts": own["without_contexts"]["weights"],
-        "with_contexts": own["with_contexts"]["weights"],
-        "fitted": {key: report[key] for key in ("command", "pair_sets", "split", "seed")} | {"commit": report["environment"].get("commit", "unknown")},
+        "with_contexts": with_contexts,
+        "fitted": {key: report[key] for key in ("command", "pair_sets", "split", "seed")} | {"commit": report["environment"].get("commit", "unknown"),
+                                                                                              "objective": report.get("objective", "bradley-terry")},
     }
     path.write_text(json.dumps(entries, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     return entries[config]
@@ -259,19 +301,19 @@ def main(argv=None) -> None:
     suite = StoryQuality(args.config, parts=[*own, *args.add_part])
     score_parts(suite, pair_sets, args.batch_size, Path(args.scores_cache) if args.scores_cache else None)
     candidates = {"own": own} | ({"with_added": (*own, *args.add_part)} if args.add_part else {})
+    check_key = "check_accuracy_min" if args.objective == "min-kind" else "check_accuracy_mean"
     fits = {}
     for label, parts in candidates.items():
         story_metrics = tuple(m for m, _ in parts if m != "continuation_quality")
         all_metrics = tuple(m for m, _ in parts)
         fits[label] = {"parts": [f"{m}:{c}" for m, c in parts],
-                       "without_contexts": evaluate_parts(pair_sets, story_metrics, with_context=False),
-                       "with_contexts": evaluate_parts(pair_sets, all_metrics, with_context=True)}
+                       "without_contexts": evaluate_parts(pair_sets, story_metrics, False, args.objective),
+                       "with_contexts": evaluate_parts(pair_sets, all_metrics, True, args.objective)}
         # each story part alone: what the suite adds over its best part
-        fits[label]["single_parts"] = {m: evaluate_parts(pair_sets, (m,), with_context=False)["check_accuracy_mean"]["mean"]
-                                       for m in story_metrics}
+        fits[label]["single_parts"] = {m: evaluate_parts(pair_sets, (m,), False)[check_key]["mean"] for m in story_metrics}
     report = {
         "command": "python -m storyeval_training.recipes.fit_suite " + " ".join(sys.argv[1:] if argv is None else argv),
-        "config": args.config, "split": args.split, "seed": args.seed,
+        "config": args.config, "split": args.split, "seed": args.seed, "objective": args.objective,
         "pair_sets": {name: {"folder": str(folder), "pairs": len(pair_sets[name]), "techniques": args.techniques.get(name)}
                       for name, folder in args.pairs},
         "fits": fits, "environment": run_environment,
@@ -281,8 +323,11 @@ def main(argv=None) -> None:
     for label, fit in fits.items():
         for mode in ("without_contexts", "with_contexts"):
             row = fit[mode]
-            logger.info("%s %s: weights %s; check accuracy mean %.3f, learned %.3f", label, mode, row["weights"],
-                        row["check_accuracy_mean"]["mean"], row["check_accuracy_mean"]["learned"])
+            if row is None:
+                logger.info("%s %s: no pair has a context", label, mode)
+                continue
+            logger.info("%s %s: weights %s; check accuracy (%s) plain mean %.3f, learned %.3f", label, mode, row["weights"],
+                        check_key, row[check_key]["mean"], row[check_key]["learned"])
     if args.export_weights:
         entry = export(Path(args.export_weights), args.config, report, args.default)
         logger.info("wrote %s's weights (default %s) to %s", args.config, entry["default"], args.export_weights)
