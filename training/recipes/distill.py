@@ -105,7 +105,7 @@ class DistillationObjective(nn.Module):
 
 
 def transfer_examples(args, delexicalize: bool, tokenizer, max_length: int) -> tuple[datasets.Dataset, datasets.Dataset, int]:
-    """Tokenised (train, held-out) transfer stories with the teacher's logits, and how many training stories were left out."""
+    """Tokenised (train, held-out) transfer stories with the teacher's logits, and how many training stories of the file are not used."""
     rows = read_stories(Path(args.transfer_dir))
     identity = json.loads(Path(args.teacher_scores).read_text(encoding="utf-8").split("\n", 1)[0])
     if args.teacher:
@@ -204,7 +204,7 @@ def train(args) -> dict:
         model.student.save_pretrained(folder)
         tokenizer.save_pretrained(folder)
 
-    logger.info("distilling on %d transfer stories (%d scored ones left out)", len(train_set), left_out)
+    logger.info("distilling on %d transfer stories (%d more training stories in the file)", len(train_set), left_out)
     run = loop.train(objective, train_set, Collator(tokenizer), lengths=[len(ids) for ids in train_set["input_ids"]],
                      eval_sets={"heldout": heldout, "selection": selection}, evaluate=evaluate, select_by=SELECT_BY,
                      save_best=save_best)
