@@ -123,3 +123,19 @@ def test_a_cards_gaming_line_reads_every_gaming_run(tmp_path):
     assert "plot_coherence:wp-base" in model_card.gaming_results() and "union:roc" in model_card.gaming_results()
     assert "one story for every prompt (96)" in model_card._gaming_text("plot-coherence-wp-base")
     assert model_card.gaming_results(tmp_path) == {}
+
+
+def test_a_distilled_students_card_names_its_teacher_data_and_selection(tmp_path):
+    results = {
+        "args": {"student": "hub_cards/union-roc", "loss": "mse", "hard_label_weight": 0.0, "per_device_train_batch_size": 32,
+                 "learning_rate": 5e-5, "num_train_epochs": 2, "seed": 42},
+        "teacher": {"teacher": "union-roc-base", "settings": "union-roc-base_fp32", "weights_sha256": "ab" * 32, "teacher_commit": "97502dc"},
+        "transfer_stories": 20000, "heldout_stories": 989, "selection_pairs": 888, "completed_steps": 1250, "training_minutes": 30.0,
+        "best_validation": {"heldout_spearman": 0.9, "selection_pair_accuracy": 0.8, "step": 1000},
+    }
+    (tmp_path / "evaluation.json").write_text(json.dumps({"command": "python -m benchmarks.agreement.union_correlation",
+                                                          "correlations": {"union_roc": {"pearson": 0.3, "spearman": 0.4, "kendall": 0.3}}}))
+    model_card.write_union_card(tmp_path, results)
+    card = ModelCard.load(tmp_path / "README.md")
+    assert "A fast student of `union-roc-base`" in card.text and "first 20,000 training stories" in card.text
+    assert "0.9000" in card.text and "| union_roc | 0.3000 | 0.4000 | 0.3000 |" in card.text and "distillation" in card.data.tags

@@ -172,7 +172,29 @@ def _gaming_text(name: str) -> str:
             f"test stories is above 50, on {'; '.join(parts)} ({GAMING_LINK}).")
 
 
+def write_distilled_card(folder: Path, results: dict, metric: str) -> None:
+    """Model card for a student distilled from a base-size teacher (``storyeval_training.recipes.distill``)."""
+    folder = Path(folder)
+    teacher = results["teacher"]
+    name = f"{metric.replace('_', '-')}-roc"
+    evaluation = _read_evaluation(folder)
+    correlations = (evaluation or {}).get("correlations", {})
+    eval_results = (_correlation_results("Story plausibility (correlation with human judgments)", "Plot-guided AMT plausibility ratings (roc)",
+                                         "plot-amt-roc", correlations) if "pearson" in correlations else
+                    [result for set_name, coefficients in correlations.items()
+                     for result in _correlation_results("Story quality (correlation with human judgments)",
+                                                        f"UNION human judgments ({set_name})", f"union-human-{set_name}", coefficients)])
+    card_data = _card_data(name, _hub_id("all-MiniLM-L6-v2"), ["storyeval", metric.replace("_", "-"), "story-evaluation",
+                                                                 "reference-free-metric", "distillation"], ["rocstories"], eval_results)
+    _render(ModelCard, card_data, "distilled", folder, name=name, metric=metric, config="roc", teacher=teacher, args=results["args"],
+            results=results, best=results["best_validation"], machine=_machine_text(results), notes=results.get("notes", []),
+            evaluation=evaluation, exported=_export_text(folder), encoder=_encoder_text(folder, "BERT-base" if metric == "union" else "RoBERTa-base"),
+            gaming=_gaming_text(name), citation=citations.BY_METRIC[metric])
+
+
 def write_union_card(folder: Path, results: dict) -> None:
+    if results.get("teacher"):  # a distilled student
+        return write_distilled_card(folder, results, "union")
     folder = Path(folder)
     args = results["args"]
     dataset = args.get("dataset")  # None: pairs from a folder that does not record its corpus
@@ -228,6 +250,8 @@ def _continuation_encoder(folder: Path) -> dict | None:
 
 def write_plot_coherence_card(folder: Path, results: dict) -> None:
     """Model card for a plot-coherence checkpoint; figures come from ``evaluation.json`` (the benchmark's output)."""
+    if results.get("teacher"):  # a distilled student
+        return write_distilled_card(folder, results, "plot_coherence")
     folder = Path(folder)
     args = results["args"]
     dataset = args.get("dataset") or "roc"
