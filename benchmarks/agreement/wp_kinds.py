@@ -16,6 +16,7 @@ so ``--split test`` is the report.
 from __future__ import annotations
 
 import argparse
+import hashlib
 from pathlib import Path
 
 from benchmarks.common import add_checkpoint_options, checked_checkpoints, command_line, machine, write_results
@@ -81,12 +82,14 @@ def main(argv=None):
     words = {story: len(story.split()) for story in stories}
     payload = {"machine": machine(), "command": command_line(__name__, argv), "split": args.split, "stories": len(stories),
                "length_rule": summary({kind: accuracy(pairs, words) for kind, pairs in kinds.items()}), "checkpoints": {}}
-    scored: dict[str, dict[str, float]] = {}  # checkpoint folder -> story -> score
+    scored: dict[str, dict[str, float]] = {}  # checkpoint files' hash -> story -> score
 
     def scores_of(folder: str, scorer) -> dict[str, float]:
-        if folder not in scored:
-            scored[folder] = dict(zip(stories, scorer.score(stories, batch_size=args.batch_size, progress_bar=True)))
-        return scored[folder]
+        # keyed by the files, not the path: a suite's part may be the same checkpoint as a --checkpoint in another folder
+        key = hashlib.sha256(b"".join((Path(folder) / name).read_bytes() for name in ("config.json", "model.safetensors"))).hexdigest()
+        if key not in scored:
+            scored[key] = dict(zip(stories, scorer.score(stories, batch_size=args.batch_size, progress_bar=True)))
+        return scored[key]
 
     def report(label: str, score_of: dict[str, float], **fields) -> None:
         lengths = [words[s] for s in stories]
@@ -101,13 +104,13 @@ def main(argv=None):
 
     for label, folder in checkpoints.items():
         scorer = load_story_classifier(folder, device="cpu")
-        report(label, scores_of(str(Path(folder).resolve()), scorer), path=folder, settings=scorer.settings())
+        report(label, scores_of(folder, scorer), path=folder, settings=scorer.settings())
     for label, config in suites.items():
         suite = StoryQuality(config)
         combination = suite.combination(None)
         result = {}
         for metric, folder, scorer, reference in suite.parts(with_contexts=False):
-            values = [scores_of(str(Path(folder).resolve()), scorer)[s] for s in stories]
+            values = [scores_of(folder, scorer)[s] for s in stories]
             result[f"{metric}_percentile"] = reference.percentile(values)
         combined = dict(zip(stories, suite.combine(result, combination, False)))
         report(label, combined, config=config, settings=suite.settings(False, combination), combination=combination,
