@@ -8,6 +8,9 @@
 ``continuation_data``, ``continuation_pairs``
                -- continuation quality's rated pairs and Story Cloze items, and its encoder's self-supervised pairs
 ``lowercase_names`` -- the runtime's list of first names that lower-cased text masks
+``plot_pairs`` -- the plot-coherence classifier's (human, implausible) groups as train / validation pairs
+``wp_kinds``   -- WP's ordered pairs of three kinds (origin, damage, strength), split by story alike for every kind
+``transfer``   -- distillation's transfer stories, and a teacher's scores of them cached with its identity
 
 Imports: ``paths``, ``selection``, ``export.provenance`` and ``export.model_card`` (a negatives folder's card), and
 ``loop`` (the plot generator trains on it); never ``recipes`` or export's commands, which import this package.
