@@ -142,3 +142,15 @@ def test_the_page_offers_both_kinds_of_story_and_the_wp_caveat():
     shown = components(demo.build_demo(offer_base=False))
     assert [choice[1] for choice in shown["corpus"]["choices"]] == ["roc", "wp"] and shown["corpus"]["value"] == "roc"
     assert shown["wp-note"]["visible"] is False and "no config is a general-purpose score" in shown["wp-note"]["value"]
+
+
+def test_a_story_or_upload_that_is_not_english_gets_a_message_not_a_score(tmp_path, monkeypatch):
+    monkeypatch.setattr(demo, "_scorer", lambda *args, **kwargs: pytest.fail("scored a text that is not English"))
+    with pytest.raises(demo.DemoInputError, match=r"The story is not English \(it reads as German"):
+        demo.score_story("Der alte Mann ging jeden Morgen mit seinem Hund in den Park. Er war müde.")
+    with pytest.raises(demo.DemoInputError, match=r"The context is not English \(\d+% of its letters are Cyrillic"):
+        demo.score_story("He went home.", "Старик каждое утро кормил голубей в парке.")
+    upload = tmp_path / "stories.txt"
+    upload.write_text("Ken went home. He slept.\nLe petit garçon a trouvé un chat perdu devant la boulangerie.\n")
+    with pytest.raises(demo.DemoInputError, match=r"Line 2 of the file: the line is not English"):
+        demo.score_upload(str(upload))

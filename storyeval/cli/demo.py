@@ -31,8 +31,8 @@ from pathlib import Path
 from storyeval import text as textlib
 from storyeval.analysis.explain import explain_sentences
 from storyeval.checkpoints import resolution as checkpoints
-from storyeval.files import FORMATS, InputError, read_stories
-from storyeval.inputs import has_words
+from storyeval.files import FORMATS, InputError, read_rows
+from storyeval.inputs import has_words, language_problem
 
 logger = logging.getLogger(__name__)
 
@@ -137,6 +137,9 @@ def score_story(story: str, context: str = "", metrics=("union", "plot_coherence
     """Rows of (metric, score, note), and the leave-one-out rows (sentence #, sentence, score without it, change)."""
     story = _check_text(story, "story")
     context = _check_text(context, "context", required=False)
+    for what, text in (("story", story), ("context", context)):
+        if text and (problem := language_problem(text)):
+            raise DemoInputError(f"The {what} is not English ({problem}): the metrics score English text only.")
     # a "sentence" of punctuation alone ("...") has nothing to score or leave out
     sentences = [sentence for sentence in textlib.split_sentences(story) if has_words(sentence)]
     if not sentences:
@@ -198,10 +201,13 @@ def score_upload(path: str | None, field: str = "story", tier: str = "fast", cor
     fmt = path.suffix.lower()
     if fmt not in FORMATS:
         raise DemoInputError(f"Unsupported file type {fmt or '(none)'}: upload one of {', '.join(FORMATS)}.")
+    field = field or "story"
     stories = []
     try:
-        for _, story in read_stories(path, fmt, field or "story"):
-            stories.append(story)
+        for row in read_rows(path, fmt, [field]):
+            if problem := row.problem():  # no letters, not English: a story the metrics cannot score, not a broken file
+                raise DemoInputError(f"Line {row.line} of the file: {problem}")
+            stories.append(row.texts[field])
             if len(stories) > MAX_UPLOAD_STORIES:
                 raise DemoInputError(f"The file has more than {MAX_UPLOAD_STORIES:,} stories; use `storyeval score` for large files.")
     except InputError as error:
