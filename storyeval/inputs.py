@@ -29,13 +29,14 @@ def has_words(text: str) -> bool:
 
 # ---- English or not ------------------------------------------------------------------------------------------
 # Every checkpoint was trained on English stories, and a text in another language gets a score as confident as an
-# English one's (a German story scored 0.93 with plot coherence). The check is two cheap ratios, no model: which
-# script the letters are in, and, for Latin letters, how many words are English function words against how many
-# are those of other European languages. The word lists are written out here rather than read from NLTK's
-# stopwords corpus so that the check gives the same answer with or without NLTK data, and before NLTK is imported
-# (the command line checks a whole file before it loads a model). Only text that is clearly not English is
-# flagged: a keyword list or a line of names has few English function words, but none of another language
-# either, and is left alone. docs/inputs.md gives the rates measured on English corpora and other languages.
+# English one's, and as meaningless. The check is two cheap ratios, no model: which script the letters are in, and,
+# for Latin letters, how many words are English function words against how many are those of other European
+# languages (or, for languages without a list, how many letters are accented). The word lists are written out here
+# rather than read from NLTK's stopwords corpus so that the check gives the same answer with or without NLTK data,
+# and before NLTK is imported (the command line checks a whole file before it loads a model). Only text that is
+# clearly not English is flagged: a keyword list or a line of names has few English function words, but none of
+# another language either, and is left alone. docs/inputs.md gives the rates measured on English corpora and on
+# other languages, and tests/test_language.py measures them again.
 
 ENGLISH_FUNCTION_WORDS = frozenset("""
 a an the and or but nor so yet if then than because though although while whether of to in on at for with from by as
