@@ -3,20 +3,23 @@
 ``.txt`` holds one story per line; ``.jsonl`` one object per line with the
 story in a field; ``.csv`` a header and the story in a column. Reading is
 lazy (files larger than memory stream through) and every error names its
-file and line. A text that cannot be scored (empty, no letters or digits, a
-lone surrogate) is not a format error: readers hand it over with its problem,
-and the caller decides whether it stops the run.
+file and line. A text that cannot be scored (empty, no letters, a lone
+surrogate, clearly not English) is not a format error: readers hand it over with
+its problem, and the caller decides whether it stops the run.
 """
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
+import math
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from storyeval.inputs import has_words, not_unicode_text
+from storyeval.inputs import NO_LETTERS, not_unicode_text, preview, unscorable
 
 FORMATS = (".txt", ".jsonl", ".csv")
 
@@ -39,13 +42,17 @@ class Row:
 
     def problem(self) -> str | None:
         """Why a text of this row cannot be scored, naming the field, or None."""
+        found = self.unscorable()
+        return found[1] if found else None
+
+    def unscorable(self) -> tuple[str, str] | None:
+        """(reason, message) for the first text of this row that cannot be scored (storyeval.inputs.unscorable), or None."""
         for field, text in self.texts.items():
-            if not has_words(text):
-                if self.whole_line:
-                    return f"empty line or no letters or digits (one story per line): {text!r}"
-                return f"{field!r} is empty or has no letters or digits: {text!r}"
-            if problem := not_unicode_text(text):
-                return f"{field!r} {problem}"
+            if found := unscorable(text):
+                reason, message = found
+                if reason == NO_LETTERS and self.whole_line:
+                    return reason, f"empty line or no letters (one story per line): {preview(text)}"
+                return reason, f"{'the line' if self.whole_line else repr(field)} {message}"
         return None
 
 
@@ -171,7 +178,8 @@ def format_score(value: float) -> str:
 
 
 class Writer:
-    """Writes rows in the input's format, extended by the score ``columns``."""
+    """Writes rows in the input's format, extended by the score ``columns``. A row that was not scored (NaN)
+    is written as ``nan`` in .txt and .csv, and as ``null`` in .jsonl (JSON has no NaN, and strict parsers refuse it)."""
 
     def __init__(self, handle, fmt: str, columns: list[str], fieldnames=None, constants: dict[str, str] | None = None):
         self.handle, self.fmt, self.columns, self.csv = handle, fmt, columns, None
@@ -186,7 +194,8 @@ class Writer:
         if self.fmt == ".txt":
             self.handle.write(format_score(scores[0]) + "\n")
         elif self.fmt == ".jsonl":
-            # json writes NaN, which Python and pandas read back; strict parsers would refuse null-less NaN alike
+            # a row that was not scored gets null: json would write NaN, which strict JSON parsers refuse
+            scores = [None if math.isnan(score) else score for score in scores]
             fields = {**record, **dict(zip(self.columns, scores)), **self.constants}
             line = json.dumps(fields, ensure_ascii=False)
             if not_unicode_text(line):
@@ -197,8 +206,64 @@ class Writer:
             self.csv.writerow(record + [format_score(score) for score in scores])
 
 
-def count_records(path: Path, fmt: str) -> int:
-    """Cheap total for the progress bar (a line count)."""
-    with path.open("rb") as handle:
-        lines = sum(1 for _ in handle)
-    return max(lines - 1, 0) if fmt == ".csv" else lines
+@dataclass
+class Survey:
+    """What a whole story file holds, read before anything is scored: its rows, the unscorable ones and the long ones."""
+
+    rows: int = 0
+    invalid: dict[int, str] = dataclasses.field(default_factory=dict)  # line -> why it cannot be scored, in file order
+    first_problem: tuple[int, str] | None = None  # the first unscorable row's line and message
+    long_lines: list[int] = dataclasses.field(default_factory=list)  # lines with a text of more than LONG_TEXT characters
+
+    def by_reason(self) -> dict[str, list[int]]:
+        grouped: dict[str, list[int]] = {}
+        for line, reason in self.invalid.items():
+            grouped.setdefault(reason, []).append(line)
+        return grouped
+
+
+# a text longer than this (about 1,800 words) might need more windows than a scorer takes, which only its tokenizer
+# can tell; the command line checks those texts with the scorer before it scores the file. Below it, even one token per
+# character stays under the smallest limit shipped (16,446 tokens: plot-coherence-roc's 128-token windows). A bound on
+# the work saved, not on correctness: a story past the limit is refused in any case
+LONG_TEXT = 10_000
+
+
+def survey_rows(path: Path, fmt: str, fields: list[str], reserved: list[str] = ()) -> Survey:
+    """Read a whole story file once, as cheaply as reading goes: an :class:`InputError` at the first line that is not
+    the format, else what it holds. Parsing takes a small fraction of the time scoring takes, so a broken line at the
+    end of a file is found before any story is scored."""
+    survey = Survey()
+    for row in read_rows(path, fmt, fields, reserved):
+        survey.rows += 1
+        if found := row.unscorable():
+            survey.invalid[row.line] = found[0]
+            survey.first_problem = survey.first_problem or (row.line, found[1])
+        elif any(len(text) > LONG_TEXT for text in row.texts.values()):
+            survey.long_lines.append(row.line)
+    return survey
+
+
+_CSV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")  # a header's column name, as sniffed_format recognises one
+
+
+def sniffed_format(path: Path, column: str) -> str | None:
+    """Whether a file read as .txt (one story per line) looks like another format, by its first line that is not
+    blank: ".jsonl" for a JSON object, ".csv" for a header (comma-separated names, one of them ``column``, or
+    several names with no space anywhere in the line); None otherwise."""
+    for _, line in text_lines(path):
+        line = line.strip()
+        if not line:
+            continue
+        if line.startswith("{"):
+            try:
+                return ".jsonl" if isinstance(json.loads(line), dict) else None
+            except json.JSONDecodeError:
+                return None
+        names = next(csv.reader([line]), [])
+        if len(names) > 1 and (column in (name.strip() for name in names)
+                               or (not any(c.isspace() for c in line) and all(_CSV_NAME.fullmatch(n) for n in names))):
+            return ".csv"
+        return None
+    return None
+

@@ -26,7 +26,8 @@ from storyeval.inputs import (
     check_same_length,
     check_strings,
     check_texts,
-    text_problem,
+    rows_by_reason,
+    unscorable,
 )
 
 logger = logging.getLogger(__name__)
@@ -48,9 +49,10 @@ def runtime_options_doc(batch_size: int, unit: str, int8: bool = True) -> str:
     dtype (`str`, optional): "float32" (default), {names}. bfloat16 is
         about 2x faster on some CPUs with bfloat16 instructions, slower on others (time it); scores move slightly, so
         compare scores computed in one dtype only (the settings string records it).
-{int8_doc}    on_invalid (`str`, defaults to "raise"): what a text with no letters or digits does:
+{int8_doc}    on_invalid (`str`, defaults to "raise"): what a text that cannot be scored does (no
+        letters, or clearly not English: the checkpoints are trained on English stories only):
         "raise" stops with an error naming it; "nan" scores the others, gives it NaN and
-        logs a warning with its row.
+        logs a warning with its row and why.
 """
 
 
@@ -137,9 +139,17 @@ def unscorable_rows(on_invalid: str, warn: bool = True, **columns: list[str]) ->
         for name, texts in columns.items():
             check_texts(texts, name)
         return []
-    rows = sorted({i for texts in columns.values() for i, text in enumerate(texts) if text_problem(text)})
+    reasons: dict[int, str] = {}
+    for texts in columns.values():
+        for i, text in enumerate(texts):
+            if i not in reasons and (found := unscorable(text)):
+                reasons[i] = found[0]
+    rows = sorted(reasons)
     if rows and warn:
-        logger.warning("%d input(s) cannot be scored (empty, or no letters or digits) and score NaN: rows %s", len(rows), rows)
+        grouped: dict[str, list[int]] = {}
+        for i in rows:
+            grouped.setdefault(reasons[i], []).append(i)
+        logger.warning("%d input(s) cannot be scored and score NaN: %s", len(rows), rows_by_reason(grouped))
     return rows
 
 

@@ -119,19 +119,20 @@ def test_csv_row_with_more_fields_than_the_header(tiny_checkpoint, tmp_path, cap
     assert not list(tmp_path.glob("o.csv*"))
 
 
-@pytest.mark.parametrize(
-    "name, content, expected",
-    [("s.txt", "", ""), ("s.jsonl", "", ""), ("s.jsonl", "\n\n", ""), ("s.csv", "", ""), ("s.csv", "id,story\n", "id,story,score\r\n")],
-)
-def test_empty_input_gives_a_summary_and_an_empty_output(tiny_checkpoint, tmp_path, capsys, name, content, expected):
+@pytest.mark.parametrize("name, content, why", [
+    ("s.txt", "", "an empty file"), ("s.jsonl", "", "an empty file"), ("s.jsonl", "\n\n", "blank lines only"),
+    ("s.csv", "", "an empty file"), ("s.csv", "id,story\n", "a header and no rows"),
+])
+def test_an_input_with_no_stories_is_an_error_and_writes_nothing(tmp_path, capsys, monkeypatch, name, content, why):
+    monkeypatch.setattr(cli, "load_scorer", lambda *args: pytest.fail("loaded a model for an empty input"))
     path = tmp_path / name
     path.write_text(content)
     output = tmp_path / f"o{path.suffix}"
-    code, _, err = score(path, tiny_checkpoint, capsys, "-o", str(output))
-    assert code == 0 and f"union/{tiny_checkpoint}: 0 stories, mean nan (min nan, max nan)" in err
-    assert output.open(newline="").read() == expected
-    code, out, err = score(path, tiny_checkpoint, capsys)  # to stdout
-    assert code == 0 and out == expected and "0 stories" in err
+    code, out, err = run_cli(["score", str(path), "-o", str(output), "--quiet"], capsys)
+    assert_clean_error(code, err, f"{path}: no stories to score ({why})")
+    assert not output.exists() and not out
+    code, out, err = run_cli(["score", str(path), "--quiet"], capsys)  # to stdout
+    assert code == 1 and not out
 
 
 def test_score_field_is_documented(capsys):
@@ -284,11 +285,11 @@ def test_an_unscorable_line_stops_the_run_or_scores_nan_with_skip_invalid(tiny_c
     stories = tmp_path / "s.txt"
     stories.write_text(f"{STORY}\n\n{STORY}\n...\n")
     code, out, err = score(stories, tiny_checkpoint, capsys)
-    assert_clean_error(code, err, "s.txt:2: empty line or no letters or digits", "--skip-invalid")
+    assert_clean_error(code, err, "s.txt:2: empty line or no letters", "1 more row(s) cannot be scored", "--skip-invalid")
     code, out, err = score(stories, tiny_checkpoint, capsys, "--skip-invalid")
     lines = out.splitlines()
     assert code == 0 and lines[1] == lines[3] == "nan" and lines[0] == lines[2] != "nan"
-    assert "2 unscorable row(s) written as NaN, at line(s) 2, 4" in err and ": 2 stories" in err
+    assert "2 row(s) could not be scored and were written as nan: no letters at lines 2, 4" in err and ": 2 stories" in err
 
 
 def test_a_story_past_the_window_limit_stops_the_run_naming_its_line_and_the_limit(tiny_checkpoint, tmp_path, capsys, monkeypatch):

@@ -114,7 +114,10 @@ def test_line_counts_that_differ_are_refused(tmp_path):
         ([{"score": 0.1}, {"story": "a tale ."}], [{"score": 0.1}, {"score": 0.2}], "some records have a 'score'"),
         ([{"score": 0.1}, {"score": 0.2}], [{"story": "a tale ."}, {"story": "another ."}], "carry 'score' fields"),
         ([{"score": True}], [{"score": 0.1}], "finite number"),
-        ([{"story": "   "}], [{"score": 0.1}], "no 'score' number and no 'story'"),
+        ([{"story": "   "}], [{"score": 0.1}], "'story' is empty or has no letters"),
+        ([{"note": "no story"}], [{"score": 0.1}], "no 'score' number and no 'story'"),
+        ([{"story": "12345 67890"}, {"story": "a tale ."}], [{"score": 0.1}, {"score": 0.2}], "a.jsonl:1: 'story' is empty or has no letters"),
+        ([{"story": "Der alte Mann ging jeden Morgen mit seinem Hund in den Park."}], [{"score": 0.1}], "'story' is not English"),
         ([{"id": [1], "score": 0.1}], [{"score": 0.1}], "string or an integer"),
     ],
 )
@@ -188,3 +191,43 @@ def test_cli_plot(tmp_path, capsys):
     plot = tmp_path / "comparison.png"
     assert cli.main(["compare", str(a), str(b), "--plot", str(plot), "--resamples", "199"]) == 0, capsys.readouterr().err
     assert plot.read_bytes().startswith(b"\x89PNG")
+
+
+def test_two_items_a_system_warn_with_the_reason_and_the_minimum(tmp_path, capsys):
+    from storyeval.analysis.compare import MIN_ITEMS, FewItemsWarning
+
+    with pytest.warns(FewItemsWarning, match=r"only 2 items per system; below 10 .* smallest p-value is 1/2\^2 = 0.25"):
+        result = compare_systems({"a": [0.9, 0.8], "b": [0.1, 0.2]}, **FAST)
+    assert result.pairs[0].p_a_greater == 0.25 and result.warnings and MIN_ITEMS == 10
+    a = tmp_path / "a.jsonl"
+    b = tmp_path / "b.jsonl"
+    a.write_text("".join(json.dumps({"score": s}) + "\n" for s in (0.9, 0.8)))
+    b.write_text("".join(json.dumps({"score": s}) + "\n" for s in (0.1, 0.2)))
+    code = cli.main(["compare", str(a), str(b), "--resamples", "99", "--json", "-"])
+    captured = capsys.readouterr()
+    assert code == 0 and captured.err.startswith("storyeval: warning: only 2 items per system") and len(captured.err.splitlines()) == 1
+    assert json.loads(captured.out)["warnings"] == result.warnings
+
+
+def test_enough_items_warn_nothing():
+    import warnings
+
+    better, worse = paired_scores(items=10)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert compare_systems({"better": better.tolist(), "worse": worse.tolist()}, **FAST).warnings == []
+
+
+def test_the_analysis_modules_are_reachable_from_import_storyeval(monkeypatch):
+    import sys
+
+    import storyeval
+    from storyeval import analysis
+
+    for name in ("compare", "explain"):  # as in a fresh interpreter after `import storyeval`: not imported yet
+        monkeypatch.delattr(analysis, name, raising=False)
+        monkeypatch.delitem(sys.modules, f"storyeval.analysis.{name}", raising=False)
+    assert storyeval.analysis.compare.compare_systems.__name__ == "compare_systems"
+    assert storyeval.analysis.explain.explain.__name__ == "explain"
+    with pytest.raises(AttributeError, match="has no attribute 'nothing'"):
+        storyeval.analysis.nothing  # noqa: B018

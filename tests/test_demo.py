@@ -64,7 +64,7 @@ def test_continuation_quality_scores_the_story_after_its_opening(monkeypatch):
             asked.append((contexts, continuations))
             return {"overall": [3.0], "relevance": [3.0], "interestingness": [3.0]}
 
-    monkeypatch.setattr(demo, "_scorer", lambda metric, tier="fast": RecordingScorer())
+    monkeypatch.setattr(demo, "_scorer", lambda metric, tier="fast", corpus="roc": RecordingScorer())
     demo.score_story("Ken went home. He was tired. He slept.", metrics=("continuation_quality",))
     demo.score_story("He was tired. He slept.", "Ken went home.", ("continuation_quality",))
     # as in training: a short opening, then the rest of the story
@@ -112,3 +112,45 @@ def test_the_base_tier_scores_with_the_base_checkpoints():
     assert rows[0][0] == "UNION (roc-base)" and 0 <= rows[0][1] <= 1 and "human-written ROCStories" in rows[0][2]
     assert len(attribution) == 3
     assert demo.metric_title("union") == "UNION (roc)" and demo.metric_title("continuation_quality", "base") == "Continuation quality (deltascore-base)"
+
+
+WP_STORY = ("The letter arrived on the morning of my thirtieth birthday, written in my own handwriting. "
+            "It told me not to open the red door in the basement. I had lived in the house for ten years and had never seen "
+            "a red door. That night I went down with a flashlight, and there it was, between the furnace and the shelves of "
+            "old paint. I stood there for an hour. Then I went upstairs, wrote a letter to myself, and dated it ten years ago.")
+
+
+def test_long_stories_are_scored_with_the_writingprompts_configs_and_their_percentiles():
+    rows, attribution = demo.score_story(WP_STORY, metrics=("union", "plot_coherence", "continuation_quality"), corpus="wp")
+    by_title = {row[0]: row for row in rows}
+    assert 0 <= by_title["UNION (wp)"][1] <= 1 and "human-written WritingPrompts test stories" in by_title["UNION (wp)"][2]
+    assert by_title["Plot coherence"][1] is None and "the base tier has one" in by_title["Plot coherence"][2]
+    assert "human-written WritingPrompts test stories" in by_title["Continuation quality: overall"][2]
+    assert len(attribution) == 6
+    assert demo.metric_title("plot_coherence", "base", "wp") == "Plot coherence (wp-base)"
+    assert demo._config("union", "base", "wp") == "wp-base" and demo._config("continuation_quality", "base", "wp") == "deltascore-base"
+
+
+def test_a_long_story_scored_with_the_roc_configs_gets_a_pointer_to_the_wp_ones():
+    long_story = " ".join([WP_STORY] * 3)
+    assert "choose 'Long stories that open with a prompt'" in demo.length_hint(long_story, "roc")
+    assert demo.length_hint(long_story, "wp") == "" and demo.length_hint("Ken went home. He slept.", "roc") == ""
+
+
+def test_the_page_offers_both_kinds_of_story_and_the_wp_caveat():
+    pytest.importorskip("gradio")
+    shown = components(demo.build_demo(offer_base=False))
+    assert [choice[1] for choice in shown["corpus"]["choices"]] == ["roc", "wp"] and shown["corpus"]["value"] == "roc"
+    assert shown["wp-note"]["visible"] is False and "no config is a general-purpose score" in shown["wp-note"]["value"]
+
+
+def test_a_story_or_upload_that_is_not_english_gets_a_message_not_a_score(tmp_path, monkeypatch):
+    monkeypatch.setattr(demo, "_scorer", lambda *args, **kwargs: pytest.fail("scored a text that is not English"))
+    with pytest.raises(demo.DemoInputError, match=r"The story is not English \(it reads as German"):
+        demo.score_story("Der alte Mann ging jeden Morgen mit seinem Hund in den Park. Er war müde.")
+    with pytest.raises(demo.DemoInputError, match=r"The context is not English \(\d+% of its letters are Cyrillic"):
+        demo.score_story("He went home.", "Старик каждое утро кормил голубей в парке.")
+    upload = tmp_path / "stories.txt"
+    upload.write_text("Ken went home. He slept.\nLe petit garçon a trouvé un chat perdu devant la boulangerie.\n")
+    with pytest.raises(demo.DemoInputError, match=r"Line 2 of the file: the line is not English"):
+        demo.score_upload(str(upload))

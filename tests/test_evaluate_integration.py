@@ -61,12 +61,24 @@ def test_on_invalid_nan_scores_the_rest_and_names_the_rows(union_checkpoint, cap
     results = union.compute(predictions=[CONTINUATIONS[0], "  ", CONTINUATIONS[1]], on_invalid="nan")
     assert math.isnan(results["scores"][1]) and not math.isnan(results["scores"][0])
     assert results["mean_score"] == pytest.approx((results["scores"][0] + results["scores"][2]) / 2)
-    assert "rows [1]" in caplog.text
+    assert "no letters at row 1" in caplog.text
     union.add_batch(predictions=["...", CONTINUATIONS[0]], on_invalid="nan")
     queued = union.compute(on_invalid="nan")
     assert math.isnan(queued["scores"][0]) and queued["scores"][1] == pytest.approx(results["scores"][0], abs=1e-5)
     with pytest.raises(ValueError, match="on_invalid must be one of"):
         union.compute(predictions=CONTINUATIONS, on_invalid="skip")
+
+
+def test_non_english_and_digit_only_texts_are_refused_or_nan_with_their_reason(union_checkpoint, caplog):
+    union = evaluate.load(str(METRICS / "union"), str(union_checkpoint))
+    german, digits = "Der alte Mann ging jeden Morgen mit seinem Hund in den Park.", "12345 67890"
+    with pytest.raises(ValueError, match=r"predictions\[1\] is not English \(it reads as German"):
+        union.compute(predictions=[CONTINUATIONS[0], german])
+    with pytest.raises(ValueError, match=r"predictions\[0\] is empty or has no letters"):
+        union.compute(predictions=[digits])
+    results = union.compute(predictions=[german, CONTINUATIONS[0], digits], on_invalid="nan")
+    assert math.isnan(results["scores"][0]) and math.isnan(results["scores"][2]) and not math.isnan(results["scores"][1])
+    assert "not English at row 0; no letters at row 2" in caplog.text
 
 
 def test_continuation_on_invalid_nan_covers_a_bad_context():

@@ -58,7 +58,7 @@ def test_a_continuation_scorer_is_refused():
 
 def test_the_demo_blame_comes_from_explain(monkeypatch):
     scorer = CountingScorer()
-    monkeypatch.setattr(demo, "_scorer", lambda metric, tier="fast": scorer)
+    monkeypatch.setattr(demo, "_scorer", lambda metric, tier="fast", corpus="roc": scorer)
     rows, attribution = demo.score_story("Ken went home. He was not tired. He slept.", metrics=("union",))
     assert rows[0][1] == 0.5
     assert [row[0] for row in attribution] == [1, 2, 3] and attribution[1][3] == 0.5

@@ -32,7 +32,7 @@ def test_unscorable_inputs_with_on_invalid_nan_warn_once(tiny_checkpoint, caplog
             result = union.compute(predictions=stories, on_invalid="nan")
     assert math.isnan(result["scores"][1]) and not math.isnan(result["scores"][0])
     warnings = storyeval_records(caplog)
-    assert len(warnings) == 1 and "rows [1]" in warnings[0].getMessage(), [r.getMessage() for r in warnings]
+    assert len(warnings) == 1 and "no letters at row 1" in warnings[0].getMessage(), [r.getMessage() for r in warnings]
 
 
 def test_continuation_pairs_with_on_invalid_nan_warn_once(caplog):

@@ -53,8 +53,9 @@ def test_continuation_quality_scores_the_completion_given_the_prompt_and_its_cri
     assert relevance.__name__ == "continuation_quality_relevance"
 
 
-@pytest.mark.parametrize("bad", ["", "   ", "...!", "</s>", "\u200b"])
-def test_a_letterless_completion_gets_the_floor_and_the_others_their_scores(union, bad, caplog):
+@pytest.mark.parametrize("bad", ["", "   ", "...!", "</s>", "\u200b", "12345 67890", "1,234.56 !!!",
+                                 "Er ging nach Hause und schlief die ganze Nacht in seinem Bett.", "Он пошёл домой и лёг спать."])
+def test_a_letterless_or_non_english_completion_gets_the_floor_and_the_others_their_scores(union, bad, caplog):
     logged = {}
     with caplog.at_level(logging.WARNING):
         values = union(prompts=PROMPTS + PROMPTS[:1], completions=[*COMPLETIONS, bad], log_metric=logged.__setitem__)

@@ -121,18 +121,19 @@ def describe(percentile_value: float, corpus: str) -> str:
     return f"scores higher than {percentile_value:.0f}% of human-written {CORPUS_TITLES.get(corpus, corpus)} test stories"
 
 
-def percentile_note(folder: str | Path, score: float, criterion: str | None = None) -> str:
-    """``describe`` for one score of the checkpoint in ``folder`` against its only (or ROC) reference;
-    empty when the checkpoint has no reference (a user's own checkpoint, say)."""
+def percentile_note(folder: str | Path, score: float, criterion: str | None = None, corpus: str | None = None) -> str:
+    """``describe`` for one score of the checkpoint in ``folder`` against its reference of ``corpus`` (None: its only
+    one, or ROC where it has several); empty when the checkpoint has no such reference (a user's own checkpoint, say)."""
     try:
-        reference = _cached_reference(str(folder))
-    except FileNotFoundError:
+        reference = _cached_reference(str(folder), corpus)
+    except (FileNotFoundError, KeyError):
         return ""
     return describe(reference.percentile([score], criterion)[0], reference.corpus)
 
 
-@functools.lru_cache(maxsize=8)
-def _cached_reference(folder: str) -> ReferenceDistribution:
-    references = json.loads(reference_path(folder).read_text(encoding="utf-8"))["references"] if reference_path(folder).is_file() else {}
-    corpus = "roc" if "roc" in references else None  # continuation quality carries both; the demo's stories are ROC-like
+@functools.lru_cache(maxsize=16)
+def _cached_reference(folder: str, corpus: str | None = None) -> ReferenceDistribution:
+    if corpus is None:
+        references = json.loads(reference_path(folder).read_text(encoding="utf-8"))["references"] if reference_path(folder).is_file() else {}
+        corpus = "roc" if "roc" in references else None  # continuation quality carries both
     return load_reference(folder, corpus)

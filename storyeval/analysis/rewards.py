@@ -28,10 +28,12 @@ What is scored, per metric:
   the suite gets the prompts as ``contexts`` (its story metrics score prompt + completion
   and continuation quality joins); with ``text="completion"`` it scores completions alone.
 
-A reward never stops a training run over one sample. A completion with no letters or
-digits (empty, whitespace, punctuation; what a policy emits when it stops at once), or
-one the scorer refuses (say, longer than its window limit), gets the floor reward instead
-of an error, and so does a pair whose prompt has no letters where the prompt is a context
+A reward never stops a training run over one sample. A completion with no letters (empty,
+whitespace, digits or punctuation alone; what a policy emits when it stops at once), one
+that is clearly not English (the checkpoints are trained on English stories, and score
+other languages as confidently as English; a policy that drifts into another language
+must not be paid for it), or one the scorer refuses (say, longer than its window limit),
+gets the floor reward instead of an error, and so does a pair whose prompt cannot be scored where the prompt is a context
 (continuation quality; story_quality with ``text="prompt+completion"``): ``0.0`` for the probability-like rewards (union, plot coherence,
 story_quality), the least any story can score, so nothing is ever rewarded for saying
 nothing; for continuation quality ``1.0``, the bottom of its rating scale, or the lowest
@@ -221,8 +223,8 @@ class StoryReward:
             floor = min(floor, min(values.values()))
         floored = self.last_floored = len(completions) - len(values)
         if floored and not self._warned:
-            logger.warning("%s: %d of %d completions could not be scored (no letters, or refused by the scorer) and got the "
-                           "floor reward %s; this warning is shown once", self.__name__, floored, len(completions), floor)
+            logger.warning("%s: %d of %d completions could not be scored (no letters, not English, or refused by the scorer) "
+                           "and got the floor reward %s; this warning is shown once", self.__name__, floored, len(completions), floor)
             self._warned = True
         return [values.get(i, floor) for i in range(len(completions))]
 

@@ -15,10 +15,13 @@ Every handler turns bad input (an empty box, a huge paste, a malformed upload)
 into a message in the page's status line; nothing reaches the user as a
 stack trace.
 
-Two tiers of checkpoints: the fast one (MiniLM-L6, the ``roc`` and ``deltascore``
-configs) and, where its MPNet-base backbone is installed, the base one (``roc-base``,
-``deltascore-base``), which agrees with people best (BENCHMARKS.md); the page
-offers the choice only where the base tier can load.
+Two kinds of story, each with its own configs: short ones like ROCStories (about five
+sentences; the ``roc`` configs) and long ones that open with a prompt, like WritingPrompts
+(the ``wp`` configs), and a score's percentile is taken among human-written test stories of
+the same kind. Two tiers of checkpoints: the fast one (MiniLM-L6) and, where its MPNet-base
+backbone is installed, the base one (``-base``), which agrees with people best on ROC
+(BENCHMARKS.md); the page offers the choice only where the base tier can load. A long story
+scored with the ROC configs gets a note that points to the WritingPrompts ones.
 """
 from __future__ import annotations
 
@@ -28,8 +31,8 @@ from pathlib import Path
 from storyeval import text as textlib
 from storyeval.analysis.explain import explain_sentences
 from storyeval.checkpoints import resolution as checkpoints
-from storyeval.files import FORMATS, InputError, read_stories
-from storyeval.inputs import has_words
+from storyeval.files import FORMATS, InputError, read_rows
+from storyeval.inputs import has_words, language_problem
 
 logger = logging.getLogger(__name__)
 
@@ -39,17 +42,33 @@ MAX_UPLOAD_STORIES = 2_000
 HISTOGRAM_BINS = 10
 
 METRIC_NAMES = {"union": "UNION", "plot_coherence": "Plot coherence", "continuation_quality": "Continuation quality"}
-# each tier's config per metric: the fast MiniLM-L6 configs, and the base tier (MPNet-base)
-TIERS = {
-    "fast": {"union": "roc", "plot_coherence": "roc", "continuation_quality": "deltascore"},
-    "base": {"union": "roc-base", "plot_coherence": "roc-base", "continuation_quality": "deltascore-base"},
+# per kind of story (the corpus its checkpoints were trained on) and tier, each metric's config; the fast tier has no
+# plot coherence for WritingPrompts (plot-coherence-wp did not ship: storyeval.checkpoints.registry.UNPUBLISHED)
+CONFIGS = {
+    ("roc", "fast"): {"union": "roc", "plot_coherence": "roc", "continuation_quality": "deltascore"},
+    ("roc", "base"): {"union": "roc-base", "plot_coherence": "roc-base", "continuation_quality": "deltascore-base"},
+    ("wp", "fast"): {"union": "wp", "continuation_quality": "deltascore"},
+    ("wp", "base"): {"union": "wp-base", "plot_coherence": "wp-base", "continuation_quality": "deltascore-base"},
 }
-TIER_CHOICES = [("Fast: MiniLM-L6 (roc)", "fast"), ("Base: MPNet-base (roc-base), agrees with people best, slower", "base")]
+TIERS = ("fast", "base")
+TIER_CHOICES = [("Fast: MiniLM-L6 (roc, wp)", "fast"), ("Base: MPNet-base (roc-base, wp-base), agrees with people best, slower", "base")]
+CORPUS_CHOICES = [("Short stories, about five sentences (ROCStories configs)", "roc"),
+                  ("Long stories that open with a prompt (WritingPrompts configs)", "wp")]
+# what a WritingPrompts score can be trusted for (benchmarks/experiments/wp_v2.md; BENCHMARKS.md)
+WP_NOTE = (
+    "**WritingPrompts:** no config is a general-purpose score; read each for the kind of story it was checked on. "
+    "Plot coherence (wp-base) puts a human story above an older model's (GPT-2-era) continuation of it in 0.95 of test "
+    "pairs, but above GPT-4's in only 0.31. UNION (wp-base) tells a story from its shuffled, repeated or contradicted "
+    "copy in 0.90 of test stories, but puts the human story above a GPT-2-era continuation in only 0.42 of pairs "
+    "(BENCHMARKS.md)."
+)
+# a story with more words than this is far longer than a ROC story (about 45 words)
+LONG_STORY_WORDS = 150
 
 
-def metric_title(metric: str, tier: str = "fast") -> str:
+def metric_title(metric: str, tier: str = "fast", corpus: str = "roc") -> str:
     """A metric's row title with its config: "UNION (roc)"; continuation quality's default config goes unnamed."""
-    config = TIERS[tier].get(metric)
+    config = CONFIGS.get((corpus, tier), {}).get(metric)
     if config is None or config == "deltascore":
         return METRIC_NAMES.get(metric, metric)
     return f"{METRIC_NAMES[metric]} ({config})"
@@ -61,6 +80,15 @@ def base_tier_available() -> bool:
 
     return base_backbone_installed()
 
+
+def length_hint(story: str, corpus: str) -> str:
+    """A note for a long story scored with the ROC configs, which were trained on five-sentence stories; else ""."""
+    words = len(story.split())
+    if corpus != "roc" or words <= LONG_STORY_WORDS:
+        return ""
+    return (f" This story has {words} words; the ROC configs were trained on stories of about five sentences: "
+            "choose 'Long stories that open with a prompt' to score it with the WritingPrompts configs.")
+
 STORY_SCORE_MEANINGS = {
     "union": "probability the story reads as human-written",
     "plot_coherence": "probability the story is plausible",
@@ -71,19 +99,23 @@ class DemoInputError(ValueError):
     """Bad input, shown to the user as it is."""
 
 
-def _config(metric: str, tier: str) -> str:
-    if tier not in TIERS:
-        raise DemoInputError(f"Unknown tier {tier!r}: choose one of {', '.join(TIERS)}.")
-    return TIERS[tier][metric]
+def _config(metric: str, tier: str, corpus: str = "roc") -> str:
+    if (corpus, tier) not in CONFIGS:
+        raise DemoInputError(f"Unknown choice {corpus!r} / {tier!r}: choose a kind of story ({', '.join(c for _, c in CORPUS_CHOICES)}) "
+                             f"and a tier ({', '.join(TIERS)}).")
+    config = CONFIGS[corpus, tier].get(metric)
+    if config is None:
+        raise DemoInputError("no fast checkpoint for this kind of story; the base tier has one")
+    return config
 
 
-def _scorer(metric: str, tier: str = "fast"):
-    """The metric's scorer in ``tier``, loaded once (the loaders cache)."""
+def _scorer(metric: str, tier: str = "fast", corpus: str = "roc"):
+    """The metric's scorer in ``tier`` for ``corpus``'s stories, loaded once (the loaders cache)."""
     from storyeval.scoring.sequence import load_scorer
 
     if metric not in checkpoints.REGISTRY:
         raise DemoInputError(f"{METRIC_NAMES.get(metric, metric)}: no checkpoint is registered yet")
-    return load_scorer(metric, checkpoints.resolve_checkpoint(metric, _config(metric, tier)))
+    return load_scorer(metric, checkpoints.resolve_checkpoint(metric, _config(metric, tier, corpus)))
 
 
 def _check_text(value, what: str, required: bool = True) -> str:
@@ -101,10 +133,13 @@ def _check_text(value, what: str, required: bool = True) -> str:
 
 
 def score_story(story: str, context: str = "", metrics=("union", "plot_coherence", "continuation_quality"),
-                tier: str = "fast") -> tuple[list[list], list[list]]:
+                tier: str = "fast", corpus: str = "roc") -> tuple[list[list], list[list]]:
     """Rows of (metric, score, note), and the leave-one-out rows (sentence #, sentence, score without it, change)."""
     story = _check_text(story, "story")
     context = _check_text(context, "context", required=False)
+    for what, text in (("story", story), ("context", context)):
+        if text and (problem := language_problem(text)):
+            raise DemoInputError(f"The {what} is not English ({problem}): the metrics score English text only.")
     # a "sentence" of punctuation alone ("...") has nothing to score or leave out
     sentences = [sentence for sentence in textlib.split_sentences(story) if has_words(sentence)]
     if not sentences:
@@ -113,9 +148,9 @@ def score_story(story: str, context: str = "", metrics=("union", "plot_coherence
         raise DemoInputError(f"The story has {len(sentences)} sentences; this demo takes at most {MAX_SENTENCES}.")
     rows, attribution = [], []
     for metric in metrics:
-        name = metric_title(metric, tier)
+        name = metric_title(metric, tier, corpus)
         try:
-            scorer = _scorer(metric, tier)
+            scorer = _scorer(metric, tier, corpus)
         except (DemoInputError, OSError, KeyError) as error:
             rows.append([name, None, f"unavailable: {error}"])
             continue
@@ -129,21 +164,24 @@ def score_story(story: str, context: str = "", metrics=("union", "plot_coherence
             scores = scorer.score([opening], [" ".join(rest)])
             note = "the story given the context" if context else "the story after its first sentence, given that sentence"
             for criterion, values in scores.items():
-                rows.append([f"{name}: {criterion}", round(values[0], 4), _with_percentile(note, metric, tier, values[0], criterion)])
+                rows.append([f"{name}: {criterion}", round(values[0], 4),
+                             _with_percentile(note, metric, tier, corpus, values[0], criterion)])
             continue
         # the whole story and, for UNION, each leave-one-out variant in one batched call (plot coherence: one piece, no blame)
         (explanation,) = explain_sentences([sentences if metric == "union" else [" ".join(sentences)]], scorer, [context])
-        rows.append([name, round(explanation.score, 4), _with_percentile(STORY_SCORE_MEANINGS[metric], metric, tier, explanation.score)])
+        rows.append([name, round(explanation.score, 4),
+                     _with_percentile(STORY_SCORE_MEANINGS[metric], metric, tier, corpus, explanation.score)])
         if metric == "union":
             attribution = [[b.index + 1, b.sentence, round(b.score_without, 4), round(b.change, 4)] for b in explanation.sentences]
     return rows, attribution
 
 
-def _with_percentile(note: str, metric: str, tier: str, score: float, criterion: str | None = None) -> str:
-    """The note with the score's percentile among human-written test stories, where the checkpoint has a reference."""
+def _with_percentile(note: str, metric: str, tier: str, corpus: str, score: float, criterion: str | None = None) -> str:
+    """The note with the score's percentile among human-written test stories of ``corpus`` (the kind of story the
+    config was trained on), where the checkpoint has that reference."""
     from storyeval.analysis.percentiles import percentile_note
 
-    extra = percentile_note(checkpoints.resolve_checkpoint(metric, _config(metric, tier)), score, criterion)
+    extra = percentile_note(checkpoints.resolve_checkpoint(metric, _config(metric, tier, corpus)), score, criterion, corpus)
     return f"{note}; {extra}" if extra else note
 
 
@@ -155,7 +193,7 @@ def highlight(attribution: list[list]) -> list[tuple[str, float | None]]:
     return [(row[1] + " ", round(row[3] / largest, 3)) for row in attribution]
 
 
-def score_upload(path: str | None, field: str = "story", tier: str = "fast") -> tuple[list[list], list[list], str]:
+def score_upload(path: str | None, field: str = "story", tier: str = "fast", corpus: str = "roc") -> tuple[list[list], list[list], str]:
     """Score an uploaded .txt/.jsonl/.csv file with UNION: table rows, histogram rows, summary."""
     if not path:
         raise DemoInputError("No file uploaded: choose a .txt (one story per line), .jsonl or .csv file.")
@@ -163,10 +201,13 @@ def score_upload(path: str | None, field: str = "story", tier: str = "fast") -> 
     fmt = path.suffix.lower()
     if fmt not in FORMATS:
         raise DemoInputError(f"Unsupported file type {fmt or '(none)'}: upload one of {', '.join(FORMATS)}.")
+    field = field or "story"
     stories = []
     try:
-        for _, story in read_stories(path, fmt, field or "story"):
-            stories.append(story)
+        for row in read_rows(path, fmt, [field]):
+            if problem := row.problem():  # no letters, not English: a story the metrics cannot score, not a broken file
+                raise DemoInputError(f"Line {row.line} of the file: {problem}")
+            stories.append(row.texts[field])
             if len(stories) > MAX_UPLOAD_STORIES:
                 raise DemoInputError(f"The file has more than {MAX_UPLOAD_STORIES:,} stories; use `storyeval score` for large files.")
     except InputError as error:
@@ -178,13 +219,13 @@ def score_upload(path: str | None, field: str = "story", tier: str = "fast") -> 
             _check_text(story, "story")
         except DemoInputError as error:
             raise DemoInputError(f"Story {number} of the file: {error}") from None
-    scores = _scorer("union", tier).score(stories, batch_size=16)
+    scores = _scorer("union", tier, corpus).score(stories, batch_size=16)
     table = [[i + 1, round(s, 4), story if len(story) <= 120 else story[:117] + "..."] for i, (s, story) in enumerate(zip(scores, stories))]
     counts = [0] * HISTOGRAM_BINS
     for s in scores:
         counts[min(int(s * HISTOGRAM_BINS), HISTOGRAM_BINS - 1)] += 1
     histogram = [[f"{b / HISTOGRAM_BINS:.1f}-{(b + 1) / HISTOGRAM_BINS:.1f}", c] for b, c in enumerate(counts)]
-    summary = (f"{len(scores)} stories scored with {metric_title('union', tier)}: mean {sum(scores) / len(scores):.4f}, "
+    summary = (f"{len(scores)} stories scored with {metric_title('union', tier, corpus)}: mean {sum(scores) / len(scores):.4f}, "
                f"min {min(scores):.4f}, max {max(scores):.4f}.")
     return table, histogram, summary
 
@@ -209,19 +250,20 @@ def build_demo(metrics=("union", "plot_coherence", "continuation_quality"), titl
     offer_base = base_tier_available() if offer_base is None else offer_base
     hidden = gr.update(visible=False)
 
-    def on_score(story, context, tier):
+    def on_score(story, context, tier, corpus):
         try:
-            rows, attribution = score_story(story, context, metrics, tier)
+            rows, attribution = score_story(story, context, metrics, tier, corpus)
         except Exception as error:  # every failure becomes a message in the page
             return _message(error), hidden, hidden, hidden
         shown = gr.update(value=highlight(attribution), visible=bool(attribution))
         table = gr.update(value=pd.DataFrame(attribution, columns=["#", "sentence", "score without it", "change"]), visible=True) \
             if attribution else hidden
-        return "Scored.", gr.update(value=pd.DataFrame(rows, columns=["metric", "score", "note"]), visible=True), shown, table
+        status = "Scored." + length_hint(story or "", corpus)
+        return status, gr.update(value=pd.DataFrame(rows, columns=["metric", "score", "note"]), visible=True), shown, table
 
-    def on_upload(path, field, tier):
+    def on_upload(path, field, tier, corpus):
         try:
-            table, histogram, summary = score_upload(path, field, tier)
+            table, histogram, summary = score_upload(path, field, tier, corpus)
         except Exception as error:
             return _message(error), hidden, hidden
         return (summary, gr.update(value=pd.DataFrame(table, columns=["#", "UNION", "story"]), visible=True),
@@ -229,6 +271,9 @@ def build_demo(metrics=("union", "plot_coherence", "continuation_quality"), titl
 
     with gr.Blocks(title=title) as demo:
         gr.Markdown(f"# {title}\nLearned, reference-free scores for generated stories. Higher is better for every score.")
+        corpus = gr.Radio(CORPUS_CHOICES, value="roc", label="Kind of story", elem_id="corpus")
+        wp_note = gr.Markdown(WP_NOTE, elem_id="wp-note", visible=False)
+        corpus.change(lambda chosen: gr.update(visible=chosen == "wp"), corpus, wp_note)
         if offer_base:
             tier = gr.Radio(TIER_CHOICES, value="fast", label="Checkpoints", elem_id="tier")
         else:
@@ -250,7 +295,7 @@ def build_demo(metrics=("union", "plot_coherence", "continuation_quality"), titl
             highlighted = gr.HighlightedText(label="Leave-one-out (UNION)", elem_id="highlight", visible=False)
             attribution = gr.Dataframe(label="Score with each sentence left out", elem_id="attribution", interactive=False,
                                        visible=False, wrap=True, column_widths=["6%", "64%", "15%", "15%"])
-            button.click(on_score, [story, context, tier], [status, scores, highlighted, attribution])
+            button.click(on_score, [story, context, tier, corpus], [status, scores, highlighted, attribution])
         if "union" in story_metrics:
             with gr.Tab("Score a file"):
                 upload = gr.File(label="Stories: .txt (one per line), .jsonl or .csv", file_types=[".txt", ".jsonl", ".csv"], type="filepath", elem_id="upload")
@@ -258,7 +303,7 @@ def build_demo(metrics=("union", "plot_coherence", "continuation_quality"), titl
                 upload_button = gr.Button("Score file", elem_id="upload-button")
                 histogram = gr.BarPlot(x="score", y="stories", title="Distribution of UNION scores", elem_id="histogram", visible=False)
                 file_scores = gr.Dataframe(label="Scores", elem_id="file-scores", interactive=False, visible=False, wrap=True)
-                upload_button.click(on_upload, [upload, field, tier], [status, file_scores, histogram])
+                upload_button.click(on_upload, [upload, field, tier, corpus], [status, file_scores, histogram])
     return demo
 
 

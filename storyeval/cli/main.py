@@ -4,23 +4,33 @@
     storyeval score stories.jsonl --field story -o scored.jsonl
     storyeval score stories.csv --column text --metric union --config wp
     storyeval score pairs.jsonl --metric continuation_quality --context-field context
+    storyeval score stories.txt --metric story_quality  # the suite's combined percentile, 0-100
     storyeval register                                # evaluate.load("union") from anywhere, offline
 
-Input is read and scored in chunks, so files larger than memory stream
-through. The output has the input's format: a score per line for ``.txt``;
-each record with a ``score`` field added for ``.jsonl`` (and ``score_settings``,
-what the scores were computed with); a ``score`` column added for ``.csv``
+The whole input is read and checked before a model loads: a line that is not
+its format, a story that cannot be scored (no letters, or clearly not English:
+the metrics are trained on English stories only) or an input with no stories
+stops the run with one error line naming the line, and nothing is scored or
+written. With ``--skip-invalid`` the other stories are scored, an unscorable one
+gets nan (null in .jsonl), and a warning names its lines and why.
+
+Stories are then scored in chunks, so files larger than memory stream through.
+The output has the input's format: a score per line for ``.txt``; each record
+with a ``score`` field added for ``.jsonl`` (and ``score_settings``, what the
+scores were computed with); a ``score`` column added for ``.csv``
 (``--score-field`` names it; continuation quality adds one per criterion,
 ``score_overall`` ...). Every format writes a score as the shortest text that
 reads back as the same float. A progress bar and a one-line summary go to stderr.
 
 An existing output file is replaced only with ``--overwrite``, and its extension
 must be the input's (the output is written in the input's format). ``-`` as the
-input reads standard input (``--format`` names its format; .txt by default);
-``-o -`` writes standard output, as no ``-o`` does, and ``-o /dev/null`` discards the
-scores (to time a run). A story that cannot be scored (an empty line) stops the run
-with its line number; with ``--skip-invalid`` the rest are scored, it gets NaN, and a
-warning names its lines.
+input reads standard input: ``--format`` names its format (.txt by default;
+standard input that looks like JSON Lines or CSV is refused without it), and it
+is copied to a temporary file before anything else, so it is checked whole like a
+file. ``-o -`` writes standard output, as no ``-o`` does, and ``-o /dev/null``
+discards the scores (to time a run). A failure while scoring (out of memory, an
+interrupt) leaves no ``-o`` file, which appears only when complete; standard
+output keeps the chunks of 1,024 scores written before it.
 """
 from __future__ import annotations
 
@@ -39,20 +49,32 @@ from pathlib import Path
 from tqdm.auto import tqdm
 
 from storyeval.analysis import compare
+from storyeval.analysis.suite import DEFAULT_SUITE_CONFIG, SUITE_CONFIGS
 from storyeval.checkpoints import resolution as checkpoints
 from storyeval.checkpoints.registry import CORPORA as REFERENCE_CORPORA
 from storyeval.checkpoints.registry import METRICS, metric_spec
-from storyeval.files import FORMATS, InputError, Writer, count_records, csv_header, file_format, read_rows
-from storyeval.inputs import DTYPE_NAMES, PROBE_STORY, positive_int
+from storyeval.files import FORMATS, InputError, Writer, csv_header, file_format, read_rows, sniffed_format, survey_rows
+from storyeval.inputs import DTYPE_NAMES, PROBE_STORY, positive_int, rows_by_reason
 from storyeval.version import __version__
 
 CHUNK = 1024  # stories read, scored and written at a time
 # storyeval is on no index, so the extra's own requirement is what to install (setup.py's DEMO has the same pin)
 DEMO_INSTALL = 'python -m pip install "gradio>=5.0" (in a checkout: python -m pip install -e ".[demo]")'
 STDIN_NAME = "<stdin>"  # how messages name standard input
+SUITE = "story_quality"  # the suite: every metric in one score, the mean of their percentiles (storyeval.analysis.suite)
+SCORE_METRICS = (*METRICS, SUITE)  # what `storyeval score --metric` takes
+STORY_METRICS = ("union", "plot_coherence")  # the story classifiers: int8, --explain
+FORMAT_NAMES = {".jsonl": "JSON Lines", ".csv": "CSV"}
 
 
 def load_scorer(metric: str, config: str, device, num_threads: int | None = None, dtype: str | None = None, quiet: bool = False):
+    if metric == SUITE:
+        from storyeval.analysis.suite import StoryQuality
+        from storyeval.scoring.devices import set_num_threads
+
+        import_nltk_without_unused_statistics()
+        set_num_threads(num_threads)
+        return StoryQuality(config, device=device)
     folder = checkpoints.resolve_checkpoint(metric, config)
     import_nltk_without_unused_statistics()
     if dtype == "int8" and device == "cpu" and metric_spec(metric).loader == "storyeval.scoring.sequence:load_story_classifier":
@@ -72,6 +94,23 @@ def load_scorer(metric: str, config: str, device, num_threads: int | None = None
 
         transformers_logging.disable_progress_bar()
     return scoring.load_scorer(metric, folder, device=device)
+
+
+def check_dtype(metric: str, config: str, dtype: str | None) -> None:
+    """Refuse a --dtype the metric or checkpoint does not run in, before the input is read or a model loads
+    (the Python API refuses the same, once the scorer is loaded)."""
+    if dtype is None:
+        return
+    if metric == SUITE:
+        raise InputError("--metric story_quality scores in float32: leave out --dtype")
+    if dtype != "int8":
+        return
+    if metric not in STORY_METRICS:
+        raise InputError(f"--dtype int8 runs {' and '.join(STORY_METRICS)} only; {metric} scores in float32, bfloat16 or float16")
+    from storyeval.scoring.int8.runtime import checkpoint_int8_problem
+
+    if problem := checkpoint_int8_problem(checkpoints.resolve_checkpoint(metric, config)):
+        raise InputError(problem)
 
 
 def import_nltk_without_unused_statistics() -> None:
@@ -96,8 +135,8 @@ def import_nltk_without_unused_statistics() -> None:
 
 
 def score_columns(metric: str, score_field: str) -> list[str]:
-    """The fields or columns a metric's scores go in."""
-    if metric_spec(metric).takes_contexts:
+    """The fields or columns a metric's scores go in (the suite's: its combined percentile)."""
+    if metric != SUITE and metric_spec(metric).takes_contexts:
         from storyeval.models.continuation.model import CRITERIA
 
         return [f"{score_field}_{criterion}" for criterion in CRITERIA]
@@ -152,16 +191,46 @@ def check_paths(args, path: Path, fmt: str) -> None:
 
 def score_chunk(scorer, metric: str, rows, args) -> list[list[float]]:
     """Scores per row, in the order of the score columns."""
-    if metric_spec(metric).takes_contexts:
-        scores = scorer.score([row.texts[args.context_column] for row in rows], [row.texts[args.column] for row in rows],
-                              batch_size=args.batch_size, dtype=args.dtype)
+    contexts = [row.texts[args.context_column] for row in rows] if args.context_column else None
+    stories = [row.texts[args.column] for row in rows]
+    if metric != SUITE and metric_spec(metric).takes_contexts:
+        scores = scorer.score(contexts, stories, batch_size=args.batch_size, dtype=args.dtype)
         return [list(values) for values in zip(*scores.values())]
     from storyeval.scoring.windows import StoryTooLongError
 
     try:
-        return [[value] for value in scorer.score([row.texts[args.column] for row in rows], batch_size=args.batch_size, dtype=args.dtype)]
+        if metric == SUITE:
+            return [[value] for value in scorer.score(stories, contexts=contexts, batch_size=args.batch_size)["combined"]]
+        return [[value] for value in scorer.score(stories, batch_size=args.batch_size, dtype=args.dtype)]
     except StoryTooLongError as error:
         raise InputError(f"{STDIN_NAME if args.input == '-' else args.input}:{rows[error.index].line}: {error.problem}") from None
+
+
+def story_scorers(scorer, metric: str) -> list:
+    """The scorers that cut stories into windows: the metric's own, or the suite's story metrics'."""
+    if metric == SUITE:
+        return [part for name, _, part, _ in scorer.components if name != "continuation_quality"]
+    return [] if metric_spec(metric).takes_contexts else [scorer]
+
+
+def check_long_stories(path: Path, fmt: str, fields: list[str], lines: list[int], scorer, args) -> None:
+    """Cut the long stories of a file (:data:`storyeval.files.LONG_TEXT`) into the scorer's windows before any story is
+    scored: one past the window limit stops the run now rather than after the stories before it."""
+    windowed = story_scorers(scorer, args.metric)
+    if not lines or not windowed:
+        return
+    wanted = set(lines)
+    for row in read_rows(path, fmt, fields):
+        if row.line not in wanted:
+            continue
+        story = row.texts[args.column]
+        if args.metric == SUITE and args.context_column:  # the suite's story metrics score the context and the story
+            story = f"{row.texts[args.context_column]} {story}"
+        for part in windowed:
+            try:
+                part.windows(story)
+            except ValueError as error:
+                raise InputError(f"{path}:{row.line}: {error}") from None
 
 
 def format_rate(count: int, seconds: float, unit: str = "story", units: str = "stories") -> str:
@@ -203,6 +272,10 @@ def score_file(args) -> dict:
     fmt = f".{args.format or 'txt'}"
     spooled = spool_stdin(fmt)
     try:
+        if args.format is None and (found := sniffed_format(spooled, args.column)):
+            what = "a JSON object" if found == ".jsonl" else "a header"
+            raise InputError(f"{STDIN_NAME}: looks like {FORMAT_NAMES[found]} (its first line is {what}), which would be scored "
+                             f"line by line as plain text; pass --format {found.lstrip('.')}, or --format txt to score the lines as they are")
         return score_path(args, spooled, fmt)
     except InputError as error:  # name standard input, not the temporary copy
         raise InputError(str(error).replace(str(spooled), STDIN_NAME)) from None
@@ -210,32 +283,59 @@ def score_file(args) -> dict:
         spooled.unlink(missing_ok=True)
 
 
+def no_stories(path: Path, fmt: str, stdin: bool) -> InputError:
+    """The error of an input that holds no stories: an empty file, blank lines, a CSV header alone."""
+    if stdin and path.stat().st_size == 0:
+        return InputError(f"{path}: no stories to score (standard input was empty)")
+    if fmt == ".csv" and csv_header(path):
+        return InputError(f"{path}: no stories to score (a header and no rows)")
+    return InputError(f"{path}: no stories to score ({'an empty file' if path.stat().st_size == 0 else 'blank lines only'})")
+
+
 def score_path(args, path: Path, fmt: str | None = None) -> dict:
     if path.is_dir():
         raise InputError(f"{path} is a folder; give a story file (.txt, .jsonl or .csv) in it")
     if not path.is_file():
         raise InputError(f"input file not found: {path}")
+    stdin = fmt is not None
     fmt = fmt or (f".{args.format}" if args.format else file_format(path))
-    spec = metric_spec(args.metric)
-    fields = [args.column, args.context_column] if spec.takes_contexts else [args.column]
-    if spec.takes_contexts and fmt == ".txt":
+    fields = [args.column, args.context_column] if args.context_column else [args.column]
+    if args.context_column and fmt == ".txt":
+        if args.metric == SUITE:
+            raise InputError(f"{path}: --context-field needs a .jsonl or .csv file with {args.column!r} and {args.context_column!r} fields")
         raise InputError(f"{path}: {args.metric} scores a text given its context; give a .jsonl or .csv file with "
                          f"{args.column!r} and {args.context_column!r} fields")
     check_paths(args, path, fmt)
     columns = score_columns(args.metric, args.score_field)
     settings_field = f"{args.score_field}_settings"
-    if args.explain and (fmt != ".jsonl" or spec.takes_contexts):
+    if args.explain and (fmt != ".jsonl" or args.metric not in STORY_METRICS):
         raise InputError("--explain writes each story's sentence blame as a field per record: use a .jsonl input and a story metric (union, plot_coherence)")
-    reference = None
     if args.percentile:
+        if args.metric == SUITE:
+            raise InputError("--percentile: story_quality's score is a percentile already (the mean of its metrics' percentiles)")
         if fmt == ".txt":
             raise InputError("--percentile adds a column per score: use a .jsonl or .csv input")
-        reference = load_percentile_reference(args.metric, args.config, args.percentile)
         columns += [f"{column}_percentile" for column in columns]
+    check_dtype(args.metric, args.config, args.dtype)
+    if args.explain:
+        from storyeval.analysis import explain  # its sentence splitting needs NLTK: imported only when asked for
+    # fields the output adds: an input that has one already is refused, not overwritten
+    added = columns + ([settings_field] if fmt == ".jsonl" else []) + ([explain.FIELD] if args.explain else [])
+    # the whole input, read and checked before a model loads: a bad line late in a file wastes no scoring
+    survey = survey_rows(path, fmt, fields, added)
+    if not survey.rows:
+        raise no_stories(path, fmt, stdin)
+    unscored = "null" if fmt == ".jsonl" else "nan"
+    if survey.invalid and not args.skip_invalid:
+        line, problem = survey.first_problem
+        more = f"; {len(survey.invalid) - 1} more row(s) cannot be scored" if len(survey.invalid) > 1 else ""
+        raise InputError(f"{path}:{line}: {problem}{more} (--skip-invalid scores the rest and writes {unscored} there)")
+    reference = load_percentile_reference(args.metric, args.config, args.percentile) if args.percentile else None
     scorer = load_scorer(args.metric, args.config, args.device, args.num_threads, args.dtype, args.quiet)
     if args.dtype == "int8" and hasattr(scorer, "model_in"):  # the torch scorer: its int8 copy is made before the clock starts
         prepare_int8(scorer)
-    settings = scorer.settings(args.dtype)
+    check_long_stories(path, fmt, fields, survey.long_lines, scorer, args)
+    settings = scorer.settings(with_contexts=bool(args.context_column)) if args.metric == SUITE else scorer.settings(args.dtype)
     # an output file appears only when scoring succeeds: a bad line never truncates an old result
     device_output = output_is_a_device(args.output)
     partial = Path(str(args.output) + ".partial") if args.output and not device_output else None
@@ -243,30 +343,17 @@ def score_path(args, path: Path, fmt: str | None = None) -> dict:
         out_handle = open(args.output, "w", encoding="utf-8", newline="")
     else:
         out_handle = partial.open("w", encoding="utf-8", newline="") if partial else sys.stdout
-    total, summed, low, high, skipped = 0, 0.0, math.inf, -math.inf, []
+    total, summed, low, high = 0, 0.0, math.inf, -math.inf
     started = time.perf_counter()
     try:
-        # written to a buffer per chunk, so a bad line later on leaves no half-written chunk behind
+        # written to a buffer per chunk, so a failure inside a chunk leaves no half-written chunk behind
         writer_buffer = io.StringIO()
         writer = Writer(writer_buffer, fmt, columns, csv_header(path) if fmt == ".csv" else None,
                         constants={settings_field: settings})
-        # fields the output adds: an input that has one already is refused, not overwritten
-        if args.explain:
-            from storyeval.analysis import explain  # its sentence splitting needs NLTK: imported only when asked for
-
-        added = columns + ([settings_field] if fmt == ".jsonl" else []) + ([explain.FIELD] if args.explain else [])
         rows = read_rows(path, fmt, fields, added)
-        with tqdm(total=count_records(path, fmt), disable=args.quiet, unit="story", desc=f"{args.metric}/{args.config}") as bar:
+        with tqdm(total=survey.rows, disable=args.quiet, unit="story", desc=f"{args.metric}/{args.config}") as bar:
             while chunk := list(itertools.islice(rows, CHUNK)):
-                valid, invalid = [], set()
-                for row in chunk:
-                    if problem := row.problem():
-                        if not args.skip_invalid:
-                            raise InputError(f"{path}:{row.line}: {problem} (--skip-invalid scores the rest and writes NaN here)")
-                        invalid.add(row.line)
-                    else:
-                        valid.append(row)
-                skipped += sorted(invalid)
+                valid = [row for row in chunk if row.line not in survey.invalid]
                 if args.explain and valid:  # each record gets its sentences' leave-one-out score changes
                     valid = explain.with_explanations(valid, scorer, args.column, batch_size=args.batch_size, dtype=args.dtype)
                     explained = {row.line: row for row in valid}
@@ -276,7 +363,7 @@ def score_path(args, path: Path, fmt: str | None = None) -> dict:
                     scores = with_percentiles(scores, reference, args.metric)
                 scores = iter(scores)
                 for row in chunk:
-                    values = [math.nan] * len(columns) if row.line in invalid else next(scores)
+                    values = [math.nan] * len(columns) if row.line in survey.invalid else next(scores)
                     writer.write(row.record, values)
                     if not math.isnan(values[0]):
                         total += 1
@@ -286,7 +373,6 @@ def score_path(args, path: Path, fmt: str | None = None) -> dict:
                 writer_buffer.seek(0)
                 writer_buffer.truncate()
                 bar.update(len(chunk))
-        out_handle.write(writer_buffer.getvalue())  # a CSV header that no row followed
         if partial:  # inside the try, so a failed rename still removes the .partial file
             out_handle.close()
             partial.replace(args.output)
@@ -301,12 +387,16 @@ def score_path(args, path: Path, fmt: str | None = None) -> dict:
     seconds = time.perf_counter() - started
     if not total:
         low = high = math.nan
+    skipped = sorted(survey.invalid)
     summary = {"stories": total, "mean": summed / total if total else math.nan, "min": low, "max": high,
                "seconds": seconds, "skipped_lines": skipped, "settings": settings}
     mean_label = "mean" if len(columns) == 1 else f"mean {columns[0]}"
     if skipped:
-        shown = ", ".join(map(str, skipped[:20])) + (f" and {len(skipped) - 20} more" if len(skipped) > 20 else "")
-        print(f"storyeval: warning: {len(skipped)} unscorable row(s) written as NaN, at line(s) {shown}", file=sys.stderr)
+        print(f"storyeval: warning: {len(skipped)} row(s) could not be scored and were written as {unscored}: "
+              f"{rows_by_reason(survey.by_reason(), unit='line')}", file=sys.stderr)
+    if not total:  # every row was skipped: there is no mean or rate to give
+        print(f"{args.metric}/{args.config}: no story scored ({len(skipped)} skipped); {settings}", file=sys.stderr)
+        return summary
     print(
         f"{args.metric}/{args.config}: {total} {'story' if total == 1 else 'stories'}, {mean_label} {summary['mean']:.4f} "
         f"(min {low:.4f}, max {high:.4f}), {format_rate(total, seconds)}; {settings}",
@@ -409,7 +499,8 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     # what can be loaded (bundled or published); a registered config with no checkpoint yet says why when asked for
     configs = "; ".join(f"{name}: {', '.join(checkpoints.available_configs(name))} (default {spec.default})" for name, spec in METRICS.items())
-    batch_sizes = ", ".join(f"{spec.batch_size} for {name}" for name, spec in METRICS.items())
+    configs += f"; {SUITE}: {', '.join(SUITE_CONFIGS)} (default {DEFAULT_SUITE_CONFIG}). Which to pick: README.md, 'Which config'"
+    batch_sizes = ", ".join(f"{spec.batch_size} for {name}" for name, spec in METRICS.items()) + f", 16 for {SUITE}"
     score = commands.add_parser("score", help="score a .txt / .jsonl / .csv file of stories", formatter_class=defaults,
                                 description=plain(__doc__.split("\n\n", 2)[2]), epilog=f"configs: {configs}")
     score.add_argument("input", help="stories: .txt (one per line), .jsonl or .csv; - reads standard input")
@@ -417,12 +508,14 @@ def build_parser() -> argparse.ArgumentParser:
     score.add_argument("--format", choices=[f.lstrip(".") for f in FORMATS], default=None,
                        help="the input's format (default: its extension; txt for standard input)")
     score.add_argument("--overwrite", action="store_true", help="replace an existing output file")
-    score.add_argument("--metric", default="union", choices=list(METRICS), help="which metric scores the file")
+    score.add_argument("--metric", default="union", choices=list(SCORE_METRICS),
+                       help="which metric scores the file; story_quality: the suite's combined percentile (0-100), its metrics in one score")
     score.add_argument("--config", default=None,
                        help="checkpoint: a config name, a folder or a Hub repo id (default: the metric's default config, see below)")
     score.add_argument("--column", "--field", default="story", help="the story (or continuation) column (.csv) or field (.jsonl)")
-    score.add_argument("--context-column", "--context-field", default="context",
-                       help="continuation_quality only: the column or field with the text before each continuation")
+    score.add_argument("--context-column", "--context-field", default=None,
+                       help="the column or field with the text before each story: continuation_quality needs it (default: context); "
+                            "story_quality uses it when given (its story metrics then score context + story, and continuation quality joins)")
     score.add_argument(
         "--score-field", default="score",
         help="the column (.csv) or field (.jsonl) the scores go in (continuation_quality: <name>_overall ...); must not already be in the input",
@@ -432,13 +525,14 @@ def build_parser() -> argparse.ArgumentParser:
     score.add_argument(
         "--dtype", default=None, choices=DTYPE_NAMES,
         help="weights' precision (default: float32); bfloat16 is faster on some CPUs with bf16 instructions (time it), scores move slightly; "
-        "int8 (union and plot_coherence, CPU only) runs an int8 copy in OpenVINO "
-        "(Spearman with float32 0.9992 on 1,000 ROC stories)",
+        "int8 (union and plot_coherence on the MiniLM configs, CPU only) runs an int8 copy in OpenVINO "
+        "(Spearman with float32 0.9992 on 1,000 ROC stories); story_quality: float32 only",
     )
     score.add_argument("--num-threads", type=positive_int, default=None,
                        help="CPU threads for scoring, int8 included (default: torch's, usually one per core)")
     score.add_argument("--skip-invalid", action="store_true",
-                       help="score the other rows when one cannot be scored (empty, no letters): NaN there, and a warning naming its lines")
+                       help="score the other rows when one cannot be scored (empty, no letters, not English): nan there "
+                            "(null in .jsonl), and a warning naming its lines and why")
     score.add_argument("--quiet", action="store_true", help="no progress bar")
     score.add_argument("--percentile", choices=REFERENCE_CORPORA, default=None,
                        help="also write each score's percentile among human-written test stories of this corpus "
@@ -475,8 +569,16 @@ def main(argv=None) -> int:
         return push(args)
     if args.command == "compare":
         return compare.run(args)
-    args.config = metric_spec(args.metric).default if args.config is None else args.config
-    args.batch_size = metric_spec(args.metric).batch_size if args.batch_size is None else args.batch_size
+    if args.metric == SUITE:
+        default_config, default_batch_size = DEFAULT_SUITE_CONFIG, 16
+    else:
+        default_config, default_batch_size = metric_spec(args.metric).default, metric_spec(args.metric).batch_size
+        if metric_spec(args.metric).takes_contexts:
+            args.context_column = args.context_column or "context"
+        else:
+            args.context_column = None  # union and plot coherence score the story as written
+    args.config = default_config if args.config is None else args.config
+    args.batch_size = default_batch_size if args.batch_size is None else args.batch_size
     if args.output == "-":
         args.output = None  # standard output
     if not args.score_field.strip():  # a blank name would write a nameless CSV column

@@ -157,6 +157,24 @@ def test_the_base_tier_is_offered_and_scores(page):
     page.get_by_label("Fast: MiniLM-L6").check()
 
 
+def test_a_long_story_is_scored_with_the_writingprompts_configs(page):
+    long_story = " ".join([STORY.replace(" The sky is made of green cheese.", "")] * 8)  # about 200 words
+    submit_story(page, long_story)
+    # scored with the ROC configs, with a pointer to the WP ones (waited for by its words: "Scored." is still there)
+    assert "words; the ROC configs were trained on stories of about five sentences" in wait_for_status(page, "WritingPrompts configs")
+    assert not page.locator("#wp-note").is_visible()
+    page.get_by_label("Long stories that open with a prompt").check()
+    page.locator("#wp-note").wait_for(state="visible", timeout=30_000)
+    assert "no config is a general-purpose score" in page.inner_text("#wp-note")
+    submit_story(page, long_story)
+    page.wait_for_function("() => /UNION \\(wp\\)/.test(document.querySelector('#scores')?.innerText || '')", timeout=300_000)
+    scores = page.inner_text("#scores")
+    assert re.search(r"UNION \(wp\)\s+(0\.\d+|1\.0+)", scores) and "human-written WritingPrompts test stories" in scores, scores
+    page.wait_for_timeout(2000)  # the page dims its outputs until the whole update has arrived
+    screenshot(page, "demo-wp.png")
+    page.get_by_label("Short stories, about five sentences").check()
+
+
 def test_empty_and_huge_input_get_a_message_not_a_trace(page):
     submit_story(page, "   ")
     assert "story is empty" in wait_for_status(page, "Error")

@@ -449,6 +449,25 @@ DRIFT_BOUND_MISSED = {
 }
 
 
+def drift_bound_refusal(encoder_type: str) -> str:
+    """Why ``dtype="int8"`` refuses checkpoints with this encoder type (one of :data:`DRIFT_BOUND_MISSED`)."""
+    return f"dtype='int8' is not offered for {encoder_type} checkpoints (the base tier): {DRIFT_BOUND_MISSED[encoder_type]}"
+
+
+def checkpoint_int8_problem(folder: str | Path) -> str | None:
+    """Why ``dtype="int8"`` refuses the checkpoint in ``folder``, read from its config.json before any model loads
+    (loading a base-tier model takes seconds), or None: the loaded model is checked again by :func:`int8_model`."""
+    try:
+        config = json.loads((Path(folder) / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    encoder = config.get("encoder") if isinstance(config, dict) else None
+    encoder_type = encoder.get("model_type") if isinstance(encoder, dict) else None
+    if encoder_type in DRIFT_BOUND_MISSED:
+        return f"{drift_bound_refusal(encoder_type)}; score it in float32 or bfloat16"
+    return None
+
+
 def int8_model(model, tokenizer, device: torch.device, backend: str | None = None, num_threads: int | None = None,
                require_drift_bound: bool = True):
     """An int8 copy of ``model`` in ``backend``'s runtime with ``num_threads`` threads (default: torch's),
@@ -462,7 +481,7 @@ def int8_model(model, tokenizer, device: torch.device, backend: str | None = Non
         raise ValueError(f"dtype='int8' runs on the CPU only, not on {device}; pass device='cpu'")
     encoder_type = model.config.encoder.model_type
     if encoder_type in DRIFT_BOUND_MISSED:
-        message = f"dtype='int8' is not offered for {encoder_type} checkpoints (the base tier): {DRIFT_BOUND_MISSED[encoder_type]}"
+        message = drift_bound_refusal(encoder_type)
         if require_drift_bound:
             raise ValueError(f"{message}; score them in float32 or bfloat16")
         warnings.warn(message, RuntimeWarning, stacklevel=3)
