@@ -172,6 +172,32 @@ def _gaming_text(name: str) -> str:
             f"test stories is above 50, on {'; '.join(parts)} ({GAMING_LINK}).")
 
 
+# the WP kinds' test results (benchmarks/agreement/wp_kinds.py), which the WP cards quote: the later file's row replaces
+# the earlier one's
+KINDS_RESULT_FILES = ("wp_kinds_shipped",)
+KINDS_LINK = "[wp_kinds.md](../../benchmarks/experiments/wp_kinds.md)"
+KIND_NAMES = {"origin": "a human story above a GPT-2-era model's continuation of its opening",
+              "damage": "a story above a damaged copy of it", "strength": "a stronger model's story above a weaker one's"}
+KIND_HOLDS = 0.7  # the cards recommend a checkpoint for a kind only at this pair accuracy or above
+
+
+def _kinds_text(name: str, folder: Path = GAMING_RESULTS_DIR) -> str | None:
+    """The card's line on the WP kinds: each kind's held-out pair accuracy, and the kinds to use it for (None: not measured)."""
+    rows = {}
+    for results_name in KINDS_RESULT_FILES:
+        path = Path(folder) / f"{results_name}.json"
+        if path.is_file():
+            rows.update(json.loads(path.read_text(encoding="utf-8"))["checkpoints"])
+    if name not in rows:
+        return None
+    per_kind = {kind: value["accuracy"] for kind, value in rows[name]["per_kind"].items()}
+    measured = "; ".join(f"{KIND_NAMES[kind]} {accuracy:.3f}{' (inverted)' if accuracy < 0.5 else ''}" for kind, accuracy in per_kind.items())
+    holds = [KIND_NAMES[kind] for kind, accuracy in per_kind.items() if accuracy >= KIND_HOLDS]
+    use = (f"use it only for {' and for '.join(holds)}" if holds else "it holds on none of them") + (
+        "" if len(holds) == len(per_kind) else "; for stories of several kinds, `story_quality` `wp-base`")
+    return f"On held-out WritingPrompts test pairs of three kinds ({KINDS_LINK}), the better story scores higher in: {measured}. So {use}."
+
+
 def write_distilled_card(folder: Path, results: dict, metric: str) -> None:
     """Model card for a student distilled from a base-size teacher (``storyeval_training.recipes.distill``)."""
     folder = Path(folder)
@@ -209,7 +235,7 @@ def write_union_card(folder: Path, results: dict) -> None:
     _render(ModelCard, card_data, "union", folder, name=name, dataset=dataset, args=args, results=results, best=_best(results),
             selection_dropped=results.get("train_pairs_dropped_for_selection"), base_model=base_model,
             machine=_machine_text(results), notes=results.get("notes", []), evaluation=evaluation, exported=_export_text(folder),
-            encoder=_encoder_text(folder, "BERT-base"), gaming=_gaming_text(name), citation=citations.UNION)
+            encoder=_encoder_text(folder, "BERT-base"), gaming=_gaming_text(name), kinds=_kinds_text(name), citation=citations.UNION)
 
 
 def write_continuation_card(folder: Path, results: dict, evaluation: dict | None = None) -> None:
@@ -277,7 +303,7 @@ def write_plot_coherence_card(folder: Path, results: dict) -> None:
             negatives=negatives, args=args, results=results, best=_best(results), base_model=base_model, machine=_machine_text(results),
             notes=results.get("notes", []), delexicalize=delexicalize, trained_delexicalized=trained_delexicalized, window_aggregation=window_aggregation,
             evaluation=evaluation, exported=_export_text(folder), encoder=_encoder_text(folder, "RoBERTa-base"), gaming=_gaming_text(name),
-            citation=citations.PLOT_COHERENCE)
+            kinds=_kinds_text(name), citation=citations.PLOT_COHERENCE)
 
 
 # the story classifiers' cards, which read evaluation.json and the checkpoint's config when rendered
