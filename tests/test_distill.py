@@ -128,3 +128,19 @@ def test_more_transfer_stories_than_are_scored_is_refused_before_training(scored
     with pytest.raises(ValueError, match="only the first 18 training stories are scored"):
         distill.train(args)
     assert not (tmp_path / "run").exists()
+
+
+def test_a_story_longer_than_the_teachers_window_gets_no_logit_and_is_left_out(tmp_path, shared_data):
+    short_window = save_tiny_checkpoint(tmp_path / "teacher", max_length=16, window_stride=8)
+    long_story = "the grey lighthouse keeper counted the gulls on the rocks below the tower every single morning before dawn ."
+    folder = write_transfer(tmp_path / "transfer", STORIES + [long_story], heldout=6)
+    cache = tmp_path / "cache.jsonl"
+    record = transfer.score(folder, short_window, cache, batch_size=4, chunk=8, time_budget_minutes=None)
+    logits = [json.loads(line)["logit"] for line in cache.read_text().splitlines()[1:]]
+    assert record["longer_than_one_window"] == sum(logit is None for logit in logits) >= 1 and logits[-1] is None
+    student = save_tiny_checkpoint(tmp_path / "student", max_length=16, window_stride=8)
+    args = distill.parse_args(["--student", str(student), "--transfer-dir", str(folder), "--teacher-scores", str(cache),
+                               "--selection-pairs-dir", str(selection_pairs(tmp_path / "pairs")), "--output-dir", str(tmp_path / "run")])
+    train, heldout, counts = distill.transfer_examples(args, True, load_story_classifier(student).tokenizer, 16)
+    assert counts["longer_than_the_teachers_window"]["train"] >= 1
+    assert len(train) + counts["longer_than_the_teachers_window"]["train"] == len(STORIES) + 1 - 6

@@ -21,7 +21,8 @@ No story may share a leakage key (the normalised first sentence) with a human-ju
 Story Cloze and DeltaScore's contexts. ``build`` drops them and counts them; ``score`` refuses a file holding
 one, with the count. Training stories that share a key with a held-out story or a selection pair are dropped too.
 
-``score`` appends ``{"id", "logit"}`` lines after a header naming the teacher (its settings string, the hash of
+``score`` appends ``{"id", "logit"}`` lines (``null`` for a story longer than the teacher's one scoring window,
+which distillation leaves out and counts) after a header naming the teacher (its settings string, the hash of
 its weights and the commit it was trained at) and the transfer file's hash. Teacher inference is the expensive
 part, so it runs in chunks: a rerun skips the ids already scored, and a cache written by another teacher,
 checkpoint, commit or transfer file is refused with the line saying which.
@@ -204,7 +205,7 @@ def teacher_identity(teacher: Path, scorer, transfer_dir: Path) -> dict:
             "teacher_commit": commit, "transfer_sha256": file_sha256(transfer_dir / STORIES_FILE)}
 
 
-def read_cache(path: Path, identity: dict, repair: bool = False) -> dict[str, float]:
+def read_cache(path: Path, identity: dict, repair: bool = False) -> dict[str, float | None]:
     """Scores already in ``path`` (empty if it does not exist); refuses one of another teacher or transfer file.
 
     A last line without its newline (cut short by a kill, or still being written) is left out; with ``repair``
@@ -222,7 +223,7 @@ def read_cache(path: Path, identity: dict, repair: bool = False) -> dict[str, fl
         return {}
     try:
         header = json.loads(lines[0])
-        scores = {row["id"]: float(row["logit"]) for row in map(json.loads, lines[1:])}
+        scores = {row["id"]: None if row["logit"] is None else float(row["logit"]) for row in map(json.loads, lines[1:])}
     except (json.JSONDecodeError, KeyError, TypeError, ValueError) as error:
         raise ValueError(f"{path}: not a teacher-score cache ({error})") from None
     for field, value in identity.items():
@@ -232,17 +233,21 @@ def read_cache(path: Path, identity: dict, repair: bool = False) -> dict[str, fl
     return scores
 
 
-def single_window_logits(scorer, stories: list[str], batch_size: int) -> list[float]:
-    """The teacher's logit of each story, which must fit one scoring window (a ROC-length story does)."""
-    story_windows = windowing.all_windows(stories, scorer.windows)
-    if len(story_windows) != len(stories):
-        raise ValueError("a transfer story needs more than one scoring window; transfer stories are ROC-length")
-    logits = [0.0] * len(stories)
+def single_window_logits(scorer, stories: list[str], batch_size: int) -> list[float | None]:
+    """The teacher's logit of each story that fits one scoring window, None for one that does not.
+
+    A student of the same window learns one logit per window; a story the teacher scores over several windows has no
+    such logit (its score is the windows' aggregate), so it is left out of distillation, and counted, not cut to fit.
+    """
+    story_windows = [scorer.windows(story) for story in stories]
+    single = [k for k, windows in enumerate(story_windows) if len(windows) == 1]
+    logits: list[float | None] = [None] * len(stories)
     with torch.inference_mode():
-        for chunk, ids, mask in windowing.padded_batches(story_windows, batch_size, scorer.tokenizer.pad_token_id or 0, False):
+        for chunk, ids, mask in windowing.padded_batches([(k, story_windows[k][0]) for k in single], batch_size,
+                                                         scorer.tokenizer.pad_token_id or 0, False):
             out = scorer.model(input_ids=torch.from_numpy(ids), attention_mask=torch.from_numpy(mask)).logits
             for k, value in zip(chunk, out.double().tolist()):
-                logits[k] = value
+                logits[single[k]] = value
     return logits
 
 
@@ -259,6 +264,7 @@ def score(transfer_dir: Path, teacher: Path, output: Path, batch_size: int, chun
     todo = [row for row in rows if row["id"] not in done]
     logger.info("%d of %d stories scored already; %d to go", len(done), len(rows), len(todo))
     seconds, scored = 0.0, 0
+    longer = sum(logit is None for logit in done.values())
     with output.open("a", encoding="utf-8") as handle:
         if not done and handle.tell() == 0:
             handle.write(json.dumps(identity) + "\n")
@@ -272,9 +278,10 @@ def score(transfer_dir: Path, teacher: Path, output: Path, batch_size: int, chun
             handle.write("".join(json.dumps({"id": row["id"], "logit": logit}) + "\n" for row, logit in zip(part, logits)))
             handle.flush()
             scored += len(part)
+            longer += sum(logit is None for logit in logits)
             logger.info("scored %d / %d (%.1f stories/s)", len(done) + scored, len(rows), scored / seconds)
-    return {"scored_now": scored, "scored_total": len(done) + scored, "stories": len(rows), "scoring_seconds": round(seconds, 1),
-            "stories_per_second": round(scored / seconds, 2) if seconds else None, "threads": torch.get_num_threads(),
+    return {"scored_now": scored, "scored_total": len(done) + scored, "longer_than_one_window": longer, "stories": len(rows),
+            "scoring_seconds": round(seconds, 1), "stories_per_second": round(scored / seconds, 2) if seconds else None, "threads": torch.get_num_threads(),
             "complete": len(done) + scored == len(rows), **identity}
 
 

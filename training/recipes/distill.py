@@ -105,7 +105,8 @@ class DistillationObjective(nn.Module):
 
 
 def transfer_examples(args, delexicalize: bool, tokenizer, max_length: int) -> tuple[datasets.Dataset, datasets.Dataset, int]:
-    """Tokenised (train, held-out) transfer stories with the teacher's logits, and how many training stories of the file are not used."""
+    """Tokenised (train, held-out) transfer stories with the teacher's logits, and counts: the file's training stories not
+    used, and the stories left out as longer than the teacher's one window."""
     rows = read_stories(Path(args.transfer_dir))
     identity = json.loads(Path(args.teacher_scores).read_text(encoding="utf-8").split("\n", 1)[0])
     if args.teacher:
@@ -125,6 +126,10 @@ def transfer_examples(args, delexicalize: bool, tokenizer, max_length: int) -> t
     if wanted > scored:
         raise ValueError(f"--max-transfer-stories {wanted}: only the first {scored} training stories are scored")
     train = train[:wanted]
+    # stories the teacher scores over several windows have no one logit to learn (transfer.single_window_logits)
+    longer = {"train": sum(scores[row["id"]] is None for row in train), "heldout": sum(scores[row["id"]] is None for row in heldout)}
+    train = [row for row in train if scores[row["id"]] is not None]
+    heldout = [row for row in heldout if scores[row["id"]] is not None]
 
     def encode(rows_):
         texts = [normalize_story(row["story"], delexicalize) for row in rows_]
@@ -138,7 +143,8 @@ def transfer_examples(args, delexicalize: bool, tokenizer, max_length: int) -> t
             "labels": [-1 if row.get("label") is None else row["label"] for row in rows_],
         })
 
-    return encode(train), encode(heldout), len(rows) - len(heldout) - wanted
+    return encode(train), encode(heldout), {"not_used": len(rows) - len(heldout) - longer["heldout"] - wanted,
+                                            "longer_than_the_teachers_window": longer}
 
 
 class Collator:
@@ -185,7 +191,7 @@ def train(args) -> dict:
     student.requires_grad_(True)
     config = student.config
     with accelerator.main_process_first():
-        train_set, heldout, left_out = transfer_examples(args, config.delexicalize, tokenizer, config.max_length)
+        train_set, heldout, counts = transfer_examples(args, config.delexicalize, tokenizer, config.max_length)
         selection = train_union.load_selection_pairs(args.selection_pairs_dir, config.delexicalize)
         selection = selection.map(train_union.to_examples, batched=True, remove_columns=selection.column_names,
                                   fn_kwargs={"tokenizer": tokenizer, "max_length": config.max_length}, desc="tokenising selection pairs")
@@ -204,13 +210,15 @@ def train(args) -> dict:
         model.student.save_pretrained(folder)
         tokenizer.save_pretrained(folder)
 
-    logger.info("distilling on %d transfer stories (%d more training stories in the file)", len(train_set), left_out)
+    logger.info("distilling on %d transfer stories (%d more training stories in the file; longer than the teacher's window, "
+                "left out: %s)", len(train_set), counts["not_used"], counts["longer_than_the_teachers_window"])
     run = loop.train(objective, train_set, Collator(tokenizer), lengths=[len(ids) for ids in train_set["input_ids"]],
                      eval_sets={"heldout": heldout, "selection": selection}, evaluate=evaluate, select_by=SELECT_BY,
                      save_best=save_best)
     identity = json.loads(Path(args.teacher_scores).read_text(encoding="utf-8").split("\n", 1)[0])
     results = loop.results(run, args, selected_by=SELECT_BY, teacher=identity, transfer_stories=len(train_set),
-                           heldout_stories=len(heldout), selection_pairs=len(selection) // 2)
+                           heldout_stories=len(heldout), selection_pairs=len(selection) // 2,
+                           left_out_longer_than_the_teachers_window=counts["longer_than_the_teachers_window"])
     loop.write_results(results)
     if accelerator.is_main_process and args.export_dir:
         train_union.export(loop.output_dir / "best", Path(args.export_dir), results, write_card=None)
