@@ -65,9 +65,8 @@ def parse_args(argv=None):
     args = p.parse_args(argv)
     if not (Path(args.student) / "config.json").is_file():
         p.error(f"--student {args.student}: no checkpoint there (config.json)")
-    for option in ("teacher_scores",):
-        if not Path(getattr(args, option)).is_file():
-            p.error(f"--{option.replace('_', '-')} {getattr(args, option)}: no such file")
+    if not Path(args.teacher_scores).is_file():
+        p.error(f"--teacher-scores {args.teacher_scores}: no such file")
     if not (Path(args.selection_pairs_dir) / "dataset_dict.json").is_file():
         p.error(f"--selection-pairs-dir {args.selection_pairs_dir}: no saved DatasetDict there (dataset_dict.json)")
     if args.hard_label_weight < 0:
@@ -104,7 +103,7 @@ class DistillationObjective(nn.Module):
         return DistillationOutput(loss=loss, logits=logits)
 
 
-def transfer_examples(args, delexicalize: bool, tokenizer, max_length: int) -> tuple[datasets.Dataset, datasets.Dataset, int]:
+def transfer_examples(args, delexicalize: bool, tokenizer, max_length: int) -> tuple[datasets.Dataset, datasets.Dataset, dict]:
     """Tokenised (train, held-out) transfer stories with the teacher's logits, and counts: the file's training stories not
     used, and the stories left out as longer than the teacher's one window."""
     rows = read_stories(Path(args.transfer_dir))
@@ -148,11 +147,13 @@ def transfer_examples(args, delexicalize: bool, tokenizer, max_length: int) -> t
 
 
 class Collator:
+    """Dynamic padding, with the teacher's logits and the stories' labels (-1: none) as tensors beside the ids."""
+
     def __init__(self, tokenizer):
         self.tokenizer = tokenizer
 
     def __call__(self, features):
-        extra = {name: [f.pop(name) for f in features] for name in ("teacher_logits", "labels", "human", "pair") if name in features[0]}
+        extra = {name: [f.pop(name) for f in features] for name in ("teacher_logits", "labels") if name in features[0]}
         batch = self.tokenizer.pad(features, return_tensors="pt", pad_to_multiple_of=8)
         if "teacher_logits" in extra:
             batch["teacher_logits"] = torch.tensor(extra["teacher_logits"], dtype=torch.float32)
