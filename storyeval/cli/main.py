@@ -42,6 +42,7 @@ from storyeval.analysis import compare
 from storyeval.checkpoints import resolution as checkpoints
 from storyeval.checkpoints.registry import CORPORA as REFERENCE_CORPORA
 from storyeval.checkpoints.registry import METRICS, metric_spec
+from storyeval.cli import shards
 from storyeval.files import FORMATS, InputError, Writer, count_records, csv_header, file_format, read_rows
 from storyeval.inputs import DTYPE_NAMES, PROBE_STORY, positive_int
 from storyeval.version import __version__
@@ -457,6 +458,7 @@ def build_parser() -> argparse.ArgumentParser:
     push.add_argument("--dry-run", action="store_true", help="validate offline (card, files, requirements, checkpoint load); upload nothing")
     push.add_argument("--private", action="store_true", help="create the repo private")
     compare.add_parser(commands, formatter_class=defaults)
+    shards.add_parser(commands, formatter_class=defaults)
     return parser
 
 
@@ -475,6 +477,8 @@ def main(argv=None) -> int:
         return push(args)
     if args.command == "compare":
         return compare.run(args)
+    if args.command == "score-shards":
+        return shards.run(args)
     args.config = metric_spec(args.metric).default if args.config is None else args.config
     args.batch_size = metric_spec(args.metric).batch_size if args.batch_size is None else args.batch_size
     if args.output == "-":
