@@ -200,7 +200,8 @@ def score_dataset(dataset, metric: str = "union", config: str | None = None, col
     if not (isinstance(scorer_class, type) and issubclass(scorer_class, StoryScorer)):
         raise TypeError(f"scorer_class must be StoryScorer or a subclass of it, got {scorer_class!r}")
     threads = num_threads if num_threads is not None else max(1, math.floor(num_cpus))
-    if ray.is_initialized() and actors * num_cpus >= ray.cluster_resources().get("CPU", math.inf):
+    # read from files (input_files() lists them) by tasks that may each ask for a CPU
+    if ray.is_initialized() and actors * num_cpus >= ray.cluster_resources().get("CPU", math.inf) and dataset.input_files():
         logger.warning("the %d actor(s) take every CPU of the cluster: a task that reads the input and asks for a CPU (Ray's "
                        "readers do by default) waits for ever; read with num_cpus=0 (ray.data.read_json(..., num_cpus=0)) "
                        "or give the actors fewer", actors)
