@@ -5,6 +5,7 @@
     storyeval score stories.csv --column text --metric union --config wp
     storyeval score pairs.jsonl --metric continuation_quality --context-field context
     storyeval register                                # evaluate.load("union") from anywhere, offline
+    storyeval score-shards shards/ -o scored/         # a folder of shards on a Ray cluster, resumably (cli/shards.py)
 
 Input is read and scored in chunks, so files larger than memory stream
 through. The output has the input's format: a score per line for ``.txt``;
