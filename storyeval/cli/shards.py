@@ -211,10 +211,10 @@ def check_address(address: str | None) -> None:
 
 
 def connect(address: str | None) -> None:
-    """Join the cluster at ``address`` (None: start one on this machine); a process that started Ray already keeps it."""
+    """Join the cluster at ``address`` (None: start one on this machine; checked by :func:`check_address` first);
+    a process that started Ray already keeps it."""
     import ray
 
-    check_address(address)
     if ray.is_initialized():  # a process that started Ray already (a notebook, a test) scores on its cluster
         return
     options = {"include_dashboard": False} if address in (None, "local") else {}
@@ -286,6 +286,7 @@ def score_shards(args) -> int:
     if not args.cpus_per_actor > 0 or args.gpus_per_actor < 0:
         raise InputError("--cpus-per-actor must be positive and --gpus-per-actor not negative")
     config = check_job(args.metric, args.config, args.dtype, args.context_column, args.combination)
+    check_address(args.address)  # seconds, where hashing a large corpus's shards below takes longer
     source, output = Path(args.input), Path(args.output)
     shards, fmt = list_shards(source, f".{args.format}" if args.format else None)
     if output.exists() and not output.is_dir():
