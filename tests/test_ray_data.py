@@ -259,3 +259,15 @@ def test_int8_through_the_actor_class_equals_int8_in_one_process(tiny_checkpoint
     scored = StoryScorer("union", str(tiny_checkpoint), "story", dtype="int8")(pa.table({"story": stories})).to_pydict()
     assert scored["score"] == sequence.load_scorer("union", tiny_checkpoint).score(stories, dtype="int8")
     assert scored["score_settings"][0].split("_")[1] == "int8"
+
+
+def test_the_throughput_benchmark_shows_its_projection_arithmetic_and_refuses_bad_counts(capsys):
+    from benchmarks.speed import ray_throughput
+
+    rows = ray_throughput.projection(100.0, 60.0, 0.1, nodes=(1, 10))
+    assert rows["10"]["hours"] == pytest.approx((10_000_000 / 1000 + 60) / 3600)
+    assert rows["10"]["cost_usd"] == pytest.approx(10 * rows["10"]["hours"] * 0.1)
+    assert "(10,000,000 / (10 x 100.0) + 60) s / 3600" in rows["10"]["arithmetic"]
+    with pytest.raises(SystemExit):
+        ray_throughput.main(["--stories", "0"])
+    assert "must be positive" in capsys.readouterr().err
