@@ -48,10 +48,10 @@ def score_by_rank(scorer, stories, accelerator, *, contexts=None, batch_size: in
     others waiting in the gather."""
     from accelerate.utils import gather_object
 
-    check_on_invalid(on_invalid)
-    keys = column_keys(scorer, contexts is not None)
-    rows, failure, error = [], None, None
+    check_on_invalid(on_invalid)  # the same on every rank: it cannot leave one rank in the gather alone
+    keys, rows, failure, error = [], [], None, None
     try:
+        keys = column_keys(scorer, contexts is not None)
         columns, problems = score_rows(scorer, stories, contexts, batch_size=batch_size, device=accelerator.device,
                                        dtype=dtype, combination=combination)
         rows = [tuple(columns[key][i] for key in keys) + (problem,) for i, problem in enumerate(problems)]
