@@ -271,3 +271,15 @@ def test_the_throughput_benchmark_shows_its_projection_arithmetic_and_refuses_ba
     with pytest.raises(SystemExit):
         ray_throughput.main(["--stories", "0"])
     assert "must be positive" in capsys.readouterr().err
+
+
+def test_an_empty_shard_gets_an_empty_part_without_a_cluster(tmp_path, capsys):
+    source, output = tmp_path / "shards", tmp_path / "parts"
+    source.mkdir()
+    (source / "empty.jsonl").write_text("\n")
+    assert run_cli(source, "-o", output) == 0
+    assert "1 empty part(s) written" in capsys.readouterr().err
+    part = pq.read_table(output / "empty.parquet")
+    assert part.num_rows == 0 and part.column_names == ["score", "score_problem", "score_settings"]
+    assert run_cli(source, "-o", output) == 0
+    assert "all 1 parts are in" in capsys.readouterr().err

@@ -300,6 +300,8 @@ def score_shards(args) -> int:
         raise InputError(f"{source}: two shards share a name before their extension, so they would share a part file")
     for shard in shards:  # every shard's columns, from its head, before anything is scored
         names, types = shard_columns(shard, fmt)
+        if not names and fmt != ".parquet":
+            continue  # an empty file: nothing to score, and an empty part is written for it
         if PATH_COLUMN in names:
             raise InputError(f"{shard} has a column {PATH_COLUMN!r}, the name Ray's readers give the column that says which "
                              "file a row came from: rename it")
@@ -331,12 +333,13 @@ def score_shards(args) -> int:
     if any(rows[shard] for shard in pending):
         connect(args.address)  # the last check: nothing is written before it passes
     output.mkdir(parents=True, exist_ok=True)
-    for shard in [shard for shard in pending if rows[shard] == 0]:  # nothing to score: no actor is needed for it
+    done = len(shards) - len(pending)
+    empty = [shard for shard in pending if rows[shard] == 0]
+    for shard in empty:  # nothing to score: no actor is needed for it
         write_part(parts[shard], [empty_part_table(added)], run_record, identities[shard], 0)
         pending.remove(shard)
-    done = len(shards) - len(pending)
     if not pending:
-        print(f"score-shards: {len(shards) - done} empty part(s) written; nothing to score", file=sys.stderr)
+        print(f"score-shards: {len(empty)} empty part(s) written, {done} already there; nothing to score", file=sys.stderr)
         return 0
     started = time.perf_counter()
     try:
@@ -346,7 +349,7 @@ def score_shards(args) -> int:
               file=sys.stderr)
         return 130
     seconds = time.perf_counter() - started
-    print(f"score-shards: {written} part(s) written, {done} already there; {scored_rows} rows in {seconds:.1f} s "
+    print(f"score-shards: {written + len(empty)} part(s) written, {done} already there; {scored_rows} rows in {seconds:.1f} s "
           f"({scored_rows / max(seconds, 1e-9):.1f} rows/s with startup), {unscorable} unscorable (NaN, reason in "
           f"{args.score_field}_problem); {run_record['settings']}", file=sys.stderr)
     return 0
