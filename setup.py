@@ -50,6 +50,9 @@ INT8 = ["openvino>=2026.4", "nncf>=3.4", "onnx>=1.23"]
 # requirement, so it never replaces the CPU wheel; 1.16 is the release checked with transformers 5.x (reward functions
 # get log_metric); it needs Python 3.11, and on 3.10 the GRPO test skips
 RL = ["trl>=1.16,<2; python_version >= '3.11'"]
+# storyeval.score_dataset and `storyeval score-shards`: scoring on a Ray cluster (2.60: the release they were tested with;
+# its actor pools restart a dead actor and retry its batch by default, which every-row-once rests on)
+RAY = ["ray[data]>=2.60"]
 
 # every file of each checkpoint folder (one with weights), its subfolders' too; hub_cards/datasets holds cards only
 BUNDLED_CHECKPOINT_FILES = sorted({f"{path.parent.relative_to(HERE / 'hub_cards').as_posix()}/*"
@@ -80,8 +83,8 @@ setup(
         "storyeval.bundled_metrics": ["*/*.py", "*/README.md", "*/requirements.txt"],
     },
     install_requires=RUNTIME,
-    extras_require={"train": TRAIN, "demo": DEMO, "dev": DEV, "plot": PLOT, "int8": INT8, "rl": RL,
-                    "all": TRAIN + DEMO + DEV + PLOT + INT8 + RL},
+    extras_require={"train": TRAIN, "demo": DEMO, "dev": DEV, "plot": PLOT, "int8": INT8, "rl": RL, "ray": RAY,
+                    "all": TRAIN + DEMO + DEV + PLOT + INT8 + RL + RAY},
     entry_points={
         "console_scripts": [
             "storyeval=storyeval.cli.main:main",

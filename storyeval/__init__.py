@@ -5,11 +5,13 @@ models/, scoring/, analysis/, this public face (api, metric_base) and cli/ (READ
 """
 import importlib
 
+from storyeval.analysis.ranks import score_by_rank
+from storyeval.analysis.ray_data import score_dataset
 from storyeval.analysis.rewards import reward
 from storyeval.api import download_model, load_from_checkpoint
 from storyeval.version import __version__
 
-__all__ = ["__version__", "download_model", "load_from_checkpoint", "reward"]
+__all__ = ["__version__", "download_model", "load_from_checkpoint", "reward", "score_by_rank", "score_dataset"]
 
 # the paths the README showed before analysis/ held these modules: storyeval.compare.compare_systems, ...
 _MOVED = {"compare": "storyeval.analysis.compare", "explain": "storyeval.analysis.explain", "suite": "storyeval.analysis.suite"}

@@ -6,6 +6,7 @@
     storyeval score pairs.jsonl --metric continuation_quality --context-field context
     storyeval score stories.txt --metric story_quality  # the suite's combined percentile, 0-100
     storyeval register                                # evaluate.load("union") from anywhere, offline
+    storyeval score-shards shards/ -o scored/         # a folder of shards on a Ray cluster, resumably (cli/shards.py)
 
 The whole input is read and checked before a model loads: a line that is not
 its format, a story that cannot be scored (no letters, or clearly not English:
@@ -53,6 +54,7 @@ from storyeval.analysis.suite import DEFAULT_SUITE_CONFIG, SUITE_CONFIGS
 from storyeval.checkpoints import resolution as checkpoints
 from storyeval.checkpoints.registry import CORPORA as REFERENCE_CORPORA
 from storyeval.checkpoints.registry import METRICS, metric_spec
+from storyeval.cli import shards
 from storyeval.files import FORMATS, InputError, Writer, csv_header, file_format, read_rows, sniffed_format, survey_rows
 from storyeval.inputs import DTYPE_NAMES, PROBE_STORY, positive_int, rows_by_reason
 from storyeval.version import __version__
@@ -551,6 +553,7 @@ def build_parser() -> argparse.ArgumentParser:
     push.add_argument("--dry-run", action="store_true", help="validate offline (card, files, requirements, checkpoint load); upload nothing")
     push.add_argument("--private", action="store_true", help="create the repo private")
     compare.add_parser(commands, formatter_class=defaults)
+    shards.add_parser(commands, formatter_class=defaults)
     return parser
 
 
@@ -569,6 +572,8 @@ def main(argv=None) -> int:
         return push(args)
     if args.command == "compare":
         return compare.run(args)
+    if args.command == "score-shards":
+        return shards.run(args)
     if args.metric == SUITE:
         default_config, default_batch_size = DEFAULT_SUITE_CONFIG, 16
     else:

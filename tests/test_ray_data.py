@@ -1,0 +1,285 @@
+"""Scoring at scale on Ray Data: storyeval.score_dataset and `storyeval score-shards`, on a local 2-CPU Ray cluster.
+
+Faults as a cluster has them: an actor that dies in the middle of a job, a row with no letters, a job stopped and
+run again; each checked by row ids (every row scored exactly once) and against the scores of one process.
+"""
+import json
+import logging
+import math
+import os
+
+import pytest
+
+ray = pytest.importorskip("ray", reason="the [ray] extra: pip install 'ray[data]'")
+pa = pytest.importorskip("pyarrow")
+pq = pytest.importorskip("pyarrow.parquet")
+
+from conftest import CHECKOUT  # noqa: E402
+
+from storyeval.analysis.ray_data import StoryScorer, load_any_scorer, score_dataset  # noqa: E402
+from storyeval.cli import main as cli  # noqa: E402
+from storyeval.cli import shards  # noqa: E402
+
+STORIES = [
+    "Ken went to the bar with his friends. He noticed a phone on the floor. He gave it to the bartender.",
+    "Amy wanted a dog. Her parents said no. She saved her money for a year. They let her buy a puppy.",
+    "The storm knocked out the power. We lit candles. We played cards until morning.",
+    "Joe baked bread for the first time. It burned. He tried again the next day and it came out perfect.",
+]
+UNSCORABLE = {5: "", 11: "?!"}  # rows with no letters
+
+
+def rows(count: int) -> list[dict]:
+    return [{"id": i, "story": UNSCORABLE.get(i, f"{STORIES[i % len(STORIES)]} It was day {i}.")} for i in range(count)]
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """A local Ray cluster of 2 CPUs whose workers import this checkout's storyeval."""
+    saved = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(CHECKOUT), saved]))  # the workers inherit it
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
+    yield
+    ray.shutdown()
+    if saved is None:
+        del os.environ["PYTHONPATH"]
+    else:
+        os.environ["PYTHONPATH"] = saved
+
+
+@pytest.fixture(scope="module")
+def reference() -> tuple[dict, str]:
+    """id -> the score one process gives (NaN for the unscorable rows), and that process's settings string."""
+    scorer = load_any_scorer("union", "roc", device="cpu")
+    table = rows(48)
+    scorable = [row for row in table if row["id"] not in UNSCORABLE]
+    scores = dict(zip((row["id"] for row in scorable), scorer.score([row["story"] for row in scorable])))
+    return {row["id"]: scores.get(row["id"], math.nan) for row in table}, scorer.settings()
+
+
+def check_scored(records: list[dict], reference: tuple[dict, str]) -> None:
+    """Every id exactly once, each score within 1e-6 of one process's, NaN and a reason where it cannot be scored."""
+    scores, settings = reference
+    ids = sorted(record["id"] for record in records)
+    assert ids == sorted(scores), f"ids lost or repeated: {sorted(set(scores) - set(ids))} lost, {len(ids)} rows"
+    for record in records:
+        if record["id"] in UNSCORABLE:
+            assert math.isnan(record["score"]) and "column 'story' is empty or has no letters" in record["score_problem"]
+        else:
+            assert record["score_problem"] is None and abs(record["score"] - scores[record["id"]]) <= 1e-6
+        assert record["score_settings"] == settings
+
+
+def test_an_actor_killed_mid_job_leaves_every_row_scored_once_from_every_reader(cluster, reference, tmp_path):
+    """JSONL, CSV, Parquet and a Hugging Face dataset in one job; one actor dies on its first batch holding id 17."""
+    import datasets
+
+    table = rows(48)
+    quarters = [table[i:i + 12] for i in range(0, 48, 12)]
+    (tmp_path / "a.jsonl").write_text("".join(json.dumps(row) + "\n" for row in quarters[0]))
+    (tmp_path / "b.csv").write_text("id,story\n" + "".join(f'{row["id"]},"{row["story"]}"\n' for row in quarters[1]))
+    pq.write_table(pa.Table.from_pylist(quarters[2]), tmp_path / "c.parquet")
+    # the reads take no CPU: the two actors hold both (score_dataset's docstring)
+    dataset = ray.data.read_json(str(tmp_path / "a.jsonl"), num_cpus=0).union(
+        ray.data.read_csv(str(tmp_path / "b.csv"), num_cpus=0),
+        ray.data.read_parquet(str(tmp_path / "c.parquet"), num_cpus=0),
+        ray.data.from_huggingface(datasets.Dataset.from_list(quarters[3])))
+    crashed = tmp_path / "crashed"
+
+    class DiesOnce(StoryScorer):
+        def __call__(self, batch):
+            if 17 in batch.column("id").to_pylist() and not crashed.exists():
+                crashed.touch()
+                os._exit(1)  # as a killed process goes: no exception, no cleanup
+            return super().__call__(batch)
+
+    scored = score_dataset(dataset, "union", "roc", actors=2, ray_batch_size=4, scorer_class=DiesOnce)
+    records = scored.take_all()
+    assert crashed.exists(), "the actor never died: the test did not test a restart"
+    check_scored(records, reference)
+
+
+def run_cli(*argv) -> int:
+    return cli.main(["score-shards", *map(str, argv)])
+
+
+def write_shards(folder, count: int = 3, size: int = 16) -> None:
+    folder.mkdir()
+    table = rows(count * size)
+    for k in range(count):
+        (folder / f"shard_{k:02d}.jsonl").write_text("".join(json.dumps(row) + "\n" for row in table[k * size:(k + 1) * size]))
+
+
+def part_records(folder) -> list[dict]:
+    return [record for part in sorted(folder.glob("*.parquet")) for record in pq.read_table(part).to_pylist()]
+
+
+def test_a_stopped_job_resumes_with_no_row_lost_or_scored_twice(cluster, reference, tmp_path, monkeypatch, capsys):
+    source, output = tmp_path / "shards", tmp_path / "parts"
+    write_shards(source)
+    real_write, calls = shards.write_part, []
+
+    def stops_at_the_second_part(*args, **kwargs):
+        calls.append(args[0].name)
+        if len(calls) == 2:
+            raise KeyboardInterrupt  # Ctrl-C, or the job's machine going away, while the second part is written
+        return real_write(*args, **kwargs)
+
+    monkeypatch.setattr(shards, "write_part", stops_at_the_second_part)
+    assert run_cli(source, "-o", output, "--actors", 1, "--rows-per-batch", 4, "--quiet") == 130
+    assert "rerun the same command to resume" in capsys.readouterr().err
+    assert sorted(path.name for path in output.iterdir()) == ["shard_00.parquet"]  # whole parts only, no .partial left
+    first = (output / "shard_00.parquet").read_bytes()
+
+    monkeypatch.setattr(shards, "write_part", real_write)
+    (output / "shard_01.parquet.partial").write_bytes(b"half a part")  # as a run killed mid-write leaves it
+    assert run_cli(source, "-o", output, "--actors", 1, "--rows-per-batch", 4, "--quiet") == 0
+    err = capsys.readouterr().err
+    assert "2 part(s) written, 1 already there; 32 rows" in err and "0 unscorable" in err
+    assert sorted(path.name for path in output.iterdir()) == ["shard_00.parquet", "shard_01.parquet", "shard_02.parquet"]
+    assert (output / "shard_00.parquet").read_bytes() == first  # kept as it was, not rescored
+    check_scored(part_records(output), reference)
+    # every part done: a rerun starts no job at all
+    assert run_cli(source, "-o", output, "--quiet") == 0
+    assert "all 3 parts are in" in capsys.readouterr().err
+
+
+def test_a_part_that_does_not_parse_or_has_other_settings_is_refused_by_name(tmp_path, capsys):
+    """Checked before Ray starts: no cluster needed."""
+    source, output = tmp_path / "shards", tmp_path / "parts"
+    write_shards(source, count=2, size=2)
+    output.mkdir()
+    (output / "shard_00.parquet").write_bytes(b"not parquet")
+    assert run_cli(source, "-o", output) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"storyeval: error: {output / 'shard_00.parquet'}: not a readable Parquet part") and "\n" not in err
+
+    record = {"run": {"metric": "union", "config": "roc", "settings": shards.run_settings("union", "roc", "bfloat16", False, None),
+                      "column": "story", "context_column": None, "score_field": "score"},
+              "shard": shards.shard_identity(source / "shard_00.jsonl"), "rows": 0}
+    table = pa.table({"id": pa.array([], pa.int64())}).replace_schema_metadata({shards.PART_KEY: json.dumps(record)})
+    pq.write_table(table, output / "shard_00.parquet")
+    assert run_cli(source, "-o", output) == 1
+    err = capsys.readouterr().err.strip()
+    assert f"{output / 'shard_00.parquet'} was written with other settings (settings: 'union-roc_bf16_" in err and "\n" not in err
+    # the same part, with this run's settings, from a shard of another size: a changed shard
+    record["run"]["settings"] = shards.run_settings("union", "roc", None, False, None)
+    pq.write_table(table.replace_schema_metadata({shards.PART_KEY: json.dumps(record)}), output / "shard_00.parquet")
+    assert run_cli(source, "-o", output) == 1
+    assert "was written from another version of shard_00.jsonl" in capsys.readouterr().err
+    (output / "shard_00.parquet").unlink()
+    (output / "elsewhere.parquet").write_bytes(b"")
+    assert run_cli(source, "-o", output) == 1
+    assert "no shard of" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--column", "text"], "has no column 'text'; its columns: ['id', 'story']"),
+    (["--metric", "continuation_quality"], "has no column 'context'"),
+    (["--config", "nope"], "unknown union config 'nope'"),
+    (["--metric", "story_quality", "--config", "nope"], "unknown story_quality config 'nope'"),
+    (["--metric", "story_quality", "--dtype", "int8"], "story_quality scores in float32 only"),
+    (["--metric", "continuation_quality", "--dtype", "int8"], "unsupported dtype 'int8' for continuation_quality"),
+    (["--context-column", "id"], "union scores the story alone"),
+    (["--score-field", "story"], "already has column(s) ['story']"),
+    (["--address", "127.0.0.1:1"], "--address 127.0.0.1:1: no Ray cluster answers there"),
+])
+def test_bad_input_is_one_line_before_any_work(tmp_path, capsys, argv, message):
+    source = tmp_path / "shards"
+    write_shards(source, count=1, size=2)
+    assert run_cli(source, "-o", tmp_path / "parts", *argv) == 1
+    err = capsys.readouterr().err.strip()
+    assert message in err and "\n" not in err, err
+    assert not (tmp_path / "parts").exists()
+
+
+def test_bad_folders_are_one_line(tmp_path, capsys):
+    assert run_cli(tmp_path / "missing", "-o", tmp_path / "parts") == 1
+    assert "input folder not found" in capsys.readouterr().err
+    (tmp_path / "mixed").mkdir()
+    (tmp_path / "mixed" / "a.jsonl").write_text('{"story": "a b"}\n')
+    (tmp_path / "mixed" / "b.csv").write_text("story\na b\n")
+    assert run_cli(tmp_path / "mixed", "-o", tmp_path / "parts") == 1
+    assert "holds .csv and .jsonl shards: pass --format" in capsys.readouterr().err
+    assert run_cli(tmp_path / "mixed", "-o", tmp_path / "mixed", "--format", "csv") == 1
+    assert "is the input folder" in capsys.readouterr().err
+
+
+def test_score_dataset_checks_columns_metric_and_options_before_running(cluster):
+    dataset = ray.data.from_items(rows(3))
+    with pytest.raises(KeyError, match="the dataset has no column 'text'"):
+        score_dataset(dataset, "union", "roc", column="text")
+    with pytest.raises(KeyError, match="unknown metric 'nope'"):
+        score_dataset(dataset, "nope")
+    with pytest.raises(KeyError, match="unknown union config"):
+        score_dataset(dataset, "union", "nope")
+    with pytest.raises(TypeError, match="column 'id' holds int64, not text"):
+        score_dataset(dataset, "union", "roc", column="id")
+    with pytest.raises(ValueError, match="already has column"):
+        score_dataset(dataset, "union", "roc", score_field="id")
+    with pytest.raises(ValueError, match="actors must be a positive integer"):
+        score_dataset(dataset, "union", "roc", actors=0)
+    with pytest.raises(TypeError, match="scorer_class must be StoryScorer"):
+        score_dataset(dataset, "union", "roc", scorer_class=dict)
+
+
+def test_every_metric_scores_a_batch_as_in_one_process():
+    """The callable class without Ray (Ray only constructs and calls it): continuation quality and the suite,
+    with a context column, give the columns and values their scorers give."""
+    from storyeval.analysis.suite import StoryQuality, output_keys
+    from storyeval.checkpoints.resolution import resolve_checkpoint
+    from storyeval.scoring.sequence import load_scorer
+
+    contexts = ["Ken went to the bar.", "Amy wanted a dog.", "", "Joe baked bread."]
+    endings = ["He found a phone and gave it back.", "Her parents said yes.", "It rained.", "..."]
+    batch = pa.table({"context": contexts, "story": endings})
+    scored = StoryScorer("continuation_quality", "deltascore", "story", "context")(batch).to_pydict()
+    expected = load_scorer("continuation_quality", resolve_checkpoint("continuation_quality", "deltascore")).score(
+        contexts[:2], endings[:2])
+    for criterion, values in expected.items():
+        assert scored[f"score_{criterion}"][:2] == values and all(math.isnan(v) for v in scored[f"score_{criterion}"][2:])
+    assert scored["score_problem"][:2] == [None, None]
+    assert scored["score_problem"][2].startswith("column 'context' is empty") and scored["score_problem"][3].startswith("column 'story'")
+
+    suite = StoryScorer("story_quality", "roc", "story", "context", score_field="q")(batch).to_pydict()
+    result = StoryQuality("roc").score(endings[:2], contexts=contexts[:2])
+    assert [key for key in suite if key.startswith("q_")] == [f"q_{key}" for key in output_keys("roc", True)] + ["q_problem", "q_settings"]
+    assert suite["q_combined"][:2] == result["combined"] and suite["q_settings"] == [result["settings"]] * 4
+
+
+def test_int8_through_the_actor_class_equals_int8_in_one_process(tiny_checkpoint, monkeypatch, tmp_path):
+    pytest.importorskip("openvino")
+    from storyeval.scoring import sequence
+    from storyeval.scoring.int8 import runtime as int8_runtime
+
+    if not int8_runtime.cpu_has_int8_dot_product():
+        pytest.skip("this CPU has no int8 dot-product instructions")
+    monkeypatch.setenv("STORYEVAL_CACHE", str(tmp_path / "cache"))
+    stories = [row["story"] for row in rows(6) if row["id"] not in UNSCORABLE]
+    scored = StoryScorer("union", str(tiny_checkpoint), "story", dtype="int8")(pa.table({"story": stories})).to_pydict()
+    assert scored["score"] == sequence.load_scorer("union", tiny_checkpoint).score(stories, dtype="int8")
+    assert scored["score_settings"][0].split("_")[1] == "int8"
+
+
+def test_the_throughput_benchmark_shows_its_projection_arithmetic_and_refuses_bad_counts(capsys):
+    from benchmarks.speed import ray_throughput
+
+    rows = ray_throughput.projection(100.0, 60.0, 0.1, nodes=(1, 10))
+    assert rows["10"]["hours"] == pytest.approx((10_000_000 / 1000 + 60) / 3600)
+    assert rows["10"]["cost_usd"] == pytest.approx(10 * rows["10"]["hours"] * 0.1)
+    assert "(10,000,000 / (10 x 100.0) + 60) s / 3600" in rows["10"]["arithmetic"]
+    with pytest.raises(SystemExit):
+        ray_throughput.main(["--stories", "0"])
+    assert "must be positive" in capsys.readouterr().err
+
+
+def test_an_empty_shard_gets_an_empty_part_without_a_cluster(tmp_path, capsys):
+    source, output = tmp_path / "shards", tmp_path / "parts"
+    source.mkdir()
+    (source / "empty.jsonl").write_text("\n")
+    assert run_cli(source, "-o", output) == 0
+    assert "1 empty part(s) written" in capsys.readouterr().err
+    part = pq.read_table(output / "empty.parquet")
+    assert part.num_rows == 0 and part.column_names == ["score", "score_problem", "score_settings"]
+    assert run_cli(source, "-o", output) == 0
+    assert "all 1 parts are in" in capsys.readouterr().err
