@@ -182,6 +182,21 @@ def test_no_import_cycles(package):
         pytest.fail(f"import cycle: {' -> '.join(error.args[1])}")
 
 
+def test_every_import_of_the_three_packages_names_a_module_that_exists():
+    """A function-level import of a module that moved (a benchmark's lazy ``from storyeval_training.builders ...``)
+    fails only when that code path runs; here it fails at once, in any package, test or example."""
+    modules = {name: path for package in PACKAGES for name, path in module_names(package).items()}
+    files = [path for folder in (RUNTIME, CHECKOUT / "training", CHECKOUT / "benchmarks", CHECKOUT / "tests", CHECKOUT / "examples")
+             for path in folder.rglob("*.py") if "__pycache__" not in path.parts]
+    missing = []
+    for path in files:
+        for name in imported_names(path, "probe.probe"):
+            if name.split(".")[0] in {package.name for package in PACKAGES} and name not in modules \
+                    and name.rpartition(".")[0] not in modules:
+                missing.append(f"{path.relative_to(CHECKOUT)}: {name}")
+    assert not missing, missing
+
+
 @by_name
 def test_the_top_level_reads_like_the_architecture(package):
     entries = sorted(entry.name for entry in package.folder.iterdir() if entry.name != "__pycache__" and not entry.name.startswith("."))

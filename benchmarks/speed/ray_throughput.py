@@ -146,7 +146,7 @@ class TimedScorer(StoryScorer):
 
 def roc_test_stories(n: int) -> list[str]:
     """The first ``n`` ROC test stories as text, as benchmarks' scoring_speed reads them (the builder's parser)."""
-    from storyeval_training.builders.roc import parse_plot_guided_line
+    from storyeval_training.data.builders.roc import parse_plot_guided_line
     from storyeval_training.paths import data_dir
 
     path = data_dir() / "roc" / "rocstories_test.txt"
