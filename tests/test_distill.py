@@ -119,6 +119,24 @@ def test_a_student_trains_selects_and_exports_in_its_starting_architecture(score
     assert len(load_story_classifier(export).score(STORIES[:2])) == 2
 
 
+def test_evaluate_only_gives_a_checkpoints_selection_signals_as_the_run_measured_them(scored, tmp_path):
+    folder, cache, _ = scored
+    pairs = selection_pairs(tmp_path / "pairs")
+    common = ["--transfer-dir", str(folder), "--teacher-scores", str(cache), "--selection-pairs-dir", str(pairs)]
+    results = distill.train(distill.parse_args([
+        "--student", str(save_tiny_checkpoint(tmp_path / "student", max_length=32, window_stride=16)), *common,
+        "--max-transfer-stories", "12", "--max-train-steps", "2", "--eval-steps", "2", "--per-device-train-batch-size", "4",
+        "--output-dir", str(tmp_path / "run")]))
+    argv = ["--student", str(tmp_path / "run" / "best"), *common, "--evaluate-only", "--output-dir", str(tmp_path / "signals")]
+    signals = distill.train(distill.parse_args(argv))
+    for name in ("heldout_spearman", "selection_pair_accuracy", "selection_score"):
+        assert signals[name] == pytest.approx(results["best_validation"][name], abs=1e-6)
+    assert json.loads((tmp_path / "signals" / distill.SIGNALS_FILE).read_text())["heldout_stories"] == 6
+    assert not (tmp_path / "signals" / "best").exists()  # nothing trained
+    with pytest.raises(SystemExit):
+        distill.parse_args(argv)  # the file exists: never overwritten
+
+
 def test_more_transfer_stories_than_are_scored_is_refused_before_training(scored, tmp_path):
     folder, cache, _ = scored
     pairs = selection_pairs(tmp_path / "pairs")

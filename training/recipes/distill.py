@@ -14,7 +14,8 @@ generated 0; a machine-written WP window has none).
 Selection, on held-out data only: the Spearman correlation of the student's logits with the teacher's on the
 transfer file's ``heldout`` stories, and the pair accuracy on ``--selection-pairs-dir``'s validation pairs
 (model-written negatives, e.g. ``storyeval-train-plot-coherence --pairs-only``); the best evaluation has the
-highest mean of the two (``selection_score``).
+highest mean of the two (``selection_score``). ``--evaluate-only`` gives any checkpoint's figures on both (the
+student's starting point, say) by the same code, without training, into ``<output-dir>/selection_signals.json``.
 """
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ import datasets
 import torch
 from scipy import stats
 from torch import nn
+from torch.utils.data import DataLoader
 from transformers import AutoTokenizer
 from transformers.utils import ModelOutput
 
@@ -40,6 +42,7 @@ from storyeval_training.recipes import train_union
 logger = logging.getLogger("storyeval_training.recipes.distill")
 
 SELECT_BY = "selection_score"
+SIGNALS_FILE = "selection_signals.json"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -55,6 +58,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--hard-label-weight", type=float, default=0.0, help="weight of the stories' own labels beside the teacher's")
     p.add_argument("--output-dir", required=True)
     p.add_argument("--export-dir", default=None, help="also export the best student here (fp16; its card is written when it ships)")
+    p.add_argument("--evaluate-only", action="store_true",
+                   help=f"train nothing: write --student's selection signals to <output-dir>/{SIGNALS_FILE} (must not exist)")
     add_loop_arguments(p, per_device_train_batch_size=32, learning_rate=5e-5, num_train_epochs=2, eval_steps=250,
                        checkpointing_steps=250)
     return p
@@ -71,6 +76,8 @@ def parse_args(argv=None):
         p.error(f"--selection-pairs-dir {args.selection_pairs_dir}: no saved DatasetDict there (dataset_dict.json)")
     if args.hard_label_weight < 0:
         p.error("--hard-label-weight must not be negative")
+    if args.evaluate_only and (Path(args.output_dir) / SIGNALS_FILE).exists():
+        p.error(f"{Path(args.output_dir) / SIGNALS_FILE} exists: give another --output-dir")
     check_loop_arguments(p, args, positive=("max_transfer_stories",))
     return args
 
@@ -207,6 +214,17 @@ def train(args) -> dict:
         return {"heldout_spearman": spearman, "heldout_mse": float(((ours - teacher) ** 2).mean()),
                 "selection_pair_accuracy": pair_accuracy, SELECT_BY: (spearman + pair_accuracy) / 2}
 
+    identity = json.loads(Path(args.teacher_scores).read_text(encoding="utf-8").split("\n", 1)[0])
+    if args.evaluate_only:
+        loaders = {name: accelerator.prepare(DataLoader(data, batch_size=args.per_device_eval_batch_size, collate_fn=Collator(tokenizer)))
+                   for name, data in (("heldout", heldout), ("selection", selection))}
+        signals = {"student": args.student, "teacher": identity, "heldout_stories": len(heldout),
+                   "selection_pairs": len(selection) // 2, **evaluate(accelerator.prepare(objective), loaders)}
+        if accelerator.is_main_process:
+            Path(args.output_dir).mkdir(parents=True, exist_ok=True)
+            (Path(args.output_dir) / SIGNALS_FILE).write_text(json.dumps(signals, indent=2) + "\n")
+        return signals
+
     def save_best(model, folder: Path) -> None:
         model.student.save_pretrained(folder)
         tokenizer.save_pretrained(folder)
@@ -216,7 +234,6 @@ def train(args) -> dict:
     run = loop.train(objective, train_set, Collator(tokenizer), lengths=[len(ids) for ids in train_set["input_ids"]],
                      eval_sets={"heldout": heldout, "selection": selection}, evaluate=evaluate, select_by=SELECT_BY,
                      save_best=save_best)
-    identity = json.loads(Path(args.teacher_scores).read_text(encoding="utf-8").split("\n", 1)[0])
     results = loop.results(run, args, selected_by=SELECT_BY, teacher=identity, transfer_stories=len(train_set),
                            heldout_stories=len(heldout), selection_pairs=len(selection) // 2,
                            left_out_longer_than_the_teachers_window=counts["longer_than_the_teachers_window"])
