@@ -55,6 +55,7 @@ from storyeval.checkpoints import resolution as checkpoints
 from storyeval.checkpoints.registry import CORPORA as REFERENCE_CORPORA
 from storyeval.checkpoints.registry import METRICS, metric_spec
 from storyeval.cli import shards
+from storyeval.cli.errors import reporting_bad_input
 from storyeval.files import FORMATS, InputError, Writer, csv_header, file_format, read_rows, sniffed_format, survey_rows
 from storyeval.inputs import DTYPE_NAMES, PROBE_STORY, positive_int, rows_by_reason
 from storyeval.version import __version__
@@ -594,20 +595,15 @@ def main(argv=None) -> int:
         return 2
     if args.dtype == "int8" and args.device is None:
         args.device = "cpu"  # int8 runs on the CPU only: not CUDA by default
-    try:
+
+    def score() -> None:
         if args.device != "cpu":  # the CPU is always there, and checking it would import torch
             from storyeval.scoring.devices import resolve_device
 
             resolve_device(args.device)  # a bad --device fails before the model loads or the input is read
         score_file(args)
-    except IndexError:
-        raise  # a LookupError too, but a bug here, not bad input: keep its traceback
-    # LookupError: unknown config, missing NLTK data; ImportError: an optional runtime (dtype int8) is missing, its message says what to install
-    except (InputError, LookupError, OSError, ValueError, TypeError, ImportError) as error:
-        message = error.args[0] if isinstance(error, KeyError) and error.args else error
-        print(f"storyeval: error: {message}", file=sys.stderr)
-        return 1
-    return 0
+
+    return reporting_bad_input(score)
 
 
 if __name__ == "__main__":

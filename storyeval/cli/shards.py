@@ -32,6 +32,7 @@ import sys
 import time
 from pathlib import Path
 
+from storyeval.cli.errors import reporting_bad_input
 from storyeval.files import InputError
 from storyeval.inputs import DTYPE_NAMES, positive_int
 
@@ -266,14 +267,7 @@ def empty_part_table(added: list[str]):
 
 def run(args) -> int:
     """``storyeval score-shards``: returns the exit status."""
-    try:
-        return score_shards(args)
-    except IndexError:
-        raise  # a LookupError too, but a bug here, not bad input: keep its traceback
-    except (InputError, LookupError, OSError, ValueError, TypeError, ImportError) as error:
-        message = error.args[0] if isinstance(error, KeyError) and error.args else error
-        print(f"storyeval: error: {message}", file=sys.stderr)
-        return 1
+    return reporting_bad_input(lambda: score_shards(args))
 
 
 def score_shards(args) -> int:
