@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 
 from storyeval.cli.errors import reporting_bad_input
-from storyeval.files import InputError
+from storyeval.files import InputError, csv_header, json_records
 from storyeval.inputs import DTYPE_NAMES, positive_int
 
 READERS = {".parquet": "read_parquet", ".jsonl": "read_json", ".csv": "read_csv"}
@@ -112,19 +112,13 @@ def shard_columns(shard: Path, fmt: str) -> tuple[list[str], list]:
         except Exception as error:  # pyarrow raises ArrowInvalid, OSError and others for a file that is not Parquet
             raise InputError(f"{shard}: not a Parquet file ({error})") from None
         return list(schema.names), list(schema.types)
-    with shard.open(encoding="utf-8", newline="") as handle:
-        if fmt == ".csv":
-            header = next(csv.reader(handle), None)
-            return (header or []), [None] * len(header or [])
-        for number, line in enumerate(handle, 1):
-            if line.strip():
-                try:
-                    record = json.loads(line)
-                except json.JSONDecodeError as error:
-                    raise InputError(f"{shard}:{number}: not JSON ({error.msg})") from None
-                if not isinstance(record, dict):
-                    raise InputError(f"{shard}:{number}: a JSON object per line is expected, got {type(record).__name__}")
-                return list(record), [None] * len(record)
+    if fmt == ".csv":
+        header = csv_header(shard)
+        return header, [None] * len(header)
+    for number, record in json_records(shard):  # the first record that is not blank
+        if not isinstance(record, dict):
+            raise InputError(f"{shard}:{number}: a JSON object per line is expected, got {type(record).__name__}")
+        return list(record), [None] * len(record)
     return [], []
 
 
