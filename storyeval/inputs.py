@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import operator
 import re
 import unicodedata
@@ -261,3 +262,10 @@ def check_same_length(**columns: Sequence) -> None:
     lengths = {name: len(values) for name, values in columns.items()}
     if len(set(lengths.values())) > 1:
         raise ValueError(f"inputs must have the same length, got {lengths}")
+
+
+def with_nan_at(rows: Sequence[int], total: int, scores: Sequence[float]) -> list[float]:
+    """``scores`` of the scorable rows spread over ``total`` rows, NaN at ``rows``."""
+    scored = iter(scores)
+    skipped = set(rows)
+    return [math.nan if i in skipped else next(scored) for i in range(total)]

@@ -28,6 +28,7 @@ from storyeval.inputs import (
     check_texts,
     rows_by_reason,
     unscorable,
+    with_nan_at,
 )
 
 logger = logging.getLogger(__name__)
@@ -151,13 +152,6 @@ def unscorable_rows(on_invalid: str, warn: bool = True, **columns: list[str]) ->
             grouped.setdefault(reasons[i], []).append(i)
         logger.warning("%d input(s) cannot be scored and score NaN: %s", len(rows), rows_by_reason(grouped))
     return rows
-
-
-def with_nan_at(rows: list[int], total: int, scores: list[float]) -> list[float]:
-    """``scores`` of the scorable rows spread over ``total`` rows, NaN at ``rows``."""
-    scored = iter(scores)
-    skipped = set(rows)
-    return [math.nan if i in skipped else next(scored) for i in range(total)]
 
 
 def mean(values: list[float]) -> float:

@@ -10,10 +10,9 @@ list), the continuation scorer (a list per criterion) and the ``story_quality`` 
 """
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
-from storyeval.inputs import text_problem
+from storyeval.inputs import text_problem, with_nan_at
 
 STORY, CONTINUATION, SUITE = "story", "continuation", "suite"
 
@@ -113,8 +112,5 @@ def score_rows(scorer, predictions: Sequence, contexts: Sequence | None = None, 
         else:
             result = scorer.score(texts, contexts=given, combination=combination, **options)
             scored = {key: result[key] for key in keys}
-    columns = {key: [math.nan] * len(predictions) for key in keys}
-    for key, values in scored.items():
-        for i, value in zip(kept, values):
-            columns[key][i] = value
-    return columns, problems
+    skipped = [i for i, problem in enumerate(problems) if problem is not None]
+    return {key: with_nan_at(skipped, len(predictions), scored[key]) for key in keys}, problems
