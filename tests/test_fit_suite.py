@@ -141,6 +141,22 @@ def test_a_letterless_context_leaves_continuation_quality_out_and_the_cache_save
     assert again.scored == [] and json.loads(cache.read_text())["counting"]
 
 
+def test_the_cache_refuses_percentiles_from_a_replaced_checkpoint(tmp_path):
+    from types import SimpleNamespace
+
+    import torch
+
+    rows = fit_suite.read_pairs(write_pairs(tmp_path / "pairs", n=3), "validation", None, None, 42)
+    cache = tmp_path / "scores.json"
+    fit_suite.score_parts(SimpleNamespace(components=[("union", None, CountingScorer(), IdentityReference())]), {"a": rows}, 16, cache)
+    before = cache.read_text()
+    replaced = CountingScorer()
+    replaced.model = torch.nn.Linear(2, 1)  # same name, other weights
+    with pytest.raises(ValueError, match="other weights or reference scores"):
+        fit_suite.score_parts(SimpleNamespace(components=[("union", None, replaced, IdentityReference())]), {"a": rows}, 16, cache)
+    assert replaced.scored == [] and cache.read_text() == before
+
+
 def kind_rows(n, right: str, wrong: str, seed=0):
     """Pairs that part ``right`` ranks the right way by a wide margin and part ``wrong`` ranks backwards by a narrow one."""
     rng = random.Random(seed)

@@ -92,19 +92,46 @@ def score_key(metric: str, row: dict, side: str) -> str:
     return f"{row['context']}\x00{continuation(row, side)}" if metric == "continuation_quality" else row[side]
 
 
+FINGERPRINTS_KEY = "_fingerprints"
+
+
+def part_fingerprint(scorer, reference) -> str:
+    """A digest of what a part's percentiles depend on besides the text: its model's weights and its reference scores.
+    A cache keyed by the part's name alone would hand a replaced checkpoint its predecessor's percentiles."""
+    import torch
+
+    digest = hashlib.sha256()
+    model = getattr(scorer, "model", None)
+    if isinstance(model, torch.nn.Module):
+        for name, tensor in sorted(model.state_dict().items()):
+            digest.update(name.encode())
+            digest.update(tensor.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes())
+    for criterion, values in sorted(getattr(reference, "scores", {}).items()):
+        digest.update(criterion.encode())
+        digest.update(np.asarray(values, dtype=np.float64).tobytes())
+    return digest.hexdigest()
+
+
 def score_parts(suite: StoryQuality, pair_sets: dict[str, list[dict]], batch_size: int, cache: Path | None = None) -> None:
     """Add each part's percentiles to every pair, in place: ``human_percentiles`` and ``negative_percentiles``,
     keyed by metric. Each distinct story is scored once per part; with contexts, the story parts reuse the
     whole story's score (the context is the story's own opening, so context + continuation is the story).
     ``cache``: a JSON file of the percentiles scored so far, per checkpoint, written after each part and read
-    back by a rerun, so that a long scoring run that stops loses at most one part."""
+    back by a rerun, so that a long scoring run that stops loses at most one part; each part's table carries
+    :func:`part_fingerprint`, and a table from other weights or reference scores is refused."""
     rows = [row for rows in pair_sets.values() for row in rows]
     cached = json.loads(cache.read_text(encoding="utf-8")) if cache and cache.is_file() else {}
+    fingerprints = cached.setdefault(FINGERPRINTS_KEY, {})
     by_metric = {}
     # the fast part first: a problem in its inputs shows before the slow encoders have run
     for metric, _, scorer, reference in sorted(suite.components, key=lambda part: part[0] != "continuation_quality"):
         sides = [(row, side) for row in rows for side in ("human", "negative") if row["with_context"] or metric != "continuation_quality"]
         keys = sorted({score_key(metric, row, side) for row, side in sides})
+        fingerprint = part_fingerprint(scorer, reference)
+        if scorer.name in cached and fingerprints.get(scorer.name) != fingerprint:
+            raise ValueError(f"{cache} holds {scorer.name} percentiles from other weights or reference scores than the "
+                             f"{scorer.name} loaded now (a replaced checkpoint keeps its name); give a new --scores-cache")
+        fingerprints[scorer.name] = fingerprint
         table = cached.get(scorer.name, {})
         todo = [key for key in keys if key not in table]
         logger.info("scoring %s: %d texts (%d cached)", scorer.name, len(todo), len(keys) - len(todo))
