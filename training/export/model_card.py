@@ -218,9 +218,30 @@ def write_distilled_card(folder: Path, results: dict, metric: str) -> None:
             gaming=_gaming_text(name), citation=citations.BY_METRIC[metric])
 
 
+def write_ranker_card(folder: Path, results: dict, metric: str) -> None:
+    """Model card for a checkpoint trained on ordered pairs of several kinds (``storyeval_training.recipes.train_ranker``)."""
+    folder = Path(folder)
+    args = results["args"]
+    name = f"{metric.replace('_', '-')}-wp{_tier(folder)}"  # the kinds are WritingPrompts pairs (storyeval_training.data.wp_kinds)
+    evaluation = _read_evaluation(folder)
+    base_model = _base_model(args, folder)
+    eval_results = [result for set_name, coefficients in (evaluation or {}).get("correlations", {}).items()
+                    for result in _correlation_results("Story quality (correlation with human judgments)",
+                                                       f"UNION human judgments ({set_name})", f"union-human-{set_name}", coefficients)]
+    kinds = [{"name": kind, "description": KIND_NAMES.get(kind, kind), **counts} for kind, counts in results["pairs_per_kind"].items()]
+    card_data = _card_data(name, base_model, ["storyeval", metric.replace("_", "-"), "story-evaluation", "reference-free-metric"],
+                           [CORPORA["wp"]], eval_results)
+    _render(ModelCard, card_data, "ranker", folder, name=name, metric=metric, config=name.removeprefix(f"{metric.replace('_', '-')}-"),
+            corpus="WritingPrompts", kinds=kinds, args=args, results=results, best=results["best_validation"], base_model=base_model,
+            machine=_machine_text(results), notes=results.get("notes", []), evaluation=evaluation, exported=_export_text(folder),
+            encoder=_encoder_text(folder, "BERT-base"), gaming=_gaming_text(name), kinds_text=_kinds_text(name), citation=citations.BY_METRIC[metric])
+
+
 def write_union_card(folder: Path, results: dict) -> None:
     if results.get("teacher"):  # a distilled student
         return write_distilled_card(folder, results, "union")
+    if results.get("pairs_per_kind"):  # trained on ordered pairs of several kinds
+        return write_ranker_card(folder, results, "union")
     folder = Path(folder)
     args = results["args"]
     dataset = args.get("dataset")  # None: pairs from a folder that does not record its corpus
