@@ -14,8 +14,9 @@ quality joins, on the pairs where both stories begin with the pair's context).
 
 ``--objective min-kind`` fits for the worst set instead: each set is a kind of pair the suite must rank right (the
 WP kinds of ``storyeval_training.data.wp_kinds``), and the weights are those whose lowest pair accuracy over the sets
-is highest on the fit halves (:func:`fit_min_kind`); the default rule then compares the check halves' minima, and
-with no pair that has a context, continuation quality gets no weight.
+is highest on the fit halves (:func:`fit_min_kind`); the default rule then compares the check halves' minima. With
+no pair that has a context, or with pairs that have one in fewer kinds than the whole stories (a worst case over
+some kinds only), the export gives continuation quality no weight and the story parts their whole-story weights.
 
 ``--add-part metric:config`` weighs a candidate part beside the config's own: the report then has the checks with
 and without it. ``--export-weights`` writes the fit whose parts are the config's (as ``SUITE_CONFIGS`` has them
@@ -296,14 +297,21 @@ def export(path: Path, config: str, report: dict, default: str | None) -> dict:
         by = "check_accuracy_min" if report.get("objective") == "min-kind" else "check_accuracy_mean"
         learned, mean = own["without_contexts"][by]["learned"], own["without_contexts"][by]["mean"]
         default = "learned" if learned >= mean + DEFAULT_RULE_MARGIN else "mean"
-    with_contexts = own["with_contexts"]["weights"] if own["with_contexts"] else {
-        # no pair had a context to weigh continuation quality by: it weighs nothing, the story parts as fitted
+    fitted_with_contexts = own["with_contexts"]
+    if (fitted_with_contexts and report.get("objective") == "min-kind"
+            and set(fitted_with_contexts["pairs"]) != set(own["without_contexts"]["pairs"])):
+        # a worst-kind fit over fewer kinds than the whole stories' is not one: the kinds whose pairs share no context
+        # (on WP, all but origin) would get no say, and the part that fails them could take all the weight
+        fitted_with_contexts = None
+    with_contexts = fitted_with_contexts["weights"] if fitted_with_contexts else {
+        # no fit with contexts to use: continuation quality weighs nothing, the story parts as fitted on whole stories
         **own["without_contexts"]["weights"], **{part.split(":")[0]: 0.0 for part in parts if part.startswith("continuation_quality:")}}
     entries = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
     entries[config] = {
         "default": default,
         "without_contexts": own["without_contexts"]["weights"],
         "with_contexts": with_contexts,
+        "with_contexts_fitted": fitted_with_contexts is not None,
         "fitted": {key: report[key] for key in ("command", "pair_sets", "split", "seed")} | {"commit": report["environment"].get("commit", "unknown"),
                                                                                               "objective": report.get("objective", "bradley-terry")},
     }
