@@ -151,3 +151,10 @@ def test_a_ranker_card_names_every_kind_and_selects_on_the_worst(tmp_path):
     for kind in ("origin", "damage", "strength"):
         assert f"**{kind}**: " in card.text
     assert "the step whose worst kind is best" in card.text and "0.7625 at step 375" in card.text
+
+
+def test_a_wp_cards_kinds_line_says_where_it_holds_and_what_to_use_instead():
+    assert model_card._kinds_text("union-wp-base").endswith("So it holds on every kind.")
+    plot = model_card._kinds_text("plot-coherence-wp-base")
+    assert "0.333 (inverted)" in plot and plot.endswith(f"for stories of several kinds, {model_card.SEVERAL_KINDS_CONFIG}.")
+    assert model_card._kinds_text("union-roc") is None
