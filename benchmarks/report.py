@@ -52,7 +52,7 @@ class ContinuationRow:
 
 SUITE_NOTE = ("story_quality's `combined`, whole stories, by each config's default combination: the mean of union's and "
               "plot_coherence's percentiles against human-written test stories (`wp`: union's alone), and for `wp-base` the learned "
-              "weights (union .366, plot coherence .634; benchmarks/experiments/learned_suite.md)")
+              "weights fitted for the worst kind of WP pair (union .85, plot coherence .15; benchmarks/experiments/wp_kinds.md)")
 
 # The current row of each bundled checkpoint: the run BENCHMARKS.md's experiments and CHANGELOG.md
 # name as measuring what is bundled now (older runs' files stay for the experiment logs).

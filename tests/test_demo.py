@@ -141,7 +141,7 @@ def test_the_page_offers_both_kinds_of_story_and_the_wp_caveat():
     pytest.importorskip("gradio")
     shown = components(demo.build_demo(offer_base=False))
     assert [choice[1] for choice in shown["corpus"]["choices"]] == ["roc", "wp"] and shown["corpus"]["value"] == "roc"
-    assert shown["wp-note"]["visible"] is False and "no config is a general-purpose score" in shown["wp-note"]["value"]
+    assert shown["wp-note"]["visible"] is False and "read each score for the kinds of story it was checked on" in shown["wp-note"]["value"]
 
 
 def test_a_story_or_upload_that_is_not_english_gets_a_message_not_a_score(tmp_path, monkeypatch):

@@ -77,6 +77,23 @@ def test_fit_report_export_and_reexport(tmp_path):
         fit_suite.main(["--config", "roc-base", "--from-report", str(tmp_path / "fit.json"), "--export-weights", str(again)])
 
 
+def test_a_min_kind_fit_with_contexts_on_fewer_kinds_is_not_exported(tmp_path):
+    def fit(weights, kinds):
+        return {"weights": weights, "pairs": {kind: {"fit": 10, "check": 10} for kind in kinds},
+                "check_accuracy_min": {"mean": 0.7, "learned": 0.8}}
+
+    report = {"config": "wp-base", "objective": "min-kind", "command": "c", "pair_sets": {}, "split": "validation", "seed": 42,
+              "environment": {"commit": "abc"},
+              "fits": {"own": {"parts": ["union:wp-base", "plot_coherence:wp-base", "continuation_quality:deltascore"],
+                               "without_contexts": fit({"union": 0.85, "plot_coherence": 0.15}, ["origin", "damage"]),
+                               "with_contexts": fit({"union": 0.0, "plot_coherence": 1.0, "continuation_quality": 0.0}, ["origin"])}}}
+    entry = fit_suite.export(tmp_path / "w.json", "wp-base", report, None)
+    assert entry["with_contexts"] == {"union": 0.85, "plot_coherence": 0.15, "continuation_quality": 0.0}
+    assert entry["with_contexts_fitted"] is False and entry["default"] == "learned"
+    report["fits"]["own"]["with_contexts"]["pairs"]["damage"] = {"fit": 10, "check": 10}
+    assert fit_suite.export(tmp_path / "w.json", "wp-base", report, None)["with_contexts"]["plot_coherence"] == 1.0
+
+
 @pytest.mark.parametrize("argv, message", [
     (["--config", "xx", "--pairs", "a=p", "--output", "o.json"], "unknown story_quality config 'xx'"),
     (["--config", "roc", "--output", "o.json"], "give --pairs"),
@@ -139,6 +156,22 @@ def test_a_letterless_context_leaves_continuation_quality_out_and_the_cache_save
     again = CountingScorer()
     fit_suite.score_parts(SimpleNamespace(components=[("union", None, again, IdentityReference())]), {"a": rows}, 16, cache)
     assert again.scored == [] and json.loads(cache.read_text())["counting"]
+
+
+def test_the_cache_refuses_percentiles_from_a_replaced_checkpoint(tmp_path):
+    from types import SimpleNamespace
+
+    import torch
+
+    rows = fit_suite.read_pairs(write_pairs(tmp_path / "pairs", n=3), "validation", None, None, 42)
+    cache = tmp_path / "scores.json"
+    fit_suite.score_parts(SimpleNamespace(components=[("union", None, CountingScorer(), IdentityReference())]), {"a": rows}, 16, cache)
+    before = cache.read_text()
+    replaced = CountingScorer()
+    replaced.model = torch.nn.Linear(2, 1)  # same name, other weights
+    with pytest.raises(ValueError, match="other weights or reference scores"):
+        fit_suite.score_parts(SimpleNamespace(components=[("union", None, replaced, IdentityReference())]), {"a": rows}, 16, cache)
+    assert replaced.scored == [] and cache.read_text() == before
 
 
 def kind_rows(n, right: str, wrong: str, seed=0):

@@ -32,7 +32,7 @@ def _rerender(name: str, tmp_path: Path) -> Path:
     return folder / "README.md"
 
 
-@pytest.mark.parametrize("name", ["union-roc", "union-wp", "plot-coherence-roc", "continuation-quality"])
+@pytest.mark.parametrize("name", ["union-roc", "union-wp", "union-wp-base", "plot-coherence-roc", "continuation-quality"])
 def test_bundled_cards_are_what_the_templates_render(name, tmp_path):
     assert _rerender(name, tmp_path).read_text() == (BUNDLED / name / "README.md").read_text()
 
@@ -139,3 +139,22 @@ def test_a_distilled_students_card_names_its_teacher_data_and_selection(tmp_path
     card = ModelCard.load(tmp_path / "README.md")
     assert "A fast student of `union-roc-base`" in card.text and "first 20,000 training stories" in card.text
     assert "0.9000" in card.text and "| union_roc | 0.3000 | 0.4000 | 0.3000 |" in card.text and "distillation" in card.data.tags
+
+
+def test_a_ranker_card_names_every_kind_and_selects_on_the_worst(tmp_path):
+    results = json.loads((BUNDLED / "union-wp-base" / "training_results.json").read_text())
+    shutil.copy(BUNDLED / "union-wp-base" / "config.json", tmp_path)
+    model_card.write_union_card(tmp_path, results)
+    card = ModelCard.load(tmp_path / "README.md")
+    assert card.data.base_model.endswith("/all-mpnet-base-v2") and card.data.datasets == ["writingprompts"]
+    assert 'evaluate.load("union", "wp-base")' in card.text and "Bradley-Terry" in card.text
+    for kind in ("origin", "damage", "strength"):
+        assert f"**{kind}**: " in card.text
+    assert "the step whose worst kind is best" in card.text and "0.7625 at step 375" in card.text
+
+
+def test_a_wp_cards_kinds_line_says_where_it_holds_and_what_to_use_instead():
+    assert model_card._kinds_text("union-wp-base").endswith("So it holds on every kind.")
+    plot = model_card._kinds_text("plot-coherence-wp-base")
+    assert "0.333 (inverted)" in plot and plot.endswith(f"for stories of several kinds, {model_card.SEVERAL_KINDS_CONFIG}.")
+    assert model_card._kinds_text("union-roc") is None

@@ -54,13 +54,13 @@ TIERS = ("fast", "base")
 TIER_CHOICES = [("Fast: MiniLM-L6 (roc, wp)", "fast"), ("Base: MPNet-base (roc-base, wp-base), agrees with people best, slower", "base")]
 CORPUS_CHOICES = [("Short stories, about five sentences (ROCStories configs)", "roc"),
                   ("Long stories that open with a prompt (WritingPrompts configs)", "wp")]
-# what a WritingPrompts score can be trusted for (benchmarks/experiments/wp_v2.md; BENCHMARKS.md)
+# what a WritingPrompts score can be trusted for (benchmarks/experiments/wp_kinds.md; BENCHMARKS.md)
 WP_NOTE = (
-    "**WritingPrompts:** no config is a general-purpose score; read each for the kind of story it was checked on. "
-    "Plot coherence (wp-base) puts a human story above an older model's (GPT-2-era) continuation of it in 0.95 of test "
-    "pairs, but above GPT-4's in only 0.31. UNION (wp-base) tells a story from its shuffled, repeated or contradicted "
-    "copy in 0.90 of test stories, but puts the human story above a GPT-2-era continuation in only 0.42 of pairs "
-    "(BENCHMARKS.md)."
+    "**WritingPrompts:** read each score for the kinds of story it was checked on. UNION (wp-base) was trained on three "
+    "orders at once: on held-out test pairs it puts a human story above an older model's (GPT-2-era) continuation of it "
+    "in 0.79, a story above its shuffled, repeated or contradicted copy in 0.79, and a stronger model's story above a "
+    "weaker one's in 0.85. Plot coherence (wp-base) puts the human story above the GPT-2-era continuation in 0.95, but "
+    "prefers the damaged copy of a story two times in three: read it only for human against older-model stories."
 )
 # a story with more words than this is far longer than a ROC story (about 45 words)
 LONG_STORY_WORDS = 150

@@ -121,9 +121,9 @@ def _card_data(name: str, base_model: str | None, tags: list[str], datasets: lis
 
 # the reward-gaming results (benchmarks/reward/reward_gaming.py), which each card's Limitations line quotes (and BENCHMARKS.md's
 # table, benchmarks/report.py): one file per run, the first measured every config shipped then, the later ones the configs
-# that came after
+# that came after or changed (reward_gaming_wp_k2: union and story_quality wp-base once K2 shipped)
 GAMING_RESULTS_DIR = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
-GAMING_RESULT_FILES = ("reward_gaming", "reward_gaming_base_suites", "reward_gaming_wp_base_suite")
+GAMING_RESULT_FILES = ("reward_gaming", "reward_gaming_base_suites", "reward_gaming_wp_base_suite", "reward_gaming_wp_k2")
 GAMING_LINK = "[reward_gaming.md](../../benchmarks/experiments/reward_gaming.md)"
 GAMING_NAMES = {"prompt_repeated": "the prompt repeated", "sentence_repeated": "a sentence repeated",
                 "copied_training_story": "a copied training story", "universal_story": "one story for every prompt",
@@ -173,8 +173,10 @@ def _gaming_text(name: str) -> str:
 
 
 # the WP kinds' test results (benchmarks/agreement/wp_kinds.py), which the WP cards quote: the later file's row replaces
-# the earlier one's
-KINDS_RESULT_FILES = ("wp_kinds_shipped",)
+# the earlier one's (wp_kinds_shipped_k2: union-wp-base and story_quality wp-base since K2 shipped)
+KINDS_RESULT_FILES = ("wp_kinds_shipped", "wp_kinds_shipped_k2")
+# the WP score the README recommends for stories of several kinds (wp_kinds.md: the highest worst test kind)
+SEVERAL_KINDS_CONFIG = "`union` `wp-base`"
 KINDS_LINK = "[wp_kinds.md](../../benchmarks/experiments/wp_kinds.md)"
 KIND_NAMES = {"origin": "a human story above a GPT-2-era model's continuation of its opening",
               "damage": "a story above a damaged copy of it", "strength": "a stronger model's story above a weaker one's"}
@@ -193,8 +195,11 @@ def _kinds_text(name: str, folder: Path = GAMING_RESULTS_DIR) -> str | None:
     per_kind = {kind: value["accuracy"] for kind, value in rows[name]["per_kind"].items()}
     measured = "; ".join(f"{KIND_NAMES[kind]} {accuracy:.3f}{' (inverted)' if accuracy < 0.5 else ''}" for kind, accuracy in per_kind.items())
     holds = [KIND_NAMES[kind] for kind, accuracy in per_kind.items() if accuracy >= KIND_HOLDS]
-    use = (f"use it only for {' and for '.join(holds)}" if holds else "it holds on none of them") + (
-        "" if len(holds) == len(per_kind) else "; for stories of several kinds, `story_quality` `wp-base`")
+    if len(holds) == len(per_kind):
+        use = "it holds on every kind"
+    else:
+        use = (f"use it only for {' and for '.join(holds)}" if holds else "it holds on none of them") + (
+            f"; for stories of several kinds, {SEVERAL_KINDS_CONFIG}")
     return f"On held-out WritingPrompts test pairs of three kinds ({KINDS_LINK}), the better story scores higher in: {measured}. So {use}."
 
 
@@ -218,9 +223,30 @@ def write_distilled_card(folder: Path, results: dict, metric: str) -> None:
             gaming=_gaming_text(name), citation=citations.BY_METRIC[metric])
 
 
+def write_ranker_card(folder: Path, results: dict, metric: str) -> None:
+    """Model card for a checkpoint trained on ordered pairs of several kinds (``storyeval_training.recipes.train_ranker``)."""
+    folder = Path(folder)
+    args = results["args"]
+    name = f"{metric.replace('_', '-')}-wp{_tier(folder)}"  # the kinds are WritingPrompts pairs (storyeval_training.data.wp_kinds)
+    evaluation = _read_evaluation(folder)
+    base_model = _base_model(args, folder)
+    eval_results = [result for set_name, coefficients in (evaluation or {}).get("correlations", {}).items()
+                    for result in _correlation_results("Story quality (correlation with human judgments)",
+                                                       f"UNION human judgments ({set_name})", f"union-human-{set_name}", coefficients)]
+    kinds = [{"name": kind, "description": KIND_NAMES.get(kind, kind), **counts} for kind, counts in results["pairs_per_kind"].items()]
+    card_data = _card_data(name, base_model, ["storyeval", metric.replace("_", "-"), "story-evaluation", "reference-free-metric"],
+                           [CORPORA["wp"]], eval_results)
+    _render(ModelCard, card_data, "ranker", folder, name=name, metric=metric, config=name.removeprefix(f"{metric.replace('_', '-')}-"),
+            corpus="WritingPrompts", kinds=kinds, args=args, results=results, best=results["best_validation"], base_model=base_model,
+            machine=_machine_text(results), notes=results.get("notes", []), evaluation=evaluation, exported=_export_text(folder),
+            encoder=_encoder_text(folder, "BERT-base"), gaming=_gaming_text(name), kinds_text=_kinds_text(name), citation=citations.BY_METRIC[metric])
+
+
 def write_union_card(folder: Path, results: dict) -> None:
     if results.get("teacher"):  # a distilled student
         return write_distilled_card(folder, results, "union")
+    if results.get("pairs_per_kind"):  # trained on ordered pairs of several kinds
+        return write_ranker_card(folder, results, "union")
     folder = Path(folder)
     args = results["args"]
     dataset = args.get("dataset")  # None: pairs from a folder that does not record its corpus

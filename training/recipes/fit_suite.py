@@ -14,8 +14,9 @@ quality joins, on the pairs where both stories begin with the pair's context).
 
 ``--objective min-kind`` fits for the worst set instead: each set is a kind of pair the suite must rank right (the
 WP kinds of ``storyeval_training.data.wp_kinds``), and the weights are those whose lowest pair accuracy over the sets
-is highest on the fit halves (:func:`fit_min_kind`); the default rule then compares the check halves' minima, and
-with no pair that has a context, continuation quality gets no weight.
+is highest on the fit halves (:func:`fit_min_kind`); the default rule then compares the check halves' minima. With
+no pair that has a context, or with pairs that have one in fewer kinds than the whole stories (a worst case over
+some kinds only), the export gives continuation quality no weight and the story parts their whole-story weights.
 
 ``--add-part metric:config`` weighs a candidate part beside the config's own: the report then has the checks with
 and without it. ``--export-weights`` writes the fit whose parts are the config's (as ``SUITE_CONFIGS`` has them
@@ -92,19 +93,46 @@ def score_key(metric: str, row: dict, side: str) -> str:
     return f"{row['context']}\x00{continuation(row, side)}" if metric == "continuation_quality" else row[side]
 
 
+FINGERPRINTS_KEY = "_fingerprints"
+
+
+def part_fingerprint(scorer, reference) -> str:
+    """A digest of what a part's percentiles depend on besides the text: its model's weights and its reference scores.
+    A cache keyed by the part's name alone would hand a replaced checkpoint its predecessor's percentiles."""
+    import torch
+
+    digest = hashlib.sha256()
+    model = getattr(scorer, "model", None)
+    if isinstance(model, torch.nn.Module):
+        for name, tensor in sorted(model.state_dict().items()):
+            digest.update(name.encode())
+            digest.update(tensor.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes())
+    for criterion, values in sorted(getattr(reference, "scores", {}).items()):
+        digest.update(criterion.encode())
+        digest.update(np.asarray(values, dtype=np.float64).tobytes())
+    return digest.hexdigest()
+
+
 def score_parts(suite: StoryQuality, pair_sets: dict[str, list[dict]], batch_size: int, cache: Path | None = None) -> None:
     """Add each part's percentiles to every pair, in place: ``human_percentiles`` and ``negative_percentiles``,
     keyed by metric. Each distinct story is scored once per part; with contexts, the story parts reuse the
     whole story's score (the context is the story's own opening, so context + continuation is the story).
     ``cache``: a JSON file of the percentiles scored so far, per checkpoint, written after each part and read
-    back by a rerun, so that a long scoring run that stops loses at most one part."""
+    back by a rerun, so that a long scoring run that stops loses at most one part; each part's table carries
+    :func:`part_fingerprint`, and a table from other weights or reference scores is refused."""
     rows = [row for rows in pair_sets.values() for row in rows]
     cached = json.loads(cache.read_text(encoding="utf-8")) if cache and cache.is_file() else {}
+    fingerprints = cached.setdefault(FINGERPRINTS_KEY, {})
     by_metric = {}
     # the fast part first: a problem in its inputs shows before the slow encoders have run
     for metric, _, scorer, reference in sorted(suite.components, key=lambda part: part[0] != "continuation_quality"):
         sides = [(row, side) for row in rows for side in ("human", "negative") if row["with_context"] or metric != "continuation_quality"]
         keys = sorted({score_key(metric, row, side) for row, side in sides})
+        fingerprint = part_fingerprint(scorer, reference)
+        if scorer.name in cached and fingerprints.get(scorer.name) != fingerprint:
+            raise ValueError(f"{cache} holds {scorer.name} percentiles from other weights or reference scores than the "
+                             f"{scorer.name} loaded now (a replaced checkpoint keeps its name); give a new --scores-cache")
+        fingerprints[scorer.name] = fingerprint
         table = cached.get(scorer.name, {})
         todo = [key for key in keys if key not in table]
         logger.info("scoring %s: %d texts (%d cached)", scorer.name, len(todo), len(keys) - len(todo))
@@ -269,14 +297,21 @@ def export(path: Path, config: str, report: dict, default: str | None) -> dict:
         by = "check_accuracy_min" if report.get("objective") == "min-kind" else "check_accuracy_mean"
         learned, mean = own["without_contexts"][by]["learned"], own["without_contexts"][by]["mean"]
         default = "learned" if learned >= mean + DEFAULT_RULE_MARGIN else "mean"
-    with_contexts = own["with_contexts"]["weights"] if own["with_contexts"] else {
-        # no pair had a context to weigh continuation quality by: it weighs nothing, the story parts as fitted
+    fitted_with_contexts = own["with_contexts"]
+    if (fitted_with_contexts and report.get("objective") == "min-kind"
+            and set(fitted_with_contexts["pairs"]) != set(own["without_contexts"]["pairs"])):
+        # a worst-kind fit over fewer kinds than the whole stories' is not one: the kinds whose pairs share no context
+        # (on WP, all but origin) would get no say, and the part that fails them could take all the weight
+        fitted_with_contexts = None
+    with_contexts = fitted_with_contexts["weights"] if fitted_with_contexts else {
+        # no fit with contexts to use: continuation quality weighs nothing, the story parts as fitted on whole stories
         **own["without_contexts"]["weights"], **{part.split(":")[0]: 0.0 for part in parts if part.startswith("continuation_quality:")}}
     entries = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
     entries[config] = {
         "default": default,
         "without_contexts": own["without_contexts"]["weights"],
         "with_contexts": with_contexts,
+        "with_contexts_fitted": fitted_with_contexts is not None,
         "fitted": {key: report[key] for key in ("command", "pair_sets", "split", "seed")} | {"commit": report["environment"].get("commit", "unknown"),
                                                                                               "objective": report.get("objective", "bradley-terry")},
     }
