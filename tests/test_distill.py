@@ -162,3 +162,30 @@ def test_a_story_longer_than_the_teachers_window_gets_no_logit_and_is_left_out(t
     train, heldout, counts = distill.transfer_examples(args, True, load_story_classifier(student).tokenizer, 16)
     assert counts["longer_than_the_teachers_window"]["train"] >= 1
     assert len(train) + counts["longer_than_the_teachers_window"]["train"] == len(STORIES) + 1 - 6
+
+
+def test_a_transfer_file_from_pair_folders_holds_out_validation_and_reserves_test(tmp_path, shared_data, monkeypatch):
+    monkeypatch.setenv("STORYEVAL_DATA", str(shared_data))
+
+    def save(folder, splits):
+        datasets.DatasetDict({split: datasets.Dataset.from_dict({"human": [h for h, _ in pairs], "negative": [n for _, n in pairs],
+                                                                 "techniques": [["x"]] * len(pairs)})
+                              for split, pairs in splits.items()}).save_to_disk(str(folder))
+        return folder
+
+    kinds = [("damage", save(tmp_path / "damage", {"train": [(STORIES[0], STORIES[1]), (STORIES[2], STORIES[3])],
+                                                   "validation": [(STORIES[4], STORIES[5])], "test": [(STORIES[6], STORIES[7])]})),
+             ("strength", save(tmp_path / "strength", {"train": [(STORIES[2], STORIES[8]), (STORIES[7] + " more .", STORIES[9])],
+                                                       "validation": [(STORIES[10], STORIES[4])]}))]
+    transfer.main(["build", "--output-dir", str(tmp_path / "out"), "--pairs", f"damage={kinds[0][1]}", "--pairs", f"strength={kinds[1][1]}"])
+    rows = transfer.read_stories(tmp_path / "out")
+    by_split = {split: {row["story"] for row in rows if row["split"] == split} for split in ("heldout", "train")}
+    assert by_split["heldout"] == {STORIES[4], STORIES[5], STORIES[10]}  # once each, though two kinds hold STORIES[4]
+    # STORIES[7] + " more ." opens like a test story, so it is reserved; STORIES[2] is in two kinds, kept once
+    assert by_split["train"] == {STORIES[0], STORIES[1], STORIES[2], STORIES[3], STORIES[8], STORIES[9]}
+    assert all(row["label"] is None for row in rows)
+    record = json.loads((tmp_path / "out" / transfer.RECORD_FILE).read_text())
+    assert record["reserved_test_stories"] == 2 and record["selection_dropped"] == {"pairs-strength": 1}
+    assert record["args"]["pairs"] == [f"damage={kinds[0][1]}", f"strength={kinds[1][1]}"]
+    with pytest.raises(SystemExit):
+        transfer.parse_args(["build", "--output-dir", str(tmp_path / "new"), "--pairs", f"damage={tmp_path}"])

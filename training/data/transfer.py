@@ -17,6 +17,10 @@ label of quality):
   validation pairs are the model-written selection pairs), and ROC-length windows (five sentences) of
   wp_extra's human and machine stories (training split).
 
+``build --pairs NAME=FOLDER`` (repeatable) takes its stories from saved pair folders instead, such as the WP kinds of
+:mod:`storyeval_training.data.wp_kinds` for a WritingPrompts student: their validation stories are ``heldout``, their
+training stories ``train`` (label null), and no training story may open like one of their test stories.
+
 No story may share a leakage key (the normalised first sentence) with a human-judged item: the human/ sets,
 Story Cloze and DeltaScore's contexts. ``build`` drops them and counts them; ``score`` refuses a file holding
 one, with the count. Training stories that share a key with a held-out story or a selection pair are dropped too.
@@ -44,6 +48,7 @@ import torch
 from storyeval import text as textlib
 from storyeval.scoring import windows as windowing
 from storyeval_training import paths
+from storyeval_training.data.named_sets import pair_folder, set_names
 
 logger = logging.getLogger("storyeval_training.data.transfer")
 
@@ -120,13 +125,37 @@ def wp_window_rows(max_windows_per_story: int, cache_dir) -> list[dict]:
     return rows
 
 
-def build(output_dir: Path, seed: int, negative_seeds, heldout_stories: int, wp_windows_per_story: int, cache_dir=None) -> dict:
-    """Write ``stories.jsonl`` and ``transfer.json`` (counts, leakage) into ``output_dir``; returns the record."""
+def pair_rows(pair_sets: list[tuple[str, Path]]) -> tuple[list[dict], list[dict], list[str]]:
+    """(held-out rows, training rows, reserved stories) from saved pair folders, such as the WP kinds of
+    :mod:`storyeval_training.data.wp_kinds`: their validation stories are held out, their training stories
+    transfer, and their test stories are reserved (no training story may open like one). A story's label is
+    null: which side of a pair a story is on says which story is better, not whether people wrote it."""
+    import datasets
+
+    heldout, train, reserved = {}, {}, []
+    for name, folder in pair_sets:
+        pairs = datasets.load_from_disk(str(folder))
+        for split, out in (("validation", heldout), ("train", train)):
+            if split in pairs:
+                for story in (*pairs[split]["human"], *pairs[split]["negative"]):
+                    out.setdefault(story, {"story": story, "source": f"pairs-{name}", "label": None})
+        if "test" in pairs:
+            reserved += [*pairs["test"]["human"], *pairs["test"]["negative"]]
+    return list(heldout.values()), list(train.values()), reserved
+
+
+def build(output_dir: Path, seed: int, negative_seeds, heldout_stories: int, wp_windows_per_story: int, cache_dir=None,
+          pair_sets: list[tuple[str, Path]] | None = None) -> dict:
+    """Write ``stories.jsonl`` and ``transfer.json`` (counts, leakage) into ``output_dir``; returns the record.
+    With ``pair_sets`` the stories are those pair folders' (:func:`pair_rows`) instead of the ROC sources."""
     data_root = paths.data_dir()
     judged = human_judged_and_test_keys(data_root)
-    heldout, train = roc_rows(negative_seeds, cache_dir)
-    af_rows, selection_humans = af_manplts_rows(data_root, seed)
-    train += af_rows + wp_window_rows(wp_windows_per_story, cache_dir)
+    if pair_sets:
+        heldout, train, selection_humans = pair_rows(pair_sets)
+    else:
+        heldout, train = roc_rows(negative_seeds, cache_dir)
+        af_rows, selection_humans = af_manplts_rows(data_root, seed)
+        train += af_rows + wp_window_rows(wp_windows_per_story, cache_dir)
 
     rng = random.Random(seed)
     rng.shuffle(heldout)
@@ -160,8 +189,9 @@ def build(output_dir: Path, seed: int, negative_seeds, heldout_stories: int, wp_
         for row in rows:
             per_source.setdefault(split, {}).setdefault(row["source"], 0)
             per_source[split][row["source"]] += 1
+    reserved_key = "reserved_test_stories" if pair_sets else "selection_pairs_human_stories"
     return {"stories": {"heldout": len(kept_heldout), "train": len(kept_train)}, "per_source": per_source, **counts,
-            "selection_pairs_human_stories": len(set(selection_humans))}
+            reserved_key: len(set(selection_humans))}
 
 
 def read_stories(transfer_dir: Path) -> list[dict]:
@@ -295,6 +325,9 @@ def parse_args(argv=None):
     b.add_argument("--heldout-stories", type=int, default=1000)
     b.add_argument("--wp-windows-per-story", type=int, default=2)
     b.add_argument("--cache-dir", default=None, help="`datasets` cache")
+    b.add_argument("--pairs", action="append", default=[], type=pair_folder, metavar="NAME=FOLDER",
+                   help="take the stories of these pair folders instead of the ROC sources (repeatable): validation held "
+                        "out, train transferred, test reserved; e.g. the WP kinds, for a WP student")
     s = commands.add_parser("score", help="add a teacher's logits to a cache, resuming where it stopped")
     s.add_argument("--transfer-dir", required=True)
     s.add_argument("--teacher", required=True, help="a UNION-architecture checkpoint folder (a shipped -base one)")
@@ -308,6 +341,13 @@ def parse_args(argv=None):
             parser.error(f"--output-dir {args.output_dir} exists: choose a new folder")
         if args.heldout_stories < 1 or args.wp_windows_per_story < 0:
             parser.error("--heldout-stories must be at least 1 and --wp-windows-per-story not negative")
+        try:
+            set_names(args.pairs)
+        except ValueError as error:
+            parser.error(str(error))
+        for name, folder in args.pairs:
+            if not (Path(folder) / "dataset_dict.json").is_file():
+                parser.error(f"--pairs {name}={folder}: not a saved DatasetDict of pairs")
     else:
         if not (Path(args.teacher) / "config.json").is_file():
             parser.error(f"--teacher {args.teacher}: no checkpoint there (config.json)")
@@ -327,8 +367,9 @@ def main(argv=None) -> None:
     if args.command == "build":
         started = time.perf_counter()
         record = build(Path(args.output_dir), args.seed, args.negative_seeds, args.heldout_stories, args.wp_windows_per_story,
-                       args.cache_dir)
-        record.update(args=vars(args), seconds=round(time.perf_counter() - started, 1), environment=run_environment)
+                       args.cache_dir, pair_sets=args.pairs)
+        record["args"] = {**vars(args), "pairs": [f"{name}={folder}" for name, folder in args.pairs]}
+        record.update(seconds=round(time.perf_counter() - started, 1), environment=run_environment)
         (Path(args.output_dir) / RECORD_FILE).write_text(json.dumps(record, indent=2) + "\n")
         print(json.dumps({k: record[k] for k in ("stories", "per_source", "leakage_dropped", "selection_dropped")}))
     else:
