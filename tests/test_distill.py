@@ -189,3 +189,35 @@ def test_a_transfer_file_from_pair_folders_holds_out_validation_and_reserves_tes
     assert record["args"]["pairs"] == [f"damage={kinds[0][1]}", f"strength={kinds[1][1]}"]
     with pytest.raises(SystemExit):
         transfer.parse_args(["build", "--output-dir", str(tmp_path / "new"), "--pairs", f"damage={tmp_path}"])
+
+
+def test_with_several_kinds_of_selection_pairs_the_worst_kind_selects(scored, tmp_path):
+    folder, cache, _ = scored
+    student = save_tiny_checkpoint(tmp_path / "student", max_length=32, window_stride=16)
+    first, second = selection_pairs(tmp_path / "a"), selection_pairs(tmp_path / "b")
+    args = distill.parse_args([
+        "--student", str(student), "--transfer-dir", str(folder), "--teacher-scores", str(cache),
+        "--selection-pairs", f"origin={first}", "--selection-pairs", f"damage={second}", "--max-selection-pairs-per-set", "3",
+        "--max-transfer-stories", "12", "--max-train-steps", "2", "--eval-steps", "2", "--per-device-train-batch-size", "4",
+        "--output-dir", str(tmp_path / "run")])
+    results = distill.train(args)
+    best = results["best_validation"]
+    assert results["selection_pairs"] == 6 and results["args"]["selection_pairs"] == [f"origin={first}", f"damage={second}"]
+    assert best["selection_pair_accuracy"] == min(best["selection_pair_accuracy_origin"], best["selection_pair_accuracy_damage"])
+    assert best["selection_score"] == (best["heldout_spearman"] + best["selection_pair_accuracy"]) / 2
+
+
+@pytest.mark.parametrize("extra, message", [
+    ([], "give --selection-pairs-dir or --selection-pairs"),
+    (["--selection-pairs-dir", "X", "--selection-pairs", "a=X"], "not both"),
+    (["--selection-pairs", "a=X", "--selection-pairs", "a=X"], "names repeat"),
+    (["--selection-pairs", "a=nowhere"], "no saved DatasetDict"),
+])
+def test_selection_pairs_options_are_checked_before_training(scored, tmp_path, capsys, extra, message):
+    folder, cache, _ = scored
+    pairs = selection_pairs(tmp_path / "pairs")
+    student = save_tiny_checkpoint(tmp_path / "student", max_length=32, window_stride=16)
+    with pytest.raises(SystemExit):
+        distill.parse_args(["--student", str(student), "--transfer-dir", str(folder), "--teacher-scores", str(cache),
+                            "--output-dir", str(tmp_path / "run"), *[str(pairs) if a == "X" else a.replace("=X", f"={pairs}") for a in extra]])
+    assert message in capsys.readouterr().err

@@ -14,7 +14,9 @@ generated 0; a machine-written WP window has none).
 Selection, on held-out data only: the Spearman correlation of the student's logits with the teacher's on the
 transfer file's ``heldout`` stories, and the pair accuracy on ``--selection-pairs-dir``'s validation pairs
 (model-written negatives, e.g. ``storyeval-train-plot-coherence --pairs-only``); the best evaluation has the
-highest mean of the two (``selection_score``). ``--evaluate-only`` gives any checkpoint's figures on both (the
+highest mean of the two (``selection_score``). With several kinds of pairs (``--selection-pairs NAME=FOLDER``,
+repeatable, e.g. the WP kinds of :mod:`storyeval_training.data.wp_kinds`), the pair accuracy in that mean is the
+worst kind's, so that a student that fails one kind is not selected for the others. ``--evaluate-only`` gives any checkpoint's figures on both (the
 student's starting point, say) by the same code, without training, into ``<output-dir>/selection_signals.json``.
 """
 from __future__ import annotations
@@ -35,6 +37,7 @@ from transformers.utils import ModelOutput
 
 from storyeval.models import UnionModel
 from storyeval.text import normalize_story
+from storyeval_training.data.named_sets import pair_folder, set_names
 from storyeval_training.data.transfer import read_cache, read_stories, teacher_identity
 from storyeval_training.loop import LoopArguments, TrainingLoop, add_loop_arguments, check_loop_arguments
 from storyeval_training.recipes import train_union
@@ -53,7 +56,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--teacher-scores", required=True, help="the teacher's cache, from `transfer score`")
     p.add_argument("--max-transfer-stories", type=int, default=None,
                    help="train on the first N training stories of the transfer file (all must be scored; default: all scored)")
-    p.add_argument("--selection-pairs-dir", required=True, help="held-out model-written pairs (a saved DatasetDict's validation split)")
+    p.add_argument("--selection-pairs-dir", default=None, help="held-out model-written pairs (a saved DatasetDict's validation split)")
+    p.add_argument("--selection-pairs", action="append", default=[], type=pair_folder, metavar="NAME=FOLDER",
+                   help="instead: several kinds of held-out pairs (repeatable); the worst kind's pair accuracy selects")
+    p.add_argument("--max-selection-pairs-per-set", type=int, default=None, help="a seeded sample of each set's validation pairs")
     p.add_argument("--loss", choices=["mse", "kl"], default="mse")
     p.add_argument("--hard-label-weight", type=float, default=0.0, help="weight of the stories' own labels beside the teacher's")
     p.add_argument("--output-dir", required=True)
@@ -72,13 +78,21 @@ def parse_args(argv=None):
         p.error(f"--student {args.student}: no checkpoint there (config.json)")
     if not Path(args.teacher_scores).is_file():
         p.error(f"--teacher-scores {args.teacher_scores}: no such file")
-    if not (Path(args.selection_pairs_dir) / "dataset_dict.json").is_file():
-        p.error(f"--selection-pairs-dir {args.selection_pairs_dir}: no saved DatasetDict there (dataset_dict.json)")
+    if bool(args.selection_pairs_dir) == bool(args.selection_pairs):
+        p.error("give --selection-pairs-dir or --selection-pairs (one or more), not both")
+    try:
+        set_names(args.selection_pairs)
+    except ValueError as error:
+        p.error(str(error))
+    args.selection_sets = [("selection", Path(args.selection_pairs_dir))] if args.selection_pairs_dir else args.selection_pairs
+    for name, folder in args.selection_sets:
+        if not (Path(folder) / "dataset_dict.json").is_file():
+            p.error(f"selection pairs {name}={folder}: no saved DatasetDict there (dataset_dict.json)")
     if args.hard_label_weight < 0:
         p.error("--hard-label-weight must not be negative")
     if args.evaluate_only and (Path(args.output_dir) / SIGNALS_FILE).exists():
         p.error(f"{Path(args.output_dir) / SIGNALS_FILE} exists: give another --output-dir")
-    check_loop_arguments(p, args, positive=("max_transfer_stories",))
+    check_loop_arguments(p, args, positive=("max_transfer_stories", "max_selection_pairs_per_set"))
     return args
 
 
@@ -153,6 +167,21 @@ def transfer_examples(args, delexicalize: bool, tokenizer, max_length: int) -> t
                                             "longer_than_the_teachers_window": longer}
 
 
+def selection_key(name: str) -> str:
+    """The eval set's name of a selection set (``selection`` for the one of --selection-pairs-dir)."""
+    return "selection" if name == "selection" else f"selection_{name}"
+
+
+def selection_examples(folder: Path, args, config, tokenizer) -> datasets.Dataset:
+    """A selection set's validation pairs (a seeded sample with --max-selection-pairs-per-set), tokenised as scoring does."""
+    pairs = train_union.load_selection_pairs(str(folder), config.delexicalize)
+    if args.max_selection_pairs_per_set and len(pairs) > args.max_selection_pairs_per_set:
+        pairs = pairs.shuffle(seed=args.seed).select(range(args.max_selection_pairs_per_set))
+    examples = pairs.map(train_union.to_examples, batched=True, remove_columns=pairs.column_names,
+                         fn_kwargs={"tokenizer": tokenizer, "max_length": config.max_length}, desc="tokenising selection pairs")
+    return examples.remove_columns(["recon_labels", "pair"])
+
+
 class Collator:
     """Dynamic padding, with the teacher's logits and the stories' labels (-1: none) as tensors beside the ids."""
 
@@ -200,26 +229,32 @@ def train(args) -> dict:
     config = student.config
     with accelerator.main_process_first():
         train_set, heldout, counts = transfer_examples(args, config.delexicalize, tokenizer, config.max_length)
-        selection = train_union.load_selection_pairs(args.selection_pairs_dir, config.delexicalize)
-        selection = selection.map(train_union.to_examples, batched=True, remove_columns=selection.column_names,
-                                  fn_kwargs={"tokenizer": tokenizer, "max_length": config.max_length}, desc="tokenising selection pairs")
-        selection = selection.remove_columns(["recon_labels", "pair"])
+        selections = {name: selection_examples(folder, args, config, tokenizer) for name, folder in args.selection_sets}
+    # as typed, for the JSON record
+    args.selection_pairs, args.selection_sets = ([f"{name}={folder}" for name, folder in sets] for sets in (args.selection_pairs, args.selection_sets))
     objective = DistillationObjective(student, args.loss, args.hard_label_weight)
 
     def evaluate(model, loaders) -> dict:
         ours, teacher = student_logits(model, loaders["heldout"], accelerator)
-        pair_logits, labels = student_logits(model, loaders["selection"], accelerator)
         spearman = float(stats.spearmanr(ours.numpy(), teacher.numpy()).statistic)
-        pair_accuracy = train_union.pair_accuracy(pair_logits, labels.long())
+        accuracies = {}
+        for name in selections:
+            pair_logits, labels = student_logits(model, loaders[selection_key(name)], accelerator)
+            accuracies[name] = train_union.pair_accuracy(pair_logits, labels.long())
+        worst = min(accuracies.values())
+        per_set = {f"selection_pair_accuracy_{name}": value for name, value in accuracies.items()} if len(accuracies) > 1 else {}
         return {"heldout_spearman": spearman, "heldout_mse": float(((ours - teacher) ** 2).mean()),
-                "selection_pair_accuracy": pair_accuracy, SELECT_BY: (spearman + pair_accuracy) / 2}
+                "selection_pair_accuracy": worst, **per_set, SELECT_BY: (spearman + worst) / 2}
+
+    eval_sets = {"heldout": heldout, **{selection_key(name): data for name, data in selections.items()}}
+    selection_pairs = sum(len(data) // 2 for data in selections.values())
 
     identity = json.loads(Path(args.teacher_scores).read_text(encoding="utf-8").split("\n", 1)[0])
     if args.evaluate_only:
         loaders = {name: accelerator.prepare(DataLoader(data, batch_size=args.per_device_eval_batch_size, collate_fn=Collator(tokenizer)))
-                   for name, data in (("heldout", heldout), ("selection", selection))}
+                   for name, data in eval_sets.items()}
         signals = {"student": args.student, "teacher": identity, "heldout_stories": len(heldout),
-                   "selection_pairs": len(selection) // 2, **evaluate(accelerator.prepare(objective), loaders)}
+                   "selection_pairs": selection_pairs, **evaluate(accelerator.prepare(objective), loaders)}
         if accelerator.is_main_process:
             Path(args.output_dir).mkdir(parents=True, exist_ok=True)
             (Path(args.output_dir) / SIGNALS_FILE).write_text(json.dumps(signals, indent=2) + "\n")
@@ -232,10 +267,10 @@ def train(args) -> dict:
     logger.info("distilling on %d transfer stories (%d more training stories in the file; longer than the teacher's window, "
                 "left out: %s)", len(train_set), counts["not_used"], counts["longer_than_the_teachers_window"])
     run = loop.train(objective, train_set, Collator(tokenizer), lengths=[len(ids) for ids in train_set["input_ids"]],
-                     eval_sets={"heldout": heldout, "selection": selection}, evaluate=evaluate, select_by=SELECT_BY,
+                     eval_sets=eval_sets, evaluate=evaluate, select_by=SELECT_BY,
                      save_best=save_best)
     results = loop.results(run, args, selected_by=SELECT_BY, teacher=identity, transfer_stories=len(train_set),
-                           heldout_stories=len(heldout), selection_pairs=len(selection) // 2,
+                           heldout_stories=len(heldout), selection_pairs=selection_pairs,
                            left_out_longer_than_the_teachers_window=counts["longer_than_the_teachers_window"])
     loop.write_results(results)
     if accelerator.is_main_process and args.export_dir:
