@@ -221,3 +221,21 @@ def test_selection_pairs_options_are_checked_before_training(scored, tmp_path, c
         distill.parse_args(["--student", str(student), "--transfer-dir", str(folder), "--teacher-scores", str(cache),
                             "--output-dir", str(tmp_path / "run"), *[str(pairs) if a == "X" else a.replace("=X", f"={pairs}") for a in extra]])
     assert message in capsys.readouterr().err
+
+
+def test_a_story_longer_than_the_students_window_is_left_out_and_counted(scored, tmp_path):
+    from types import SimpleNamespace
+
+    from transformers import AutoTokenizer
+
+    from storyeval.text import normalize_story
+
+    folder, cache, _ = scored
+    tokenizer = AutoTokenizer.from_pretrained(save_tiny_checkpoint(tmp_path / "student", max_length=32, window_stride=16))
+    lengths = [len(ids) for ids in tokenizer([normalize_story(story, False) for story in STORIES])["input_ids"]]
+    window = max(lengths) - 1
+    args = SimpleNamespace(transfer_dir=str(folder), teacher_scores=str(cache), teacher=None, max_transfer_stories=None)
+    train, heldout, counts = distill.transfer_examples(args, False, tokenizer, max_length=window)
+    left_out = counts["longer_than_the_students_window"]
+    assert sum(left_out.values()) == sum(length > window for length in lengths) > 0
+    assert len(train) + len(heldout) + sum(left_out.values()) == len(STORIES)

@@ -151,20 +151,24 @@ def transfer_examples(args, delexicalize: bool, tokenizer, max_length: int) -> t
     train = [row for row in train if scores[row["id"]] is not None]
     heldout = [row for row in heldout if scores[row["id"]] is not None]
 
-    def encode(rows_):
+    student_longer = {}
+
+    def encode(rows_, split):
         texts = [normalize_story(row["story"], delexicalize) for row in rows_]
         ids = tokenizer(texts, truncation=False, verbose=False)["input_ids"]
-        too_long = sum(len(i) > max_length for i in ids)
-        if too_long:
-            raise ValueError(f"{too_long} transfer stories exceed the student's {max_length}-token window")
+        # the student's tokenizer may need more tokens than the teacher's: such a story fits one teacher window but
+        # not one student window, so it has no logit the student can learn either; left out and counted, not cut
+        keep = [k for k, story_ids in enumerate(ids) if len(story_ids) <= max_length]
+        student_longer[split] = len(ids) - len(keep)
         return datasets.Dataset.from_dict({
-            "input_ids": ids, "attention_mask": [[1] * len(i) for i in ids],
-            "teacher_logits": [scores[row["id"]] for row in rows_],
-            "labels": [-1 if row.get("label") is None else row["label"] for row in rows_],
+            "input_ids": [ids[k] for k in keep], "attention_mask": [[1] * len(ids[k]) for k in keep],
+            "teacher_logits": [scores[rows_[k]["id"]] for k in keep],
+            "labels": [-1 if rows_[k].get("label") is None else rows_[k]["label"] for k in keep],
         })
 
-    return encode(train), encode(heldout), {"not_used": len(rows) - len(heldout) - longer["heldout"] - wanted,
-                                            "longer_than_the_teachers_window": longer}
+    encoded = encode(train, "train"), encode(heldout, "heldout")
+    return *encoded, {"not_used": len(rows) - len(heldout) - longer["heldout"] - wanted,
+                      "longer_than_the_teachers_window": longer, "longer_than_the_students_window": student_longer}
 
 
 def selection_key(name: str) -> str:
@@ -264,14 +268,16 @@ def train(args) -> dict:
         model.student.save_pretrained(folder)
         tokenizer.save_pretrained(folder)
 
-    logger.info("distilling on %d transfer stories (%d more training stories in the file; longer than the teacher's window, "
-                "left out: %s)", len(train_set), counts["not_used"], counts["longer_than_the_teachers_window"])
+    logger.info("distilling on %d transfer stories (%d more training stories in the file; left out as longer than the "
+                "teacher's window: %s, than the student's: %s)", len(train_set), counts["not_used"],
+                counts["longer_than_the_teachers_window"], counts["longer_than_the_students_window"])
     run = loop.train(objective, train_set, Collator(tokenizer), lengths=[len(ids) for ids in train_set["input_ids"]],
                      eval_sets=eval_sets, evaluate=evaluate, select_by=SELECT_BY,
                      save_best=save_best)
     results = loop.results(run, args, selected_by=SELECT_BY, teacher=identity, transfer_stories=len(train_set),
                            heldout_stories=len(heldout), selection_pairs=selection_pairs,
-                           left_out_longer_than_the_teachers_window=counts["longer_than_the_teachers_window"])
+                           left_out_longer_than_the_teachers_window=counts["longer_than_the_teachers_window"],
+                           left_out_longer_than_the_students_window=counts["longer_than_the_students_window"])
     loop.write_results(results)
     if accelerator.is_main_process and args.export_dir:
         train_union.export(loop.output_dir / "best", Path(args.export_dir), results, write_card=None)
