@@ -165,7 +165,7 @@ def test_a_long_story_is_scored_with_the_writingprompts_configs(page):
     assert not page.locator("#wp-note").is_visible()
     page.get_by_label("Long stories that open with a prompt").check()
     page.locator("#wp-note").wait_for(state="visible", timeout=30_000)
-    assert "no config is a general-purpose score" in page.inner_text("#wp-note")
+    assert "read each score for the kinds of story it was checked on" in page.inner_text("#wp-note")
     submit_story(page, long_story)
     page.wait_for_function("() => /UNION \\(wp\\)/.test(document.querySelector('#scores')?.innerText || '')", timeout=300_000)
     scores = page.inner_text("#scores")
