@@ -31,6 +31,15 @@ def set_names(pairs: list[tuple[str, Path]]) -> list[str]:
     return names
 
 
+def checked_pair_folders(pairs: list[tuple[str, Path]], option: str = "--pairs") -> list[str]:
+    """The names of ``pairs`` (:func:`set_names`); a folder that holds no saved DatasetDict is refused too."""
+    names = set_names(pairs)
+    for name, folder in pairs:
+        if not (Path(folder) / "dataset_dict.json").is_file():
+            raise ValueError(f"{option} {name}={folder}: no saved DatasetDict there (dataset_dict.json)")
+    return names
+
+
 def per_set(option: str, values: list[str], names: list[str], what: str) -> dict[str, str]:
     """``--<option> NAME=<what>`` values by set name; a NAME that no ``--pairs`` set has is refused."""
     by_name = {}

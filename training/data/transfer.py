@@ -48,7 +48,7 @@ import torch
 from storyeval import text as textlib
 from storyeval.scoring import windows as windowing
 from storyeval_training import paths
-from storyeval_training.data.named_sets import pair_folder, set_names
+from storyeval_training.data.named_sets import checked_pair_folders, pair_folder
 
 logger = logging.getLogger("storyeval_training.data.transfer")
 
@@ -342,12 +342,9 @@ def parse_args(argv=None):
         if args.heldout_stories < 1 or args.wp_windows_per_story < 0:
             parser.error("--heldout-stories must be at least 1 and --wp-windows-per-story not negative")
         try:
-            set_names(args.pairs)
+            checked_pair_folders(args.pairs)
         except ValueError as error:
             parser.error(str(error))
-        for name, folder in args.pairs:
-            if not (Path(folder) / "dataset_dict.json").is_file():
-                parser.error(f"--pairs {name}={folder}: not a saved DatasetDict of pairs")
     else:
         if not (Path(args.teacher) / "config.json").is_file():
             parser.error(f"--teacher {args.teacher}: no checkpoint there (config.json)")

@@ -37,7 +37,7 @@ from transformers.utils import ModelOutput
 
 from storyeval.models import UnionModel
 from storyeval.text import normalize_story
-from storyeval_training.data.named_sets import pair_folder, set_names
+from storyeval_training.data.named_sets import checked_pair_folders, pair_folder
 from storyeval_training.data.transfer import read_cache, read_stories, teacher_identity
 from storyeval_training.loop import LoopArguments, TrainingLoop, add_loop_arguments, check_loop_arguments
 from storyeval_training.recipes import train_union
@@ -80,14 +80,12 @@ def parse_args(argv=None):
         p.error(f"--teacher-scores {args.teacher_scores}: no such file")
     if bool(args.selection_pairs_dir) == bool(args.selection_pairs):
         p.error("give --selection-pairs-dir or --selection-pairs (one or more), not both")
+    if args.selection_pairs_dir and not (Path(args.selection_pairs_dir) / "dataset_dict.json").is_file():
+        p.error(f"--selection-pairs-dir {args.selection_pairs_dir}: no saved DatasetDict there (dataset_dict.json)")
     try:
-        set_names(args.selection_pairs)
+        checked_pair_folders(args.selection_pairs, "--selection-pairs")
     except ValueError as error:
         p.error(str(error))
-    args.selection_sets = [("selection", Path(args.selection_pairs_dir))] if args.selection_pairs_dir else args.selection_pairs
-    for name, folder in args.selection_sets:
-        if not (Path(folder) / "dataset_dict.json").is_file():
-            p.error(f"selection pairs {name}={folder}: no saved DatasetDict there (dataset_dict.json)")
     if args.hard_label_weight < 0:
         p.error("--hard-label-weight must not be negative")
     if args.evaluate_only and (Path(args.output_dir) / SIGNALS_FILE).exists():
@@ -171,6 +169,11 @@ def transfer_examples(args, delexicalize: bool, tokenizer, max_length: int) -> t
                       "longer_than_the_teachers_window": longer, "longer_than_the_students_window": student_longer}
 
 
+def selection_sets(args) -> list[tuple[str, Path]]:
+    """(name, folder) of each selection set: ``selection`` for --selection-pairs-dir, else each --selection-pairs."""
+    return [("selection", Path(args.selection_pairs_dir))] if args.selection_pairs_dir else args.selection_pairs
+
+
 def selection_key(name: str) -> str:
     """The eval set's name of a selection set (``selection`` for the one of --selection-pairs-dir)."""
     return "selection" if name == "selection" else f"selection_{name}"
@@ -233,9 +236,8 @@ def train(args) -> dict:
     config = student.config
     with accelerator.main_process_first():
         train_set, heldout, counts = transfer_examples(args, config.delexicalize, tokenizer, config.max_length)
-        selections = {name: selection_examples(folder, args, config, tokenizer) for name, folder in args.selection_sets}
-    # as typed, for the JSON record
-    args.selection_pairs, args.selection_sets = ([f"{name}={folder}" for name, folder in sets] for sets in (args.selection_pairs, args.selection_sets))
+        selections = {name: selection_examples(folder, args, config, tokenizer) for name, folder in selection_sets(args)}
+    args.selection_pairs = [f"{name}={folder}" for name, folder in args.selection_pairs]  # as typed, for the JSON record
     objective = DistillationObjective(student, args.loss, args.hard_label_weight)
 
     def evaluate(model, loaders) -> dict:
