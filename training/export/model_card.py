@@ -110,6 +110,13 @@ def _correlation_results(task_name: str, dataset_name: str, dataset_type: str, c
             for name in ("pearson", "spearman", "kendall")]
 
 
+def _union_eval_results(correlations: dict) -> list[EvalResult]:
+    """The card metadata's rows for correlations with the UNION paper's human sets, by set name."""
+    return [result for set_name, coefficients in correlations.items()
+            for result in _correlation_results("Story quality (correlation with human judgments)",
+                                               f"UNION human judgments ({set_name})", f"union-human-{set_name}", coefficients)]
+
+
 def _card_data(name: str, base_model: str | None, tags: list[str], datasets: list[str] | None, eval_results: list[EvalResult]) -> ModelCardData:
     return ModelCardData(
         license="apache-2.0", language="en",
@@ -212,9 +219,7 @@ def write_distilled_card(folder: Path, results: dict, metric: str) -> None:
     correlations = (evaluation or {}).get("correlations", {})
     eval_results = (_correlation_results("Story plausibility (correlation with human judgments)", "Plot-guided AMT plausibility ratings (roc)",
                                          "plot-amt-roc", correlations) if "pearson" in correlations else
-                    [result for set_name, coefficients in correlations.items()
-                     for result in _correlation_results("Story quality (correlation with human judgments)",
-                                                        f"UNION human judgments ({set_name})", f"union-human-{set_name}", coefficients)])
+                    _union_eval_results(correlations))
     card_data = _card_data(name, _hub_id("all-MiniLM-L6-v2"), ["storyeval", metric.replace("_", "-"), "story-evaluation",
                                                                  "reference-free-metric", "distillation"], ["rocstories"], eval_results)
     _render(ModelCard, card_data, "distilled", folder, name=name, metric=metric, config="roc", teacher=teacher, args=results["args"],
@@ -230,9 +235,7 @@ def write_ranker_card(folder: Path, results: dict, metric: str) -> None:
     name = f"{metric.replace('_', '-')}-wp{_tier(folder)}"  # the kinds are WritingPrompts pairs (storyeval_training.data.wp_kinds)
     evaluation = _read_evaluation(folder)
     base_model = _base_model(args, folder)
-    eval_results = [result for set_name, coefficients in (evaluation or {}).get("correlations", {}).items()
-                    for result in _correlation_results("Story quality (correlation with human judgments)",
-                                                       f"UNION human judgments ({set_name})", f"union-human-{set_name}", coefficients)]
+    eval_results = _union_eval_results((evaluation or {}).get("correlations", {}))
     kinds = [{"name": kind, "description": KIND_NAMES.get(kind, kind), **counts} for kind, counts in results["pairs_per_kind"].items()]
     card_data = _card_data(name, base_model, ["storyeval", metric.replace("_", "-"), "story-evaluation", "reference-free-metric"],
                            [CORPORA["wp"]], eval_results)
@@ -253,9 +256,7 @@ def write_union_card(folder: Path, results: dict) -> None:
     name = f"union-{dataset}{_tier(folder)}" if dataset else "union"
     evaluation = _read_evaluation(folder)
     base_model = _base_model(args, folder)
-    eval_results = [result for set_name, coefficients in (evaluation or {}).get("correlations", {}).items()
-                    for result in _correlation_results("Story quality (correlation with human judgments)",
-                                                       f"UNION human judgments ({set_name})", f"union-human-{set_name}", coefficients)]
+    eval_results = _union_eval_results((evaluation or {}).get("correlations", {}))
     card_data = _card_data(name, base_model, ["storyeval", "union", "story-evaluation", "reference-free-metric"],
                            [CORPORA[dataset]] if dataset else None, eval_results)
     _render(ModelCard, card_data, "union", folder, name=name, dataset=dataset, args=args, results=results, best=_best(results),
