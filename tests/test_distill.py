@@ -164,7 +164,7 @@ def test_a_story_longer_than_the_teachers_window_gets_no_logit_and_is_left_out(t
     assert len(train) + counts["longer_than_the_teachers_window"]["train"] == len(STORIES) + 1 - 6
 
 
-def test_a_transfer_file_from_pair_folders_holds_out_validation_and_reserves_test(tmp_path, shared_data, monkeypatch):
+def test_a_transfer_file_from_pair_folders_holds_out_validation_and_reserves_test(tmp_path, shared_data, monkeypatch, capsys):
     monkeypatch.setenv("STORYEVAL_DATA", str(shared_data))
 
     def save(folder, splits):
@@ -189,6 +189,12 @@ def test_a_transfer_file_from_pair_folders_holds_out_validation_and_reserves_tes
     assert record["args"]["pairs"] == [f"damage={kinds[0][1]}", f"strength={kinds[1][1]}"]
     with pytest.raises(SystemExit):
         transfer.parse_args(["build", "--output-dir", str(tmp_path / "new"), "--pairs", f"damage={tmp_path}"])
+    assert "no saved DatasetDict there" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        transfer.parse_args(["build", "--output-dir", str(tmp_path / "new"), "--pairs", f"damage={kinds[0][1]}",
+                             "--pairs", f"damage={kinds[1][1]}"])
+    assert "names repeat" in capsys.readouterr().err
+    assert not (tmp_path / "new").exists()
 
 
 def test_with_several_kinds_of_selection_pairs_the_worst_kind_selects(scored, tmp_path):
@@ -212,6 +218,7 @@ def test_with_several_kinds_of_selection_pairs_the_worst_kind_selects(scored, tm
     (["--selection-pairs-dir", "X", "--selection-pairs", "a=X"], "not both"),
     (["--selection-pairs", "a=X", "--selection-pairs", "a=X"], "names repeat"),
     (["--selection-pairs", "a=nowhere"], "no saved DatasetDict"),
+    (["--selection-pairs", "a=X", "--max-selection-pairs-per-set", "0"], "must be positive: --max-selection-pairs-per-set 0"),
 ])
 def test_selection_pairs_options_are_checked_before_training(scored, tmp_path, capsys, extra, message):
     folder, cache, _ = scored
