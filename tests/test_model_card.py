@@ -141,6 +141,24 @@ def test_a_distilled_students_card_names_its_teacher_data_and_selection(tmp_path
     assert "0.9000" in card.text and "| union_roc | 0.3000 | 0.4000 | 0.3000 |" in card.text and "distillation" in card.data.tags
 
 
+
+def test_a_wp_students_card_is_named_after_its_teacher_and_selects_on_the_worst_kind(tmp_path):
+    """A student of union-wp-base is union-wp: its card says WritingPrompts and the kinds it was selected on."""
+    results = {
+        "args": {"student": "hub_cards/union-wp", "loss": "mse", "hard_label_weight": 0.0, "per_device_train_batch_size": 32,
+                 "learning_rate": 5e-5, "num_train_epochs": 2, "seed": 42,
+                 "selection_pairs": ["origin=kinds/origin", "damage=kinds/damage", "strength=kinds/strength"]},
+        "teacher": {"teacher": "union-wp-base", "settings": "union-wp-base_fp32", "weights_sha256": "ab" * 32, "teacher_commit": "cfb6e8a"},
+        "transfer_stories": 5000, "heldout_stories": 998, "selection_pairs": 600, "completed_steps": 314, "training_minutes": 50.0,
+        "best_validation": {"heldout_spearman": 0.7, "selection_pair_accuracy": 0.71, "step": 250},
+    }
+    model_card.write_union_card(tmp_path, results)
+    card = ModelCard.load(tmp_path / "README.md")
+    assert card.text.startswith("# union-wp\n") and 'evaluate.load("union", "wp")' in card.text
+    assert card.data.datasets == ["writingprompts"] and "WritingPrompts pair kinds" in card.text
+    assert "the worst of 3 kinds of held-out pairs (600 pairs in all;\n  0.7100), at step 250." in card.text
+    assert "ROC-length" not in card.text
+
 def test_a_ranker_card_names_every_kind_and_selects_on_the_worst(tmp_path):
     results = json.loads((BUNDLED / "union-wp-base" / "training_results.json").read_text())
     shutil.copy(BUNDLED / "union-wp-base" / "config.json", tmp_path)

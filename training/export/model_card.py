@@ -214,18 +214,19 @@ def write_distilled_card(folder: Path, results: dict, metric: str) -> None:
     """Model card for a student distilled from a base-size teacher (``storyeval_training.recipes.distill``)."""
     folder = Path(folder)
     teacher = results["teacher"]
-    name = f"{metric.replace('_', '-')}-roc"
+    name = teacher["teacher"].removesuffix("-base")  # the student is its teacher's fast twin: union-wp-base teaches union-wp
+    config = name.removeprefix(f"{metric.replace('_', '-')}-")
     evaluation = _read_evaluation(folder)
     correlations = (evaluation or {}).get("correlations", {})
     eval_results = (_correlation_results("Story plausibility (correlation with human judgments)", "Plot-guided AMT plausibility ratings (roc)",
                                          "plot-amt-roc", correlations) if "pearson" in correlations else
                     _union_eval_results(correlations))
     card_data = _card_data(name, _hub_id("all-MiniLM-L6-v2"), ["storyeval", metric.replace("_", "-"), "story-evaluation",
-                                                                 "reference-free-metric", "distillation"], ["rocstories"], eval_results)
-    _render(ModelCard, card_data, "distilled", folder, name=name, metric=metric, config="roc", teacher=teacher, args=results["args"],
+                                                                 "reference-free-metric", "distillation"], [CORPORA[config]], eval_results)
+    _render(ModelCard, card_data, "distilled", folder, name=name, metric=metric, config=config, teacher=teacher, args=results["args"],
             results=results, best=results["best_validation"], machine=_machine_text(results), notes=results.get("notes", []),
             evaluation=evaluation, exported=_export_text(folder), encoder=_encoder_text(folder, "BERT-base" if metric == "union" else "RoBERTa-base"),
-            gaming=_gaming_text(name), citation=citations.BY_METRIC[metric])
+            gaming=_gaming_text(name), kinds_text=_kinds_text(name), citation=citations.BY_METRIC[metric])
 
 
 def write_ranker_card(folder: Path, results: dict, metric: str) -> None:
