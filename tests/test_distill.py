@@ -194,6 +194,10 @@ def test_a_transfer_file_from_pair_folders_holds_out_validation_and_reserves_tes
         transfer.parse_args(["build", "--output-dir", str(tmp_path / "new"), "--pairs", f"damage={kinds[0][1]}",
                              "--pairs", f"damage={kinds[1][1]}"])
     assert "names repeat" in capsys.readouterr().err
+    unpaired = tmp_path / "unpaired"
+    datasets.DatasetDict({"train": datasets.Dataset.from_dict({"story": [STORIES[0]]})}).save_to_disk(str(unpaired))
+    with pytest.raises(ValueError, match=r"its train split has no \['human', 'negative'\] column"):
+        transfer.main(["build", "--output-dir", str(tmp_path / "new"), "--pairs", f"damage={unpaired}"])
     assert not (tmp_path / "new").exists()
 
 

@@ -135,6 +135,10 @@ def pair_rows(pair_sets: list[tuple[str, Path]]) -> tuple[list[dict], list[dict]
     heldout, train, reserved = {}, {}, []
     for name, folder in pair_sets:
         pairs = datasets.load_from_disk(str(folder))
+        for split, data in pairs.items():
+            if missing := {"human", "negative"} - set(data.column_names):
+                raise ValueError(f"--pairs {name}={folder}: its {split} split has no {sorted(missing)} column "
+                                 f"(it has {data.column_names}); pair folders hold a better `human` and a worse `negative` story")
         for split, out in (("validation", heldout), ("train", train)):
             if split in pairs:
                 for story in (*pairs[split]["human"], *pairs[split]["negative"]):
