@@ -58,7 +58,8 @@ def test_bad_input_is_refused_before_anything_is_written(folders, tmp_path, caps
         (["--pairs", f"a={perturbed}", "--pairs", f"a={machine}"], "names repeat"),
         (["--pairs", f"a={perturbed}", "--techniques", "b=gpt2-xl"], "no --pairs set is named 'b'"),
         (["--pairs", f"a={perturbed}", "--max-train-pairs", "a=0"], "positive whole number"),
-        (["--pairs", f"a={tmp_path / 'missing'}"], "no such folder"),
+        (["--pairs", f"a={tmp_path / 'missing'}"], "no saved DatasetDict there"),
+        (["--pairs", f"a={tmp_path}"], "no saved DatasetDict there"),  # a folder, but not of pairs
         (["--pairs", str(perturbed)], "expected NAME=FOLDER"),
         (["--pairs", f"a={perturbed}", "--techniques", "a"], "--techniques 'a': expected NAME=T1,T2"),
         (["--pairs", f"a={perturbed}", "--output-dir", str(perturbed)], "exists"),

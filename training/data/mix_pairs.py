@@ -25,7 +25,7 @@ from pathlib import Path
 import datasets
 
 from storyeval import text as textlib
-from storyeval_training.data.named_sets import pair_folder, per_set, set_names, techniques_per_set
+from storyeval_training.data.named_sets import checked_pair_folders, pair_folder, per_set, techniques_per_set
 from storyeval_training.data.technique_counts import technique_counts
 from storyeval_training.export.provenance import environment
 
@@ -36,8 +36,6 @@ RECORD = "mix_pairs.json"
 
 
 def load_set(name: str, folder: Path, techniques: list[str] | None) -> datasets.DatasetDict:
-    if not (folder / "dataset_dict.json").is_file():
-        raise FileNotFoundError(f"--pairs {name}={folder}: no saved DatasetDict there (dataset_dict.json)")
     pairs = datasets.load_from_disk(str(folder))
     if techniques:
         wanted = set(techniques)
@@ -95,7 +93,7 @@ def parse_args(argv=None):
     p.add_argument("--seed", type=int, default=42)
     args = p.parse_args(argv)
     try:
-        names = set_names(args.pairs)
+        names = checked_pair_folders(args.pairs)
         args.techniques = techniques_per_set(args.techniques, names)
         max_train_pairs = per_set("max-train-pairs", args.max_train_pairs, names, "N")
     except ValueError as error:
@@ -105,9 +103,6 @@ def parse_args(argv=None):
             p.error(f"--max-train-pairs {name}={number}: expected a positive whole number")
     args.max_train_pairs = {name: int(number) for name, number in max_train_pairs.items()}
     args.pairs = dict(args.pairs)
-    for name, folder in args.pairs.items():
-        if not folder.is_dir():
-            p.error(f"--pairs {name}={folder}: no such folder")
     if Path(args.output_dir).exists():
         p.error(f"--output-dir {args.output_dir} exists: choose a new folder")
     return args
