@@ -39,6 +39,21 @@ def test_environment_lists_new_files_except_excluded_outputs(tmp_path, monkeypat
     assert provenance.environment(exclude=("results",))["uncommitted_changes"] == ["code.py"]
 
 
+def test_a_run_importing_the_runtime_from_another_checkout_records_its_commit_too(tmp_path, monkeypatch):
+    """`python -m storyeval_training...` from another worktree takes storyeval from there: both commits are recorded."""
+    assert "runtime_checkout" not in provenance.environment()  # this test session imports both from one checkout
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    (tmp_path / "storyeval").mkdir()
+    (tmp_path / "storyeval" / "__init__.py").write_text("")
+    subprocess.run(["git", "-C", str(tmp_path), "add", "."], check=True)
+    subprocess.run(["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "x"], check=True)
+    monkeypatch.setattr(provenance, "RUNTIME", tmp_path / "storyeval")
+    env = provenance.environment()
+    worktree_commit = subprocess.run(["git", "-C", str(tmp_path), "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    assert env["runtime_checkout"] == str(tmp_path) and env["runtime_commit"] == worktree_commit
+    assert env["commit"] == git("rev-parse", "--short", "HEAD").strip()
+
+
 def test_environment_outside_a_repository_records_no_commit(tmp_path, monkeypatch):
     monkeypatch.setattr(provenance, "CHECKOUT", tmp_path)  # not a git repository
     env = provenance.environment()

@@ -52,6 +52,11 @@ def environment(exclude: tuple[str, ...] = ()) -> dict:
     except OSError:
         pass
     pathspec = ["--", ".", *(f":(exclude){path}" for path in exclude)]
+    # `python -m` from another worktree imports storyeval from there but storyeval_training from the editable
+    # install: then both checkouts ran, and the record names the runtime's commit too
+    runtime_checkout = RUNTIME.parent
+    mixed = {"runtime_checkout": str(runtime_checkout), "runtime_commit": _git("rev-parse", "--short", "HEAD", cwd=runtime_checkout)
+             } if runtime_checkout != CHECKOUT else {}
     return {
         "cpu": cpu,
         "cores": os.cpu_count(),
@@ -65,13 +70,14 @@ def environment(exclude: tuple[str, ...] = ()) -> dict:
             set(_git("diff", "--name-only", "HEAD", *pathspec).split())
             | set(_git("ls-files", "--others", "--exclude-standard", *pathspec).split())
         ),
+        **mixed,
     }
 
 
-def _git(*args: str) -> str:
-    """git's output in the checkout, or "" where there is no git or no repository."""
+def _git(*args: str, cwd: Path | None = None) -> str:
+    """git's output in ``cwd`` (default: the checkout), or "" where there is no git or no repository."""
     try:
-        completed = subprocess.run(["git", *args], cwd=CHECKOUT, capture_output=True, text=True, check=False)
+        completed = subprocess.run(["git", *args], cwd=cwd or CHECKOUT, capture_output=True, text=True, check=False)
     except OSError:
         return ""
     return completed.stdout.strip() if completed.returncode == 0 else ""
