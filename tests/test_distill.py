@@ -6,6 +6,7 @@ import datasets
 import pytest
 import torch
 from conftest import save_tiny_checkpoint
+from scipy import stats
 
 from storyeval.scoring.sequence import load_story_classifier
 from storyeval_training.data import transfer
@@ -102,8 +103,10 @@ def selection_pairs(folder):
     return folder
 
 
-def test_a_student_trains_selects_and_exports_in_its_starting_architecture(scored, tmp_path):
-    folder, cache, _ = scored
+def test_a_student_trains_selects_and_exports_in_its_starting_architecture(teacher, tmp_path, shared_data):
+    folder = write_transfer(tmp_path / "transfer", [story + " and again ." * (i % 3) for i, story in enumerate(STORIES)])
+    cache = tmp_path / "teacher.jsonl"
+    transfer.score(folder, teacher, cache, batch_size=4, chunk=8, time_budget_minutes=None)
     student = save_tiny_checkpoint(tmp_path / "student", max_length=32, window_stride=16)
     pairs = selection_pairs(tmp_path / "pairs")
     out, export = tmp_path / "run", tmp_path / "export"
@@ -113,6 +116,17 @@ def test_a_student_trains_selects_and_exports_in_its_starting_architecture(score
         "--output-dir", str(out), "--export-dir", str(export)]))
     assert results["transfer_stories"] == 12 and results["heldout_stories"] == 6 and results["selection_pairs"] == 4
     assert set(results["best_validation"]) >= {"heldout_spearman", "selection_pair_accuracy", "selection_score"}
+    # the length diagnostic: each side's Spearman with the held-out stories' words, in the order they were scored
+    teacher_logits = [json.loads(line)["logit"] for line in cache.read_text().splitlines()[1:7]]
+    words = [len(row["story"].split()) for row in transfer.read_stories(folder) if row["split"] == "heldout"]
+    assert results["best_validation"]["teacher_heldout_length_spearman"] == pytest.approx(stats.spearmanr(teacher_logits, words).statistic)
+    assert -1 <= results["best_validation"]["student_heldout_length_spearman"] <= 1
+    even = write_transfer(tmp_path / "even")  # every held-out story has one length: the diagnostic is undefined
+    transfer.score(even, teacher, tmp_path / "even.jsonl", batch_size=4, chunk=8, time_budget_minutes=None)
+    signals = distill.train(distill.parse_args(["--student", str(student), "--transfer-dir", str(even), "--teacher-scores",
+                                                str(tmp_path / "even.jsonl"), "--selection-pairs-dir", str(pairs), "--evaluate-only",
+                                                "--output-dir", str(tmp_path / "even-signals")]))
+    assert signals["student_heldout_length_spearman"] is None and signals["teacher_heldout_length_spearman"] is None
     assert results["teacher"]["transfer_sha256"] == transfer.file_sha256(folder / "stories.jsonl")
     exported = json.loads((export / "config.json").read_text())
     assert exported["encoder"]["hidden_size"] == 16 and exported["max_length"] == 32

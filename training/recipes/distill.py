@@ -162,6 +162,7 @@ def transfer_examples(args, delexicalize: bool, tokenizer, max_length: int) -> t
             "input_ids": [ids[k] for k in keep], "attention_mask": [[1] * len(ids[k]) for k in keep],
             "teacher_logits": [scores[rows_[k]["id"]] for k in keep],
             "labels": [-1 if rows_[k].get("label") is None else rows_[k]["label"] for k in keep],
+            "words": [len(rows_[k]["story"].split()) for k in keep],  # the length that the WP kinds' length rule uses
         })
 
     encoded = encode(train, "train"), encode(heldout, "heldout")
@@ -237,6 +238,8 @@ def train(args) -> dict:
     with accelerator.main_process_first():
         train_set, heldout, counts = transfer_examples(args, config.delexicalize, tokenizer, config.max_length)
         selections = {name: selection_examples(folder, args, config, tokenizer) for name, folder in selection_sets(args)}
+    heldout_words = heldout["words"]
+    train_set, heldout = train_set.remove_columns("words"), heldout.remove_columns("words")
     args.selection_pairs = [f"{name}={folder}" for name, folder in args.selection_pairs]  # as typed, for the JSON record
     objective = DistillationObjective(student, args.loss, args.hard_label_weight)
 
@@ -249,7 +252,11 @@ def train(args) -> dict:
             accuracies[name] = train_union.pair_accuracy(pair_logits, labels.long())
         worst = min(accuracies.values())
         per_set = {f"selection_pair_accuracy_{name}": value for name, value in accuracies.items()} if len(accuracies) > 1 else {}
-        return {"heldout_spearman": spearman, "heldout_mse": float(((ours - teacher) ** 2).mean()),
+        # does the student follow length more than its teacher? (a diagnostic; it selects nothing)
+        length = {f"{who}_heldout_length_spearman": float(stats.spearmanr(logits.numpy(), heldout_words).statistic)
+                  if len(set(heldout_words)) > 1 else None  # undefined where every story has one length
+                  for who, logits in (("student", ours), ("teacher", teacher))}
+        return {"heldout_spearman": spearman, "heldout_mse": float(((ours - teacher) ** 2).mean()), **length,
                 "selection_pair_accuracy": worst, **per_set, SELECT_BY: (spearman + worst) / 2}
 
     eval_sets = {"heldout": heldout, **{selection_key(name): data for name, data in selections.items()}}
