@@ -1,6 +1,7 @@
 """Distillation: the teacher-score cache (identity, resuming, the leakage rule) and the student recipe on the loop."""
 import json
 import math
+from pathlib import Path
 
 import datasets
 import pytest
@@ -264,3 +265,16 @@ def test_a_story_longer_than_the_students_window_is_left_out_and_counted(scored,
     left_out = counts["longer_than_the_students_window"]
     assert sum(left_out.values()) == sum(length > window for length in lengths) > 0
     assert len(train) + len(heldout) + sum(left_out.values()) == len(STORIES)
+
+
+def test_the_committed_wp_teacher_cache_names_the_bundled_teacher():
+    """training/teacher_scores holds union-wp-base's logits of the WP transfer stories (the expensive part of the WP
+    student); when the bundled teacher changes, this fails, and the cache must be scored again."""
+    from storyeval.checkpoints.resolution import resolve_checkpoint
+
+    cache = Path(transfer.__file__).resolve().parents[1] / "teacher_scores" / "union-wp-base.jsonl"
+    header = json.loads(cache.read_text(encoding="utf-8").split("\n", 1)[0])
+    teacher = resolve_checkpoint("union", "wp-base")
+    assert header["weights_sha256"] == transfer.file_sha256(teacher / "model.safetensors")
+    assert header["teacher_commit"] == json.loads((teacher / "training_results.json").read_text())["environment"]["commit"]
+    assert len(transfer.read_cache(cache, header)) == 6400
