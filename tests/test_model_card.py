@@ -141,7 +141,6 @@ def test_a_distilled_students_card_names_its_teacher_data_and_selection(tmp_path
     assert "0.9000" in card.text and "| union_roc | 0.3000 | 0.4000 | 0.3000 |" in card.text and "distillation" in card.data.tags
 
 
-
 def test_a_wp_students_card_is_named_after_its_teacher_and_selects_on_the_worst_kind(tmp_path):
     """A student of union-wp-base is union-wp: its card says WritingPrompts and the kinds it was selected on."""
     results = {
@@ -158,6 +157,10 @@ def test_a_wp_students_card_is_named_after_its_teacher_and_selects_on_the_worst_
     assert card.data.datasets == ["writingprompts"] and "WritingPrompts pair kinds" in card.text
     assert "the worst of 3 kinds of held-out pairs (600 pairs in all;\n  0.7100), at step 250." in card.text
     assert "ROC-length" not in card.text
+    results["teacher"]["teacher"] = "export"  # a teacher from a run folder: its name says no config
+    with pytest.raises(ValueError, match="cannot tell the student's config"):
+        model_card.write_union_card(tmp_path, results)
+
 
 def test_a_ranker_card_names_every_kind_and_selects_on_the_worst(tmp_path):
     results = json.loads((BUNDLED / "union-wp-base" / "training_results.json").read_text())

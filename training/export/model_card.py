@@ -216,6 +216,9 @@ def write_distilled_card(folder: Path, results: dict, metric: str) -> None:
     teacher = results["teacher"]
     name = teacher["teacher"].removesuffix("-base")  # the student is its teacher's fast twin: union-wp-base teaches union-wp
     config = name.removeprefix(f"{metric.replace('_', '-')}-")
+    if config not in CORPORA:
+        raise ValueError(f"cannot tell the student's config from its teacher's name {teacher['teacher']!r}: "
+                         f"the card names a student after a shipped -base teacher ({metric.replace('_', '-')}-roc-base, ...-wp-base)")
     evaluation = _read_evaluation(folder)
     correlations = (evaluation or {}).get("correlations", {})
     eval_results = (_correlation_results("Story plausibility (correlation with human judgments)", "Plot-guided AMT plausibility ratings (roc)",

@@ -55,8 +55,9 @@ def environment(exclude: tuple[str, ...] = ()) -> dict:
     # `python -m` from another worktree imports storyeval from there but storyeval_training from the editable
     # install: then both checkouts ran, and the record names the runtime's commit too
     runtime_checkout = RUNTIME.parent
-    mixed = {"runtime_checkout": str(runtime_checkout), "runtime_commit": _git("rev-parse", "--short", "HEAD", cwd=runtime_checkout)
-             } if runtime_checkout != CHECKOUT else {}
+    mixed = {}
+    if runtime_checkout != CHECKOUT:
+        mixed = {"runtime_checkout": str(runtime_checkout), "runtime_commit": _git("rev-parse", "--short", "HEAD", cwd=runtime_checkout)}
     return {
         "cpu": cpu,
         "cores": os.cpu_count(),
