@@ -4,6 +4,7 @@ import math
 from pathlib import Path
 
 import datasets
+import numpy as np
 import pytest
 import torch
 from conftest import save_tiny_checkpoint
@@ -116,6 +117,7 @@ def test_a_student_trains_selects_and_exports_in_its_starting_architecture(teach
         "--max-transfer-stories", "12", "--max-train-steps", "4", "--eval-steps", "2", "--per-device-train-batch-size", "4",
         "--output-dir", str(out), "--export-dir", str(export)]))
     assert results["transfer_stories"] == 12 and results["heldout_stories"] == 6 and results["selection_pairs"] == 4
+    assert results["length_slope"] is None  # the teacher's own logits, unless --length-neutral-targets
     assert set(results["best_validation"]) >= {"heldout_spearman", "selection_pair_accuracy", "selection_score"}
     # the length diagnostic: each side's Spearman with the held-out stories' words, in the order they were scored
     teacher_logits = [json.loads(line)["logit"] for line in cache.read_text().splitlines()[1:7]]
@@ -278,3 +280,16 @@ def test_the_committed_wp_teacher_cache_names_the_bundled_teacher():
     assert header["weights_sha256"] == transfer.file_sha256(teacher / "model.safetensors")
     assert header["teacher_commit"] == json.loads((teacher / "training_results.json").read_text())["environment"]["commit"]
     assert len(transfer.read_cache(cache, header)) == 6400
+
+
+def test_length_neutral_targets_keep_the_teachers_order_within_a_length_and_drop_its_length_trend():
+    words = [40, 40, 80, 80, 160, 160, 320, 320]
+    logits = [2.0 * math.log(w) + (0.5 if k % 2 else -0.5) for k, w in enumerate(words)]  # a length trend, and an order within each length
+    data = datasets.Dataset.from_dict({"teacher_logits": logits, "words": words})
+    neutral, slope = distill.length_neutral(data)
+    assert slope == pytest.approx(2.0)
+    targets = neutral["teacher_logits"]
+    assert stats.pearsonr(targets, np.log(words)).statistic == pytest.approx(0.0, abs=1e-9)
+    assert np.mean(targets) == pytest.approx(np.mean(logits))
+    assert all(targets[k + 1] - targets[k] == pytest.approx(1.0) for k in range(0, len(words), 2))  # same-length order kept
+    assert distill.length_neutral(datasets.Dataset.from_dict({"teacher_logits": [1.0, 2.0], "words": [5, 5]}))[1] == 0.0

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import datasets
+import numpy as np
 import torch
 from scipy import stats
 from torch import nn
@@ -62,6 +63,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-selection-pairs-per-set", type=int, default=None, help="a seeded sample of each set's validation pairs")
     p.add_argument("--loss", choices=["mse", "kl"], default="mse")
     p.add_argument("--hard-label-weight", type=float, default=0.0, help="weight of the stories' own labels beside the teacher's")
+    p.add_argument("--length-neutral-targets", action="store_true",
+                   help="learn the teacher's logit less its linear trend in log(words) over the training stories, so that the "
+                        "student does not learn length from the teacher (the held-out signals still use the teacher's own logits)")
     p.add_argument("--output-dir", required=True)
     p.add_argument("--export-dir", default=None, help="also export the best student here (fp16; its card is written when it ships)")
     p.add_argument("--evaluate-only", action="store_true",
@@ -170,6 +174,17 @@ def transfer_examples(args, delexicalize: bool, tokenizer, max_length: int) -> t
                       "longer_than_the_teachers_window": longer, "longer_than_the_students_window": student_longer}
 
 
+def length_neutral(train_set: datasets.Dataset) -> tuple[datasets.Dataset, float]:
+    """The training stories with the teacher's logits less their least-squares line in log(words), centred so that the
+    mean logit stays; and the line's slope. Their correlation with log length is then zero, and the order of stories of
+    one length is the teacher's."""
+    log_words = np.log(np.asarray(train_set["words"], dtype=np.float64))
+    logits = np.asarray(train_set["teacher_logits"], dtype=np.float64)
+    slope = float(stats.linregress(log_words, logits).slope) if len(set(log_words)) > 1 else 0.0
+    neutral = logits - slope * (log_words - log_words.mean())
+    return train_set.remove_columns("teacher_logits").add_column("teacher_logits", neutral.tolist()), slope
+
+
 def selection_sets(args) -> list[tuple[str, Path]]:
     """(name, folder) of each selection set: ``selection`` for --selection-pairs-dir, else each --selection-pairs."""
     return [("selection", Path(args.selection_pairs_dir))] if args.selection_pairs_dir else args.selection_pairs
@@ -239,6 +254,10 @@ def train(args) -> dict:
         train_set, heldout, counts = transfer_examples(args, config.delexicalize, tokenizer, config.max_length)
         selections = {name: selection_examples(folder, args, config, tokenizer) for name, folder in selection_sets(args)}
     heldout_words = heldout["words"]
+    length_slope = None
+    if args.length_neutral_targets:
+        train_set, length_slope = length_neutral(train_set)
+        logger.info("learning the teacher's logits less %.4f x log(words), their trend over the training stories", length_slope)
     train_set, heldout = train_set.remove_columns("words"), heldout.remove_columns("words")
     args.selection_pairs = [f"{name}={folder}" for name, folder in args.selection_pairs]  # as typed, for the JSON record
     objective = DistillationObjective(student, args.loss, args.hard_label_weight)
@@ -284,7 +303,7 @@ def train(args) -> dict:
                      eval_sets=eval_sets, evaluate=evaluate, select_by=SELECT_BY,
                      save_best=save_best)
     results = loop.results(run, args, selected_by=SELECT_BY, teacher=identity, transfer_stories=len(train_set),
-                           heldout_stories=len(heldout), selection_pairs=selection_pairs,
+                           heldout_stories=len(heldout), selection_pairs=selection_pairs, length_slope=length_slope,
                            left_out_longer_than_the_teachers_window=counts["longer_than_the_teachers_window"],
                            left_out_longer_than_the_students_window=counts["longer_than_the_students_window"])
     loop.write_results(results)
