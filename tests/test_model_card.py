@@ -156,7 +156,10 @@ def test_a_wp_students_card_is_named_after_its_teacher_and_selects_on_the_worst_
     assert card.text.startswith("# union-wp\n") and 'evaluate.load("union", "wp")' in card.text
     assert card.data.datasets == ["writingprompts"] and "WritingPrompts pair kinds" in card.text
     assert "the worst of 3 kinds of held-out pairs (600 pairs in all;\n  0.7100), at step 250." in card.text
-    assert "ROC-length" not in card.text
+    assert "ROC-length" not in card.text and "less their least-squares trend" not in card.text
+    results["args"]["length_neutral_targets"], results["length_slope"] = True, 2.0284
+    model_card.write_union_card(tmp_path, results)
+    assert "trend in log(words) over the training stories (slope\n  2.028)" in (tmp_path / "README.md").read_text()
     results["teacher"]["teacher"] = "export"  # a teacher from a run folder: its name says no config
     with pytest.raises(ValueError, match="cannot tell the student's config"):
         model_card.write_union_card(tmp_path, results)
