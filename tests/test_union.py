@@ -488,6 +488,14 @@ def test_the_best_evaluation_is_the_earliest_of_equals_and_never_nan():
     assert improves({"rho": 0.1}, None, "rho") and not improves({"rho": nan}, {"rho": 0.0}, "rho")
 
 
+def test_the_length_signal_is_a_spearman_with_words_and_undefined_for_one_length():
+    from storyeval_training.selection import length_spearman
+
+    assert length_spearman([0.1, 0.5, 0.9], [10, 20, 30]) == pytest.approx(1.0)
+    assert length_spearman([0.9, 0.5, 0.1], [10, 20, 30]) == pytest.approx(-1.0)
+    assert length_spearman([0.1, 0.5, 0.9], [20, 20, 20]) is None
+
+
 @pytest.mark.slow
 def test_training_selects_on_other_pairs_when_given(tmp_path, tokenizer):
     from storyeval_training.data import build_negatives

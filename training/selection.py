@@ -1,4 +1,5 @@
-"""Which evaluation a training run keeps as its best: one rule for every training loop and for resuming."""
+"""Which evaluation a training run keeps as its best: one rule for every training loop and for resuming; and the
+length signal that ship rules and evaluations check beside it."""
 from __future__ import annotations
 
 import math
@@ -20,3 +21,12 @@ def best_by(history: list[dict], select_by: str, lowest: bool = False) -> dict |
         if select_by in metrics and improves(metrics, best, select_by, lowest):
             best = metrics
     return best
+
+
+def length_spearman(scores, words) -> float | None:
+    """Spearman correlation of scores with the stories' lengths in words: the WP ship rules' length check
+    (``benchmarks.agreement.wp_kinds``) and distillation's held-out diagnostic. None (undefined) where every story
+    has one length."""
+    from scipy import stats  # imported here so that reading this module stays cheap
+
+    return float(stats.spearmanr(scores, words).statistic) if len(set(words)) > 1 else None

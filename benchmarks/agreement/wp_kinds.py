@@ -71,10 +71,9 @@ def main(argv=None):
         parser.error("--max-pairs-per-kind must be positive")
     kinds = read_kinds(args.kinds_dir, args.split, args.max_pairs_per_kind, args.seed)
 
-    from scipy import stats
-
     from storyeval.analysis.suite import StoryQuality, check_config
     from storyeval.scoring.sequence import load_story_classifier
+    from storyeval_training.selection import length_spearman
 
     for label, config in suites.items():
         check_config(config)
@@ -92,9 +91,7 @@ def main(argv=None):
         return scored[key]
 
     def report(label: str, score_of: dict[str, float], **fields) -> None:
-        lengths = [words[s] for s in stories]
-        # undefined (null) where every story has one length
-        rho = float(stats.spearmanr([score_of[s] for s in stories], lengths).statistic) if len(set(lengths)) > 1 else None
+        rho = length_spearman([score_of[s] for s in stories], [words[s] for s in stories])  # null: every story has one length
         result = {**fields, **summary({kind: accuracy(pairs, score_of) for kind, pairs in kinds.items()}),
                   "length_spearman": None if rho is None else round(rho, 4)}
         payload["checkpoints"][label] = result

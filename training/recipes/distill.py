@@ -42,6 +42,7 @@ from storyeval_training.data.named_sets import checked_pair_folders, pair_folder
 from storyeval_training.data.transfer import read_cache, read_stories, teacher_identity
 from storyeval_training.loop import LoopArguments, TrainingLoop, add_loop_arguments, check_loop_arguments
 from storyeval_training.recipes import train_union
+from storyeval_training.selection import length_spearman
 
 logger = logging.getLogger("storyeval_training.recipes.distill")
 
@@ -272,8 +273,7 @@ def train(args) -> dict:
         worst = min(accuracies.values())
         per_set = {f"selection_pair_accuracy_{name}": value for name, value in accuracies.items()} if len(accuracies) > 1 else {}
         # does the student follow length more than its teacher? (a diagnostic; it selects nothing)
-        length = {f"{who}_heldout_length_spearman": float(stats.spearmanr(logits.numpy(), heldout_words).statistic)
-                  if len(set(heldout_words)) > 1 else None  # undefined where every story has one length
+        length = {f"{who}_heldout_length_spearman": length_spearman(logits.numpy(), heldout_words)
                   for who, logits in (("student", ours), ("teacher", teacher))}
         return {"heldout_spearman": spearman, "heldout_mse": float(((ours - teacher) ** 2).mean()), **length,
                 "selection_pair_accuracy": worst, **per_set, SELECT_BY: (spearman + worst) / 2}
