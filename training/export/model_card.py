@@ -214,17 +214,18 @@ def write_distilled_card(folder: Path, results: dict, metric: str) -> None:
     """Model card for a student distilled from a base-size teacher (``storyeval_training.recipes.distill``)."""
     folder = Path(folder)
     teacher = results["teacher"]
+    prefix = metric.replace("_", "-")
     name = teacher["teacher"].removesuffix("-base")  # the student is its teacher's fast twin: union-wp-base teaches union-wp
-    config = name.removeprefix(f"{metric.replace('_', '-')}-")
+    config = name.removeprefix(f"{prefix}-")
     if config not in CORPORA:
         raise ValueError(f"cannot tell the student's config from its teacher's name {teacher['teacher']!r}: "
-                         f"the card names a student after a shipped -base teacher ({metric.replace('_', '-')}-roc-base, ...-wp-base)")
+                         f"the card names a student after a shipped -base teacher ({prefix}-roc-base, ...-wp-base)")
     evaluation = _read_evaluation(folder)
     correlations = (evaluation or {}).get("correlations", {})
     eval_results = (_correlation_results("Story plausibility (correlation with human judgments)", "Plot-guided AMT plausibility ratings (roc)",
                                          "plot-amt-roc", correlations) if "pearson" in correlations else
                     _union_eval_results(correlations))
-    card_data = _card_data(name, _hub_id("all-MiniLM-L6-v2"), ["storyeval", metric.replace("_", "-"), "story-evaluation",
+    card_data = _card_data(name, _hub_id("all-MiniLM-L6-v2"), ["storyeval", prefix, "story-evaluation",
                                                                  "reference-free-metric", "distillation"], [CORPORA[config]], eval_results)
     _render(ModelCard, card_data, "distilled", folder, name=name, metric=metric, config=config, teacher=teacher, args=results["args"],
             results=results, best=results["best_validation"], machine=_machine_text(results), notes=results.get("notes", []),
