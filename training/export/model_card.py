@@ -128,9 +128,11 @@ def _card_data(name: str, base_model: str | None, tags: list[str], datasets: lis
 
 # the reward-gaming results (benchmarks/reward/reward_gaming.py), which each card's Limitations line quotes (and BENCHMARKS.md's
 # table, benchmarks/report.py): one file per run, the first measured every config shipped then, the later ones the configs
-# that came after or changed (reward_gaming_wp_k2: union and story_quality wp-base once K2 shipped)
+# that came after or changed (reward_gaming_wp_k2: union and story_quality wp-base once K2 shipped; reward_gaming_wp_distilled:
+# union and story_quality wp once K2's student shipped as union-wp)
 GAMING_RESULTS_DIR = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
-GAMING_RESULT_FILES = ("reward_gaming", "reward_gaming_base_suites", "reward_gaming_wp_base_suite", "reward_gaming_wp_k2")
+GAMING_RESULT_FILES = ("reward_gaming", "reward_gaming_base_suites", "reward_gaming_wp_base_suite", "reward_gaming_wp_k2",
+                       "reward_gaming_wp_distilled")
 GAMING_LINK = "[reward_gaming.md](../../benchmarks/experiments/reward_gaming.md)"
 GAMING_NAMES = {"prompt_repeated": "the prompt repeated", "sentence_repeated": "a sentence repeated",
                 "copied_training_story": "a copied training story", "universal_story": "one story for every prompt",
@@ -180,8 +182,9 @@ def _gaming_text(name: str) -> str:
 
 
 # the WP kinds' test results (benchmarks/agreement/wp_kinds.py), which the WP cards quote: the later file's row replaces
-# the earlier one's (wp_kinds_shipped_k2: union-wp-base and story_quality wp-base since K2 shipped)
-KINDS_RESULT_FILES = ("wp_kinds_shipped", "wp_kinds_shipped_k2")
+# the earlier one's (wp_kinds_shipped_k2: union-wp-base and story_quality wp-base since K2 shipped; wp_kinds_shipped_union_wp:
+# union-wp since K2's student shipped)
+KINDS_RESULT_FILES = ("wp_kinds_shipped", "wp_kinds_shipped_k2", "wp_kinds_shipped_union_wp")
 # the WP score the README recommends for stories of several kinds (wp_kinds.md: the highest worst test kind)
 SEVERAL_KINDS_CONFIG = "`union` `wp-base`"
 KINDS_LINK = "[wp_kinds.md](../../benchmarks/experiments/wp_kinds.md)"
