@@ -57,10 +57,10 @@ SUITE_NOTE = ("story_quality's `combined`, whole stories, by each config's defau
 # The current row of each bundled checkpoint: the run BENCHMARKS.md's experiments and CHANGELOG.md
 # name as measuring what is bundled now (older runs' files stay for the experiment logs).
 CURRENT: tuple[CorrelationRow | ContinuationRow, ...] = (
-    CorrelationRow("union", "union-roc", "union_roc", "union_correlation", "checkpoints/union-roc/sets/roc", ("union_speed", "union_speed_bfloat16"),
-                   note="its speed was measured with the `union-roc` bundled before 995e040, which has the same architecture, size and window"),
-    CorrelationRow("union", "union-roc", "union_wp", "union_correlation", "checkpoints/union-roc/sets/wp"),
-    CorrelationRow("union", "union-roc", "plot_amt_roc", "cross_metric", "checkpoints/union-roc/sets/plot_amt_roc"),
+    CorrelationRow("union", "union-roc", "union_roc", "union_roc_correlation", "checkpoints/union-roc/sets/roc", ("union_speed", "union_speed_bfloat16"),
+                   note="its speed was measured with an earlier `union-roc` (bundled before 995e040), which has the same architecture, size and window"),
+    CorrelationRow("union", "union-roc", "union_wp", "union_roc_correlation", "checkpoints/union-roc/sets/wp"),
+    CorrelationRow("union", "union-roc", "plot_amt_roc", "cross_metric_union_roc", "checkpoints/union-roc/sets/plot_amt_roc"),
     CorrelationRow("union", "union-wp", "union_roc", "union_wp_correlation", "checkpoints/union-wp/sets/roc"),
     CorrelationRow("union", "union-wp", "union_wp", "union_wp_correlation", "checkpoints/union-wp/sets/wp"),
     CorrelationRow("union", "union-roc-base", "union_roc", "union_roc_base_correlation", "checkpoints/union-roc-base/sets/roc",

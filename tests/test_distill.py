@@ -118,6 +118,7 @@ def test_a_student_trains_selects_and_exports_in_its_starting_architecture(teach
         "--output-dir", str(out), "--export-dir", str(export)]))
     assert results["transfer_stories"] == 12 and results["heldout_stories"] == 6 and results["selection_pairs"] == 4
     assert results["length_slope"] is None  # the teacher's own logits, unless --length-neutral-targets
+    assert results["transfer_sources"] == {"roc": 12}  # which stories it learned on, for its card
     assert set(results["best_validation"]) >= {"heldout_spearman", "selection_pair_accuracy", "selection_score"}
     # the length diagnostic: each side's Spearman with the held-out stories' words, in the order they were scored
     teacher_logits = [json.loads(line)["logit"] for line in cache.read_text().splitlines()[1:7]]

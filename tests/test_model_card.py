@@ -58,7 +58,7 @@ def test_cards_and_metric_modules_cite_from_one_place():
 
 
 def test_a_card_without_figures_says_how_to_measure_them(tmp_path):
-    results = json.loads((BUNDLED / "union-roc" / "training_results.json").read_text())
+    results = json.loads((BUNDLED / "union-roc-base" / "training_results.json").read_text())  # trained by train_union
     model_card.write_union_card(tmp_path, results)
     card = ModelCard.load(tmp_path / "README.md")
     assert card.data.eval_results is None and "model-index" not in card.content
@@ -138,6 +138,12 @@ def test_a_distilled_students_card_names_its_teacher_data_and_selection(tmp_path
     model_card.write_union_card(tmp_path, results)
     card = ModelCard.load(tmp_path / "README.md")
     assert "A fast student of `union-roc-base`" in card.text and "first 20,000 training stories" in card.text
+    assert "ROCStories stories, their UNION negatives" in card.text
+    # a student taught on the plot pairs' stories alone (transfer build --pairs plot=...) says so
+    (tmp_path / "plot").mkdir()
+    model_card.write_union_card(tmp_path / "plot", {**results, "transfer_sources": {"pairs-plot": 20000}})
+    plot_card = (tmp_path / "plot" / "README.md").read_text()
+    assert "AF_ManPlts pairs on the training side" in plot_card and "their UNION negatives" not in plot_card
     assert "0.9000" in card.text and "| union_roc | 0.3000 | 0.4000 | 0.3000 |" in card.text and "distillation" in card.data.tags
 
 

@@ -129,10 +129,11 @@ def _card_data(name: str, base_model: str | None, tags: list[str], datasets: lis
 # the reward-gaming results (benchmarks/reward/reward_gaming.py), which each card's Limitations line quotes (and BENCHMARKS.md's
 # table, benchmarks/report.py): one file per run, the first measured every config shipped then, the later ones the configs
 # that came after or changed (reward_gaming_wp_k2: union and story_quality wp-base once K2 shipped; reward_gaming_wp_distilled:
-# union and story_quality wp once K2's student shipped as union-wp)
+# union and story_quality wp once K2's student shipped as union-wp; reward_gaming_roc_distilled: union and story_quality roc
+# once union-roc-base's student shipped as union-roc)
 GAMING_RESULTS_DIR = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
 GAMING_RESULT_FILES = ("reward_gaming", "reward_gaming_base_suites", "reward_gaming_wp_base_suite", "reward_gaming_wp_k2",
-                       "reward_gaming_wp_distilled")
+                       "reward_gaming_wp_distilled", "reward_gaming_roc_distilled")
 GAMING_LINK = "[reward_gaming.md](../../benchmarks/experiments/reward_gaming.md)"
 GAMING_NAMES = {"prompt_repeated": "the prompt repeated", "sentence_repeated": "a sentence repeated",
                 "copied_training_story": "a copied training story", "universal_story": "one story for every prompt",

@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -129,7 +130,7 @@ class DistillationObjective(nn.Module):
 
 def transfer_examples(args, delexicalize: bool, tokenizer, max_length: int) -> tuple[datasets.Dataset, datasets.Dataset, dict]:
     """Tokenised (train, held-out) transfer stories with the teacher's logits, and counts: the file's training stories not
-    used, and the stories left out as longer than the teacher's one window."""
+    used, the stories left out as longer than the teacher's one window, and the training stories drawn per source."""
     rows = read_stories(Path(args.transfer_dir))
     identity = json.loads(Path(args.teacher_scores).read_text(encoding="utf-8").split("\n", 1)[0])
     if args.teacher:
@@ -172,7 +173,8 @@ def transfer_examples(args, delexicalize: bool, tokenizer, max_length: int) -> t
 
     encoded = encode(train, "train"), encode(heldout, "heldout")
     return *encoded, {"not_used": len(rows) - len(heldout) - longer["heldout"] - wanted,
-                      "longer_than_the_teachers_window": longer, "longer_than_the_students_window": student_longer}
+                      "longer_than_the_teachers_window": longer, "longer_than_the_students_window": student_longer,
+                      "sources": dict(Counter(row["source"] for row in train))}
 
 
 def length_neutral(train_set: datasets.Dataset) -> tuple[datasets.Dataset, float]:
@@ -303,6 +305,7 @@ def train(args) -> dict:
                      eval_sets=eval_sets, evaluate=evaluate, select_by=SELECT_BY,
                      save_best=save_best)
     results = loop.results(run, args, selected_by=SELECT_BY, teacher=identity, transfer_stories=len(train_set),
+                           transfer_sources=counts["sources"],  # which stories the card says the student learned on
                            heldout_stories=len(heldout), selection_pairs=selection_pairs, length_slope=length_slope,
                            left_out_longer_than_the_teachers_window=counts["longer_than_the_teachers_window"],
                            left_out_longer_than_the_students_window=counts["longer_than_the_students_window"])
