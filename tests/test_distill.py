@@ -119,6 +119,8 @@ def test_a_student_trains_selects_and_exports_in_its_starting_architecture(teach
     assert results["transfer_stories"] == 12 and results["heldout_stories"] == 6 and results["selection_pairs"] == 4
     assert results["length_slope"] is None  # the teacher's own logits, unless --length-neutral-targets
     assert results["transfer_sources"] == {"roc": 12}  # which stories it learned on, for its card
+    # the start by its weights, not by a folder path that will not exist where the card is read
+    assert results["start"] == {"weights_sha256": transfer.file_sha256(student / "model.safetensors"), "trained_at": None}
     assert set(results["best_validation"]) >= {"heldout_spearman", "selection_pair_accuracy", "selection_score"}
     # the length diagnostic: each side's Spearman with the held-out stories' words, in the order they were scored
     teacher_logits = [json.loads(line)["logit"] for line in cache.read_text().splitlines()[1:7]]

@@ -139,6 +139,10 @@ def test_a_distilled_students_card_names_its_teacher_data_and_selection(tmp_path
     card = ModelCard.load(tmp_path / "README.md")
     assert "A fast student of `union-roc-base`" in card.text and "first 20,000 training stories" in card.text
     assert "ROCStories stories, their UNION negatives" in card.text
+    assert "`hub_cards/union-roc` when it trained" in card.text  # a record from before the start was identified
+    (tmp_path / "start").mkdir()
+    model_card.write_union_card(tmp_path / "start", {**results, "start": {"weights_sha256": "cd" * 32, "trained_at": "4cf89ac"}})
+    assert "weights SHA-256 `cdcdcdcdcdcd…`, trained at 4cf89ac" in (tmp_path / "start" / "README.md").read_text()
     # a student taught on the plot pairs' stories alone (transfer build --pairs plot=...) says so
     (tmp_path / "plot").mkdir()
     model_card.write_union_card(tmp_path / "plot", {**results, "transfer_sources": {"pairs-plot": 20000}})

@@ -40,7 +40,7 @@ from transformers.utils import ModelOutput
 from storyeval.models import UnionModel
 from storyeval.text import normalize_story
 from storyeval_training.data.named_sets import checked_pair_folders, pair_folder
-from storyeval_training.data.transfer import read_cache, read_stories, teacher_identity
+from storyeval_training.data.transfer import file_sha256, read_cache, read_stories, teacher_identity
 from storyeval_training.loop import LoopArguments, TrainingLoop, add_loop_arguments, check_loop_arguments
 from storyeval_training.recipes import train_union
 from storyeval_training.selection import length_spearman
@@ -240,6 +240,13 @@ def student_logits(model, loader, accelerator) -> tuple[torch.Tensor, torch.Tens
     return torch.cat(logits), torch.cat(targets)
 
 
+def start_identity(student: Path) -> dict:
+    """The checkpoint a student starts from, by its weights and training commit, which outlive the folder's path."""
+    results = student / "training_results.json"
+    commit = json.loads(results.read_text()).get("environment", {}).get("commit") if results.is_file() else None
+    return {"weights_sha256": file_sha256(student / "model.safetensors"), "trained_at": commit}
+
+
 def main(argv=None) -> None:
     train(parse_args(argv))
 
@@ -304,7 +311,8 @@ def train(args) -> dict:
     run = loop.train(objective, train_set, Collator(tokenizer), lengths=[len(ids) for ids in train_set["input_ids"]],
                      eval_sets=eval_sets, evaluate=evaluate, select_by=SELECT_BY,
                      save_best=save_best)
-    results = loop.results(run, args, selected_by=SELECT_BY, teacher=identity, transfer_stories=len(train_set),
+    results = loop.results(run, args, selected_by=SELECT_BY, teacher=identity, start=start_identity(Path(args.student)),
+                           transfer_stories=len(train_set),
                            transfer_sources=counts["sources"],  # which stories the card says the student learned on
                            heldout_stories=len(heldout), selection_pairs=selection_pairs, length_slope=length_slope,
                            left_out_longer_than_the_teachers_window=counts["longer_than_the_teachers_window"],
