@@ -231,12 +231,16 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+def training_commit(checkpoint: Path) -> str | None:
+    """The commit a checkpoint folder was trained at, as its ``training_results.json`` records it (None if it does not)."""
+    results = checkpoint / "training_results.json"
+    return json.loads(results.read_text()).get("environment", {}).get("commit") if results.is_file() else None
+
+
 def teacher_identity(teacher: Path, scorer, transfer_dir: Path) -> dict:
     """What a cache's scores depend on: the teacher's weights, settings and training commit, and the stories."""
-    results = teacher / "training_results.json"
-    commit = json.loads(results.read_text()).get("environment", {}).get("commit") if results.is_file() else None
     return {"teacher": scorer.name, "settings": scorer.settings(), "weights_sha256": file_sha256(teacher / "model.safetensors"),
-            "teacher_commit": commit, "transfer_sha256": file_sha256(transfer_dir / STORIES_FILE)}
+            "teacher_commit": training_commit(teacher), "transfer_sha256": file_sha256(transfer_dir / STORIES_FILE)}
 
 
 def read_cache(path: Path, identity: dict, repair: bool = False) -> dict[str, float | None]:

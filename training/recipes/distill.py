@@ -40,7 +40,7 @@ from transformers.utils import ModelOutput
 from storyeval.models import UnionModel
 from storyeval.text import normalize_story
 from storyeval_training.data.named_sets import checked_pair_folders, pair_folder
-from storyeval_training.data.transfer import file_sha256, read_cache, read_stories, teacher_identity
+from storyeval_training.data.transfer import file_sha256, read_cache, read_stories, teacher_identity, training_commit
 from storyeval_training.loop import LoopArguments, TrainingLoop, add_loop_arguments, check_loop_arguments
 from storyeval_training.recipes import train_union
 from storyeval_training.selection import length_spearman
@@ -242,9 +242,7 @@ def student_logits(model, loader, accelerator) -> tuple[torch.Tensor, torch.Tens
 
 def start_identity(student: Path) -> dict:
     """The checkpoint a student starts from, by its weights and training commit, which outlive the folder's path."""
-    results = student / "training_results.json"
-    commit = json.loads(results.read_text()).get("environment", {}).get("commit") if results.is_file() else None
-    return {"weights_sha256": file_sha256(student / "model.safetensors"), "trained_at": commit}
+    return {"weights_sha256": file_sha256(student / "model.safetensors"), "trained_at": training_commit(student)}
 
 
 def main(argv=None) -> None:
