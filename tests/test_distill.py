@@ -272,17 +272,19 @@ def test_a_story_longer_than_the_students_window_is_left_out_and_counted(scored,
     assert len(train) + len(heldout) + sum(left_out.values()) == len(STORIES)
 
 
-def test_the_committed_wp_teacher_cache_names_the_bundled_teacher():
-    """training/teacher_scores holds union-wp-base's logits of the WP transfer stories (the expensive part of the WP
-    student); when the bundled teacher changes, this fails, and the cache must be scored again."""
+@pytest.mark.parametrize("config, transfer_sha256, scored", [("wp-base", "bf9bd378", 6400), ("roc-base", "46ccdbcf", 22831)])
+def test_a_committed_teacher_cache_names_the_bundled_teacher(config, transfer_sha256, scored):
+    """training/teacher_scores holds the union teachers' logits of the shipped students' transfer stories (the expensive
+    part of a student); when a bundled teacher changes, this fails, and its cache must be scored again."""
     from storyeval.checkpoints.resolution import resolve_checkpoint
 
-    cache = Path(transfer.__file__).resolve().parents[1] / "teacher_scores" / "union-wp-base.jsonl"
+    cache = Path(transfer.__file__).resolve().parents[1] / "teacher_scores" / f"union-{config}.jsonl"
     header = json.loads(cache.read_text(encoding="utf-8").split("\n", 1)[0])
-    teacher = resolve_checkpoint("union", "wp-base")
+    teacher = resolve_checkpoint("union", config)
     assert header["weights_sha256"] == transfer.file_sha256(teacher / "model.safetensors")
-    assert header["teacher_commit"] == json.loads((teacher / "training_results.json").read_text())["environment"]["commit"]
-    assert len(transfer.read_cache(cache, header)) == 6400
+    assert header["teacher_commit"] == transfer.training_commit(teacher)
+    assert header["transfer_sha256"].startswith(transfer_sha256)  # the file TRAINING.md says the student learned on
+    assert len(transfer.read_cache(cache, header)) == scored
 
 
 def test_length_neutral_targets_keep_the_teachers_order_within_a_length_and_drop_its_length_trend():
