@@ -130,7 +130,8 @@ class DistillationObjective(nn.Module):
 
 def transfer_examples(args, delexicalize: bool, tokenizer, max_length: int) -> tuple[datasets.Dataset, datasets.Dataset, dict]:
     """Tokenised (train, held-out) transfer stories with the teacher's logits, and counts: the file's training stories not
-    used, the stories left out as longer than the teacher's one window, and the training stories drawn per source."""
+    used, the stories left out as longer than the teacher's one window, the training stories drawn per source, and the
+    teacher's identity that the cache was checked against."""
     rows = read_stories(Path(args.transfer_dir))
     identity = json.loads(Path(args.teacher_scores).read_text(encoding="utf-8").split("\n", 1)[0])
     if args.teacher:
@@ -174,7 +175,7 @@ def transfer_examples(args, delexicalize: bool, tokenizer, max_length: int) -> t
     encoded = encode(train, "train"), encode(heldout, "heldout")
     return *encoded, {"not_used": len(rows) - len(heldout) - longer["heldout"] - wanted,
                       "longer_than_the_teachers_window": longer, "longer_than_the_students_window": student_longer,
-                      "sources": dict(Counter(row["source"] for row in train))}
+                      "sources": dict(Counter(row["source"] for row in train)), "teacher": identity}
 
 
 def length_neutral(train_set: datasets.Dataset) -> tuple[datasets.Dataset, float]:
@@ -288,7 +289,7 @@ def train(args) -> dict:
     eval_sets = {"heldout": heldout, **{selection_key(name): data for name, data in selections.items()}}
     selection_pairs = sum(len(data) // 2 for data in selections.values())
 
-    identity = json.loads(Path(args.teacher_scores).read_text(encoding="utf-8").split("\n", 1)[0])
+    identity = counts["teacher"]  # the cache's header, as transfer_examples checked it
     if args.evaluate_only:
         loaders = {name: accelerator.prepare(DataLoader(data, batch_size=args.per_device_eval_batch_size, collate_fn=Collator(tokenizer)))
                    for name, data in eval_sets.items()}
