@@ -258,6 +258,7 @@ def train(args) -> dict:
     if student.config.trained_top_layers or student.config.lora_rank:
         raise ValueError(f"--student {args.student} ships only some of its weights; a student trains every weight of a full checkpoint")
     student.requires_grad_(True)
+    start = start_identity(Path(args.student))  # before training, so that a start without model.safetensors fails first
     config = student.config
     with accelerator.main_process_first():
         train_set, heldout, counts = transfer_examples(args, config.delexicalize, tokenizer, config.max_length)
@@ -310,7 +311,7 @@ def train(args) -> dict:
     run = loop.train(objective, train_set, Collator(tokenizer), lengths=[len(ids) for ids in train_set["input_ids"]],
                      eval_sets=eval_sets, evaluate=evaluate, select_by=SELECT_BY,
                      save_best=save_best)
-    results = loop.results(run, args, selected_by=SELECT_BY, teacher=identity, start=start_identity(Path(args.student)),
+    results = loop.results(run, args, selected_by=SELECT_BY, teacher=identity, start=start,
                            transfer_stories=len(train_set),
                            transfer_sources=counts["sources"],  # which stories the card says the student learned on
                            heldout_stories=len(heldout), selection_pairs=selection_pairs, length_slope=length_slope,
