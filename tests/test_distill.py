@@ -163,7 +163,7 @@ def test_more_transfer_stories_than_are_scored_is_refused_before_training(scored
     args = distill.parse_args(["--student", str(save_tiny_checkpoint(tmp_path / "student", max_length=32, window_stride=16)),
                                "--transfer-dir", str(folder), "--teacher-scores", str(cache), "--selection-pairs-dir", str(pairs),
                                "--max-transfer-stories", "100", "--output-dir", str(tmp_path / "run")])
-    with pytest.raises(ValueError, match="only the first 18 training stories are scored"):
+    with pytest.raises(ValueError, match="only the first 18 training stories of .* are scored"):
         distill.train(args)
     assert not (tmp_path / "run").exists()
 
@@ -254,6 +254,44 @@ def test_selection_pairs_options_are_checked_before_training(scored, tmp_path, c
     assert message in capsys.readouterr().err
 
 
+def test_two_transfer_files_teach_one_student_each_checked_against_its_own_cache(scored, teacher, tmp_path):
+    from types import SimpleNamespace
+
+    from transformers import AutoTokenizer
+
+    folder, cache, _ = scored
+    other = write_transfer(tmp_path / "other", [story.replace("gulls", "crabs") for story in STORIES[:10]], heldout=2)
+    other_cache = tmp_path / "other.jsonl"
+    transfer.score(other, teacher, other_cache, batch_size=4, chunk=8, time_budget_minutes=None)
+    tokenizer = AutoTokenizer.from_pretrained(teacher)
+    args = SimpleNamespace(transfer_dir=[str(folder), str(other)], teacher_scores=[str(cache), str(other_cache)], teacher=str(teacher),
+                           max_transfer_stories=None)
+    train, heldout, counts = distill.transfer_examples(args, False, tokenizer, max_length=64)
+    assert (len(train), len(heldout)) == (len(STORIES) - 6 + 8, 6 + 2)
+    assert counts["teacher"]["transfer_sha256"] == [transfer.file_sha256(folder / "stories.jsonl"), transfer.file_sha256(other / "stories.jsonl")]
+    # each file keeps its own cap: the first N training stories of each
+    capped = distill.transfer_examples(SimpleNamespace(**{**vars(args), "max_transfer_stories": 8}), False, tokenizer, max_length=64)[0]
+    assert len(capped) == 8 + 8
+    # the caches swapped: each is checked against its own file and refused
+    with pytest.raises(ValueError, match="written with transfer_sha256"):
+        distill.transfer_examples(SimpleNamespace(**{**vars(args), "teacher_scores": [str(other_cache), str(cache)], "teacher": None}),
+                                  False, tokenizer, max_length=64)
+    # a cache of another teacher beside the first: one student, one teacher
+    lines = other_cache.read_text().splitlines()
+    header = json.loads(lines[0])
+    other_cache.write_text("\n".join([json.dumps({**header, "weights_sha256": "another"}), *lines[1:]]) + "\n")
+    with pytest.raises(ValueError, match="written with weights_sha256 'another'.*one teacher"):
+        distill.transfer_examples(SimpleNamespace(**{**vars(args), "teacher": None}), False, tokenizer, max_length=64)
+
+
+def test_one_cache_per_transfer_folder(scored, tmp_path):
+    folder, cache, _ = scored
+    with pytest.raises(SystemExit):
+        distill.parse_args(["--student", str(save_tiny_checkpoint(tmp_path / "student", max_length=32, window_stride=16)),
+                            "--transfer-dir", str(folder), str(folder), "--teacher-scores", str(cache),
+                            "--selection-pairs-dir", str(selection_pairs(tmp_path / "pairs")), "--output-dir", str(tmp_path / "run")])
+
+
 def test_a_story_longer_than_the_students_window_is_left_out_and_counted(scored, tmp_path):
     from types import SimpleNamespace
 
@@ -265,7 +303,7 @@ def test_a_story_longer_than_the_students_window_is_left_out_and_counted(scored,
     tokenizer = AutoTokenizer.from_pretrained(save_tiny_checkpoint(tmp_path / "student", max_length=32, window_stride=16))
     lengths = [len(ids) for ids in tokenizer([normalize_story(story, False) for story in STORIES])["input_ids"]]
     window = max(lengths) - 1
-    args = SimpleNamespace(transfer_dir=str(folder), teacher_scores=str(cache), teacher=None, max_transfer_stories=None)
+    args = SimpleNamespace(transfer_dir=[str(folder)], teacher_scores=[str(cache)], teacher=None, max_transfer_stories=None)
     train, heldout, counts = distill.transfer_examples(args, False, tokenizer, max_length=window)
     left_out = counts["longer_than_the_students_window"]
     assert sum(left_out.values()) == sum(length > window for length in lengths) > 0

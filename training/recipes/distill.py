@@ -9,7 +9,9 @@ weight trained), so int8, the torch-free cold start and every consumer take it u
 the teacher's logits of the transfer stories (:mod:`storyeval_training.data.transfer`), which need no human
 label: ``--loss mse`` regresses on the logit, ``--loss kl`` matches the teacher's probability (cross-entropy
 with the soft target), and ``--hard-label-weight`` mixes in the stories' own labels (human 1, perturbed or
-generated 0; a machine-written WP window has none).
+generated 0; a machine-written WP window has none). Several transfer files (``--transfer-dir A B
+--teacher-scores A.jsonl B.jsonl``, one cache each, all of one teacher) are learned from at once, so that a new kind
+of story joins a file the teacher has already scored without scoring that file again.
 
 Selection, on held-out data only: the Spearman correlation of the student's logits with the teacher's on the
 transfer file's ``heldout`` stories, and the pair accuracy on ``--selection-pairs-dir``'s validation pairs
@@ -40,7 +42,7 @@ from transformers.utils import ModelOutput
 from storyeval.models import UnionModel
 from storyeval.text import normalize_story
 from storyeval_training.data.named_sets import checked_pair_folders, pair_folder
-from storyeval_training.data.transfer import file_sha256, read_cache, read_stories, teacher_identity, training_commit
+from storyeval_training.data.transfer import STORIES_FILE, file_sha256, read_cache, read_stories, teacher_identity, training_commit
 from storyeval_training.loop import LoopArguments, TrainingLoop, add_loop_arguments, check_loop_arguments
 from storyeval_training.recipes import train_union
 from storyeval_training.selection import length_spearman
@@ -55,10 +57,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description="Distil a teacher checkpoint into a student.")
     p.add_argument("--student", required=True, help="the checkpoint the student starts from (its architecture and config)")
     p.add_argument("--teacher", default=None, help="the teacher's folder, checked against the cache's header (default: trust it)")
-    p.add_argument("--transfer-dir", required=True, help="from `python -m storyeval_training.data.transfer build`")
-    p.add_argument("--teacher-scores", required=True, help="the teacher's cache, from `transfer score`")
+    p.add_argument("--transfer-dir", required=True, nargs="+",
+                   help="from `python -m storyeval_training.data.transfer build`; several: their stories together")
+    p.add_argument("--teacher-scores", required=True, nargs="+",
+                   help="the teacher's cache of each --transfer-dir, in the same order, from `transfer score`")
     p.add_argument("--max-transfer-stories", type=int, default=None,
-                   help="train on the first N training stories of the transfer file (all must be scored; default: all scored)")
+                   help="train on the first N training stories of each transfer file (all must be scored; default: all scored)")
     p.add_argument("--selection-pairs-dir", default=None, help="held-out model-written pairs (a saved DatasetDict's validation split)")
     p.add_argument("--selection-pairs", action="append", default=[], type=pair_folder, metavar="NAME=FOLDER",
                    help="instead: several kinds of held-out pairs (repeatable); the worst kind's pair accuracy selects")
@@ -82,8 +86,11 @@ def parse_args(argv=None):
     args = p.parse_args(argv)
     if not (Path(args.student) / "config.json").is_file():
         p.error(f"--student {args.student}: no checkpoint there (config.json)")
-    if not Path(args.teacher_scores).is_file():
-        p.error(f"--teacher-scores {args.teacher_scores}: no such file")
+    if len(args.teacher_scores) != len(args.transfer_dir):
+        p.error(f"{len(args.transfer_dir)} --transfer-dir and {len(args.teacher_scores)} --teacher-scores: give one cache per transfer folder")
+    for cache in args.teacher_scores:
+        if not Path(cache).is_file():
+            p.error(f"--teacher-scores {cache}: no such file")
     if bool(args.selection_pairs_dir) == bool(args.selection_pairs):
         p.error("give --selection-pairs-dir or --selection-pairs (one or more), not both")
     if args.selection_pairs_dir and not (Path(args.selection_pairs_dir) / "dataset_dict.json").is_file():
@@ -128,33 +135,63 @@ class DistillationObjective(nn.Module):
         return DistillationOutput(loss=loss, logits=logits)
 
 
-def transfer_examples(args, delexicalize: bool, tokenizer, max_length: int) -> tuple[datasets.Dataset, datasets.Dataset, dict]:
-    """Tokenised (train, held-out) transfer stories with the teacher's logits, and counts: the file's training stories not
-    used, the stories left out as longer than the teacher's one window, the training stories drawn per source, and the
-    teacher's identity that the cache was checked against."""
-    rows = read_stories(Path(args.transfer_dir))
-    identity = json.loads(Path(args.teacher_scores).read_text(encoding="utf-8").split("\n", 1)[0])
-    if args.teacher:
-        from storyeval.scoring.sequence import load_story_classifier
+TEACHER_FIELDS = ("teacher", "settings", "weights_sha256", "teacher_commit")  # a cache's header less its file's hash
 
-        identity = teacher_identity(Path(args.teacher), load_story_classifier(args.teacher), Path(args.transfer_dir))
-    scores = read_cache(Path(args.teacher_scores), identity)
+
+def scored_rows(transfer_dir: Path, cache: Path, teacher: tuple | None, max_stories: int | None) -> tuple[list, list, dict, dict, int]:
+    """One transfer file's (training rows, held-out rows) with the teacher's logits, the cache's header as checked
+    (against ``teacher``, its (folder, scorer), when given), the stories left out as longer than the teacher's window,
+    and the file's stories not used."""
+    rows = read_stories(transfer_dir)
+    if teacher:
+        identity = teacher_identity(*teacher, transfer_dir)
+    else:  # the teacher as the cache names it; the stories' hash is always checked (it costs one read)
+        header = json.loads(cache.read_text(encoding="utf-8").split("\n", 1)[0])
+        identity = {**header, "transfer_sha256": file_sha256(transfer_dir / STORIES_FILE)}
+    scores = read_cache(cache, identity)
     heldout = [row for row in rows if row["split"] == "heldout"]
     train = [row for row in rows if row["split"] == "train"]
     missing = [row["id"] for row in heldout if row["id"] not in scores]
     if missing:
-        raise ValueError(f"{args.teacher_scores}: {len(missing)} held-out stories are not scored yet; score them first")
+        raise ValueError(f"{cache}: {len(missing)} held-out stories are not scored yet; score them first")
     scored = 0
     while scored < len(train) and train[scored]["id"] in scores:  # the scored prefix (the scorer goes in file order)
         scored += 1
-    wanted = args.max_transfer_stories or scored
+    wanted = max_stories or scored
     if wanted > scored:
-        raise ValueError(f"--max-transfer-stories {wanted}: only the first {scored} training stories are scored")
+        raise ValueError(f"--max-transfer-stories {wanted}: only the first {scored} training stories of {transfer_dir} are scored")
     train = train[:wanted]
     # stories the teacher scores over several windows have no one logit to learn (transfer.single_window_logits)
     longer = {"train": sum(scores[row["id"]] is None for row in train), "heldout": sum(scores[row["id"]] is None for row in heldout)}
-    train = [row for row in train if scores[row["id"]] is not None]
-    heldout = [row for row in heldout if scores[row["id"]] is not None]
+    train = [{**row, "teacher_logit": scores[row["id"]]} for row in train if scores[row["id"]] is not None]
+    heldout = [{**row, "teacher_logit": scores[row["id"]]} for row in heldout if scores[row["id"]] is not None]
+    return train, heldout, identity, longer, len(rows) - len(heldout) - longer["heldout"] - wanted
+
+
+def transfer_examples(args, delexicalize: bool, tokenizer, max_length: int) -> tuple[datasets.Dataset, datasets.Dataset, dict]:
+    """Tokenised (train, held-out) transfer stories of every --transfer-dir with the teacher's logits, and counts: the
+    files' training stories not used, the stories left out as longer than the teacher's one window, the training stories
+    drawn per source, and the teacher's identity that the caches were checked against (with several files, each file's
+    hash in ``transfer_sha256``, in order). Caches of different teachers are refused: a student has one teacher."""
+    teacher = None
+    if args.teacher:
+        from storyeval.scoring.sequence import load_story_classifier
+
+        teacher = Path(args.teacher), load_story_classifier(args.teacher)
+    train, heldout, identities, not_used = [], [], [], 0
+    longer = {"train": 0, "heldout": 0}
+    for folder, cache in zip(args.transfer_dir, args.teacher_scores):
+        file_train, file_heldout, identity, file_longer, file_not_used = scored_rows(Path(folder), Path(cache), teacher,
+                                                                                     args.max_transfer_stories)
+        if identities and (other := next((f for f in TEACHER_FIELDS if identity.get(f) != identities[0].get(f)), None)):
+            raise ValueError(f"{cache}: written with {other} {identity.get(other)!r}, {args.teacher_scores[0]} with "
+                             f"{identities[0].get(other)!r}; a student learns from one teacher")
+        identities.append(identity)
+        train += file_train
+        heldout += file_heldout
+        not_used += file_not_used
+        longer = {split: longer[split] + file_longer[split] for split in longer}
+    identity = identities[0] if len(identities) == 1 else {**identities[0], "transfer_sha256": [i["transfer_sha256"] for i in identities]}
 
     student_longer = {}
 
@@ -167,13 +204,13 @@ def transfer_examples(args, delexicalize: bool, tokenizer, max_length: int) -> t
         student_longer[split] = len(ids) - len(keep)
         return datasets.Dataset.from_dict({
             "input_ids": [ids[k] for k in keep], "attention_mask": [[1] * len(ids[k]) for k in keep],
-            "teacher_logits": [scores[rows_[k]["id"]] for k in keep],
+            "teacher_logits": [rows_[k]["teacher_logit"] for k in keep],
             "labels": [-1 if rows_[k].get("label") is None else rows_[k]["label"] for k in keep],
             "words": [len(rows_[k]["story"].split()) for k in keep],  # the length that the WP kinds' length rule uses
         })
 
     encoded = encode(train, "train"), encode(heldout, "heldout")
-    return *encoded, {"not_used": len(rows) - len(heldout) - longer["heldout"] - wanted,
+    return *encoded, {"not_used": not_used,
                       "longer_than_the_teachers_window": longer, "longer_than_the_students_window": student_longer,
                       "sources": dict(Counter(row["source"] for row in train)), "teacher": identity}
 
