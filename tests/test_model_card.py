@@ -148,6 +148,14 @@ def test_a_distilled_students_card_names_its_teacher_data_and_selection(tmp_path
     model_card.write_union_card(tmp_path / "plot", {**results, "transfer_sources": {"pairs-plot": 20000}})
     plot_card = (tmp_path / "plot" / "README.md").read_text()
     assert "AF_ManPlts pairs on the training side" in plot_card and "their UNION negatives" not in plot_card
+    # one taught on two transfer files of pairs names both, with their counts
+    (tmp_path / "two").mkdir()
+    model_card.write_union_card(tmp_path / "two", {**results, "transfer_stories": 30845,
+                                                   "transfer_sources": {"pairs-plot": 21845, "pairs-generated": 9000}})
+    two_card = (tmp_path / "two" / "README.md").read_text()
+    assert "Transfer stories: 30,845 training stories of 2 files" in two_card
+    assert "(21,845 stories from the plot paper's AF_ManPlts pairs" in two_card and "; 9,000 stories from pairs of this project's own CPU generator" in two_card
+    assert "their UNION negatives" not in two_card and "the first 20,000" not in two_card
     assert "0.9000" in card.text and "| union_roc | 0.3000 | 0.4000 | 0.3000 |" in card.text and "distillation" in card.data.tags
 
 

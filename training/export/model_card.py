@@ -214,6 +214,23 @@ def _kinds_text(name: str, folder: Path = GAMING_RESULTS_DIR) -> str | None:
     return f"On held-out WritingPrompts test pairs of three kinds ({KINDS_LINK}), the better story scores higher in: {measured}. So {use}."
 
 
+# what each named pair set of a transfer file holds (`transfer build --pairs NAME=FOLDER` names its stories' source pairs-NAME)
+PAIR_SET_TEXT = {
+    "plot": "the plot paper's AF_ManPlts pairs, training side of `train_plot_coherence --pairs-only`'s split: human "
+            "ROCStories stories and the paper's BART stories from manipulated plots",
+    "generated": "pairs of this project's own CPU generator, `storyeval-generate-negatives` over manipulated ROCStories plots: "
+                 "human ROCStories stories and the generator's stories",
+}
+
+
+def _pair_sets(sources: dict) -> list[dict]:
+    """The pair sets a student learned from, with their stories and what they hold, when every source is a pair set."""
+    if not sources or not all(name.startswith("pairs-") for name in sources):
+        return []
+    return [{"stories": count, "text": PAIR_SET_TEXT.get(name.removeprefix("pairs-"), f"the pair set `{name.removeprefix('pairs-')}`")}
+            for name, count in sources.items()]
+
+
 def write_distilled_card(folder: Path, results: dict, metric: str) -> None:
     """Model card for a student distilled from a base-size teacher (``storyeval_training.recipes.distill``)."""
     folder = Path(folder)
@@ -233,6 +250,7 @@ def write_distilled_card(folder: Path, results: dict, metric: str) -> None:
                                                                  "reference-free-metric", "distillation"], [CORPORA[config]], eval_results)
     _render(ModelCard, card_data, "distilled", folder, name=name, metric=metric, config=config, teacher=teacher, args=results["args"],
             results=results, best=results["best_validation"], machine=_machine_text(results), notes=results.get("notes", []),
+            pair_sets=_pair_sets(results.get("transfer_sources") or {}),
             evaluation=evaluation, exported=_export_text(folder), encoder=_encoder_text(folder, "BERT-base" if metric == "union" else "RoBERTa-base"),
             gaming=_gaming_text(name), kinds_text=_kinds_text(name), citation=citations.BY_METRIC[metric])
 
