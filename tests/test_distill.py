@@ -284,12 +284,14 @@ def test_two_transfer_files_teach_one_student_each_checked_against_its_own_cache
         distill.transfer_examples(SimpleNamespace(**{**vars(args), "teacher": None}), False, tokenizer, max_length=64)
 
 
-def test_one_cache_per_transfer_folder(scored, tmp_path):
+@pytest.mark.parametrize("caches, message", [(1, "2 --transfer-dir and 1 --teacher-scores"), (2, "names one folder twice")])
+def test_one_cache_per_transfer_folder_and_each_folder_once(scored, tmp_path, capsys, caches, message):
     folder, cache, _ = scored
     with pytest.raises(SystemExit):
         distill.parse_args(["--student", str(save_tiny_checkpoint(tmp_path / "student", max_length=32, window_stride=16)),
-                            "--transfer-dir", str(folder), str(folder), "--teacher-scores", str(cache),
+                            "--transfer-dir", str(folder), str(folder), "--teacher-scores", *[str(cache)] * caches,
                             "--selection-pairs-dir", str(selection_pairs(tmp_path / "pairs")), "--output-dir", str(tmp_path / "run")])
+    assert message in capsys.readouterr().err
 
 
 def test_a_story_longer_than_the_students_window_is_left_out_and_counted(scored, tmp_path):

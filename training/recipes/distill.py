@@ -56,7 +56,8 @@ SIGNALS_FILE = "selection_signals.json"
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description="Distil a teacher checkpoint into a student.")
     p.add_argument("--student", required=True, help="the checkpoint the student starts from (its architecture and config)")
-    p.add_argument("--teacher", default=None, help="the teacher's folder, checked against the cache's header (default: trust it)")
+    p.add_argument("--teacher", default=None, help="the teacher's folder, checked against each cache's header (default: trust "
+                                                   "the teacher a cache names; its transfer file's hash is checked either way)")
     p.add_argument("--transfer-dir", required=True, nargs="+",
                    help="from `python -m storyeval_training.data.transfer build`; several: their stories together")
     p.add_argument("--teacher-scores", required=True, nargs="+",
@@ -88,6 +89,8 @@ def parse_args(argv=None):
         p.error(f"--student {args.student}: no checkpoint there (config.json)")
     if len(args.teacher_scores) != len(args.transfer_dir):
         p.error(f"{len(args.transfer_dir)} --transfer-dir and {len(args.teacher_scores)} --teacher-scores: give one cache per transfer folder")
+    if len({Path(folder).resolve() for folder in args.transfer_dir}) < len(args.transfer_dir):
+        p.error("--transfer-dir names one folder twice: its stories would count twice")
     for cache in args.teacher_scores:
         if not Path(cache).is_file():
             p.error(f"--teacher-scores {cache}: no such file")
