@@ -237,10 +237,17 @@ def training_commit(checkpoint: Path) -> str | None:
     return json.loads(results.read_text()).get("environment", {}).get("commit") if results.is_file() else None
 
 
+TEACHER_FIELDS = ("teacher", "settings", "weights_sha256", "teacher_commit")  # a cache's header less its stories' hash
+
+
+def teacher_fields(teacher: Path, scorer) -> dict:
+    """The teacher's part of a cache's identity (``TEACHER_FIELDS``): its name, settings, weights and training commit."""
+    return dict(zip(TEACHER_FIELDS, (scorer.name, scorer.settings(), file_sha256(teacher / "model.safetensors"), training_commit(teacher))))
+
+
 def teacher_identity(teacher: Path, scorer, transfer_dir: Path) -> dict:
     """What a cache's scores depend on: the teacher's weights, settings and training commit, and the stories."""
-    return {"teacher": scorer.name, "settings": scorer.settings(), "weights_sha256": file_sha256(teacher / "model.safetensors"),
-            "teacher_commit": training_commit(teacher), "transfer_sha256": file_sha256(transfer_dir / STORIES_FILE)}
+    return {**teacher_fields(teacher, scorer), "transfer_sha256": file_sha256(transfer_dir / STORIES_FILE)}
 
 
 def read_cache(path: Path, identity: dict, repair: bool = False) -> dict[str, float | None]:

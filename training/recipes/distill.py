@@ -42,7 +42,7 @@ from transformers.utils import ModelOutput
 from storyeval.models import UnionModel
 from storyeval.text import normalize_story
 from storyeval_training.data.named_sets import checked_pair_folders, pair_folder
-from storyeval_training.data.transfer import STORIES_FILE, file_sha256, read_cache, read_stories, teacher_identity, training_commit
+from storyeval_training.data.transfer import STORIES_FILE, TEACHER_FIELDS, file_sha256, read_cache, read_stories, teacher_fields, training_commit
 from storyeval_training.loop import LoopArguments, TrainingLoop, add_loop_arguments, check_loop_arguments
 from storyeval_training.recipes import train_union
 from storyeval_training.selection import length_spearman
@@ -138,19 +138,15 @@ class DistillationObjective(nn.Module):
         return DistillationOutput(loss=loss, logits=logits)
 
 
-TEACHER_FIELDS = ("teacher", "settings", "weights_sha256", "teacher_commit")  # a cache's header less its file's hash
-
-
-def scored_rows(transfer_dir: Path, cache: Path, teacher: tuple | None, max_stories: int | None) -> tuple[list, list, dict, dict, int]:
+def scored_rows(transfer_dir: Path, cache: Path, teacher: dict | None, max_stories: int | None) -> tuple[list, list, dict, dict, int]:
     """One transfer file's (training rows, held-out rows) with the teacher's logits, the cache's header as checked
-    (against ``teacher``, its (folder, scorer), when given), the stories left out as longer than the teacher's window,
-    and the file's stories not used."""
+    (against ``teacher``, the teacher's fields, when given; else the teacher the cache names), the stories left out as
+    longer than the teacher's window, and the file's stories not used. The stories' hash is always checked."""
     rows = read_stories(transfer_dir)
-    if teacher:
-        identity = teacher_identity(*teacher, transfer_dir)
-    else:  # the teacher as the cache names it; the stories' hash is always checked (it costs one read)
+    if teacher is None:
         header = json.loads(cache.read_text(encoding="utf-8").split("\n", 1)[0])
-        identity = {**header, "transfer_sha256": file_sha256(transfer_dir / STORIES_FILE)}
+        teacher = {field: header.get(field) for field in TEACHER_FIELDS}
+    identity = {**teacher, "transfer_sha256": file_sha256(transfer_dir / STORIES_FILE)}
     scores = read_cache(cache, identity)
     heldout = [row for row in rows if row["split"] == "heldout"]
     train = [row for row in rows if row["split"] == "train"]
@@ -177,16 +173,16 @@ def transfer_examples(args, delexicalize: bool, tokenizer, max_length: int) -> t
     drawn per source, and the teacher's identity that the caches were checked against (with several files, each file's
     hash in ``transfer_sha256``, in order). Caches of different teachers are refused: a student has one teacher."""
     teacher = None
-    if args.teacher:
+    if args.teacher:  # hashed once (its weights are the large file), not once per transfer file
         from storyeval.scoring.sequence import load_story_classifier
 
-        teacher = Path(args.teacher), load_story_classifier(args.teacher)
+        teacher = teacher_fields(Path(args.teacher), load_story_classifier(args.teacher))
     train, heldout, identities, not_used = [], [], [], 0
     longer = {"train": 0, "heldout": 0}
     for folder, cache in zip(args.transfer_dir, args.teacher_scores):
         file_train, file_heldout, identity, file_longer, file_not_used = scored_rows(Path(folder), Path(cache), teacher,
                                                                                      args.max_transfer_stories)
-        if identities and (other := next((f for f in TEACHER_FIELDS if identity.get(f) != identities[0].get(f)), None)):
+        if identities and (other := next((f for f in TEACHER_FIELDS if identity[f] != identities[0][f]), None)):
             raise ValueError(f"{cache}: written with {other} {identity.get(other)!r}, {args.teacher_scores[0]} with "
                              f"{identities[0].get(other)!r}; a student learns from one teacher")
         identities.append(identity)
