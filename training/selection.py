@@ -30,3 +30,51 @@ def length_spearman(scores, words) -> float | None:
     from scipy import stats  # imported here so that reading this module stays cheap
 
     return float(stats.spearmanr(scores, words).statistic) if len(set(words)) > 1 else None
+
+
+# Across-story comparisons are made only between stories whose lengths differ by at most this share of the longer
+# (and at most LENGTH_SLACK_WORDS words for short ones), so that a score cannot pass them by preferring short stories.
+LENGTH_CALIPER = 0.1
+LENGTH_SLACK_WORDS = 3
+# The no-regression rule: a candidate may fall at most this far below the checkpoint it replaces, on any kind and measure.
+NO_REGRESSION_TOLERANCE = 0.02
+
+
+def _outcomes(higher, lower):
+    import numpy as np
+
+    higher, lower = np.asarray(higher, float), np.asarray(lower, float)
+    return (higher > lower) + 0.5 * (higher == lower)
+
+
+def within_pair_accuracy(intact_scores, broken_scores) -> float:
+    """The share of pairs in which the intact story scores above its own broken copy (a tie counts half)."""
+    return float(_outcomes(intact_scores, broken_scores).mean())
+
+
+def across_story_auc(intact, broken, caliper: float = LENGTH_CALIPER, slack: int = LENGTH_SLACK_WORDS) -> tuple[float | None, int]:
+    """AUC of intact stories above broken copies of *other* stories (another prompt), matched for length.
+
+    ``intact`` and ``broken`` are (scores, words, groups) sequences. Every intact story is compared with every broken
+    copy whose group differs and whose length is within ``caliper`` of the longer one's (or ``slack`` words): the
+    share of those comparisons the intact story wins (a tie counts half), and their number; None when there are none.
+    Computed over the whole matrix with numpy: a few hundred stories a side make at most a few hundred thousand cells.
+    """
+    import numpy as np
+
+    (i_scores, i_words, i_groups), (b_scores, b_words, b_groups) = intact, broken
+    i_words, b_words = np.asarray(i_words, float)[:, None], np.asarray(b_words, float)[None, :]
+    matched = np.abs(i_words - b_words) <= np.maximum(caliper * np.maximum(i_words, b_words), slack)
+    matched &= np.asarray(i_groups, object)[:, None] != np.asarray(b_groups, object)[None, :]
+    count = int(matched.sum())
+    if not count:
+        return None, 0
+    wins = _outcomes(np.asarray(i_scores, float)[:, None], np.asarray(b_scores, float)[None, :])
+    return float(wins[matched].mean()), count
+
+
+def regressions(candidate: dict[str, float], incumbent: dict[str, float], tolerance: float = NO_REGRESSION_TOLERANCE) -> dict[str, float]:
+    """The no-regression rule: measure -> how far ``candidate`` falls below ``incumbent``, for every measure both have
+    where it falls more than ``tolerance`` (an empty dict: the rule holds)."""
+    return {name: round(incumbent[name] - value, 4) for name, value in candidate.items()
+            if name in incumbent and value is not None and incumbent[name] is not None and incumbent[name] - value > tolerance}
