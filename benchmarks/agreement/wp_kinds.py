@@ -16,7 +16,6 @@ so ``--split test`` is the report.
 from __future__ import annotations
 
 import argparse
-import hashlib
 from pathlib import Path
 
 from benchmarks.common import add_checkpoint_options, checked_checkpoints, command_line, machine, write_results
@@ -71,9 +70,10 @@ def main(argv=None):
         parser.error("--max-pairs-per-kind must be positive")
     kinds = read_kinds(args.kinds_dir, args.split, args.max_pairs_per_kind, args.seed)
 
-    from storyeval.analysis.suite import StoryQuality, check_config
-    from storyeval.scoring.sequence import load_story_classifier
+    from storyeval.analysis.suite import check_config
     from storyeval_training.selection import length_spearman
+
+    from .story_scores import StoryScores
 
     for label, config in suites.items():
         check_config(config)
@@ -81,16 +81,9 @@ def main(argv=None):
     words = {story: len(story.split()) for story in stories}
     payload = {"machine": machine(), "command": command_line(__name__, argv), "split": args.split, "stories": len(stories),
                "length_rule": summary({kind: accuracy(pairs, words) for kind, pairs in kinds.items()}), "checkpoints": {}}
-    scored: dict[str, dict[str, float]] = {}  # checkpoint files' hash -> story -> score
+    scores = StoryScores(stories, args.batch_size)
 
-    def scores_of(folder: str, scorer) -> dict[str, float]:
-        # keyed by the files, not the path: a suite's part may be the same checkpoint as a --checkpoint in another folder
-        key = hashlib.sha256(b"".join((Path(folder) / name).read_bytes() for name in ("config.json", "model.safetensors"))).hexdigest()
-        if key not in scored:
-            scored[key] = dict(zip(stories, scorer.score(stories, batch_size=args.batch_size, progress_bar=True)))
-        return scored[key]
-
-    def report(label: str, score_of: dict[str, float], **fields) -> None:
+    def report(label: str, score_of: dict[str, float], fields: dict) -> None:
         rho = length_spearman([score_of[s] for s in stories], [words[s] for s in stories])  # null: every story has one length
         result = {**fields, **summary({kind: accuracy(pairs, score_of) for kind, pairs in kinds.items()}),
                   "length_spearman": None if rho is None else round(rho, 4)}
@@ -100,18 +93,9 @@ def main(argv=None):
               + f"); length rho {result['length_spearman']}")
 
     for label, folder in checkpoints.items():
-        scorer = load_story_classifier(folder, device="cpu")
-        report(label, scores_of(folder, scorer), path=folder, settings=scorer.settings())
+        report(label, *scores.checkpoint(folder))
     for label, config in suites.items():
-        suite = StoryQuality(config)
-        combination = suite.combination(None)
-        result = {}
-        for metric, folder, scorer, reference in suite.parts(with_contexts=False):
-            values = [scores_of(folder, scorer)[s] for s in stories]
-            result[f"{metric}_percentile"] = reference.percentile(values)
-        combined = dict(zip(stories, suite.combine(result, combination, False)))
-        report(label, combined, config=config, settings=suite.settings(False, combination), combination=combination,
-               weights=suite.weights(combination, False))
+        report(label, *scores.suite(config))
     print("wrote", write_results(args.output, payload))
 
 

@@ -1,0 +1,163 @@
+"""The modern-text check: does a score drop when a story by today's language models goes off the rails?
+
+    python -m benchmarks.agreement.modern_breaks --breaks-dir <modern_breaks output>            # every shipped config
+    python -m benchmarks.agreement.modern_breaks --breaks-dir <...> --checkpoint k3=runs/k3/best --suite sq=roc-base
+
+The stories are those of ``python -m storyeval_training.data.modern_breaks``: intact stories by instruction-tuned
+generators (one held out of all training) and copies of each with exactly one break (an off-topic sentence, a
+contradiction, two events swapped, a sentence repeated, a cut mid-plot, a sentence moved), read at WP length and
+as ROC-length windows. No human label is used. For each view and kind of break, two measures:
+
+* **within-pair accuracy**: the share of stories that score above their own broken copy (a tie counts half);
+* **across-story AUC**: intact stories against broken copies of *other* stories (another prompt) of about the
+  same length (within 10% of the longer), the share the intact story wins: a score that ranks different stories
+  by style or length rather than coherence fails it even when it tells a story from its own damaged copy.
+
+Each is reported per generator too (intact and broken stories of that generator only, so its style is held
+constant), with the held-out generator marked; ``worst`` is the lowest kind of each measure, the figure
+selection uses. Beside them, each score's Spearman correlation with length in words over the view's stories.
+With ``--baseline LABEL``, each other row lists where it falls more than 0.02 below that row (the no-regression
+rule). ``--split test`` is the report; ``validation`` is what training runs select on.
+"""
+from __future__ import annotations
+
+import argparse
+from collections import defaultdict
+from pathlib import Path
+
+from benchmarks.common import BUNDLED, add_checkpoint_options, checked_checkpoints, command_line, machine, write_results
+
+# every shipped config that scores a story alone (continuation_quality scores a continuation given its context)
+SHIPPED_CHECKPOINTS = ("union-roc", "union-roc-base", "union-wp", "union-wp-base",
+                       "plot-coherence-roc", "plot-coherence-roc-base", "plot-coherence-wp-base")
+SHIPPED_SUITES = ("roc", "roc-base", "wp", "wp-base")
+MEASURES = ("within", "auc")
+
+
+def read_stories(breaks_dir: Path, split: str, views: list[str], max_units: int | None, seed: int):
+    """The split's rows of the chosen views, at most ``max_units`` intact stories (and their copies) per view."""
+    import datasets
+
+    folder = breaks_dir / "stories"
+    if not (folder / "dataset_dict.json").is_file():
+        raise FileNotFoundError(f"--breaks-dir {breaks_dir}: no stories/ (a modern_breaks output folder holds stories/ and pairs/)")
+    rows = datasets.load_from_disk(str(folder))[split].filter(lambda r: r["origin"] == "machine" and r["view"] in views)
+    if max_units:
+        import random
+
+        by_view = defaultdict(list)
+        for unit, view in sorted(set(zip(rows["unit"], rows["view"]))):
+            by_view[view].append(unit)
+        keep = {u for units in by_view.values() for u in random.Random(seed).sample(units, min(max_units, len(units)))}
+        rows = rows.filter(lambda r: r["unit"] in keep)
+    return rows.to_list()
+
+
+def measure(rows: list[dict], score_of: dict[str, float]) -> dict:
+    """Within-pair accuracy and across-story AUC per kind of break, and their minima."""
+    from storyeval_training.selection import across_story_auc, within_pair_accuracy
+
+    intact = {r["unit"]: r for r in rows if r["kind"] == "intact"}
+    by_kind = defaultdict(list)
+    for r in rows:
+        if r["kind"] != "intact":
+            by_kind[r["kind"]].append(r)
+    per_kind = {}
+    for kind, broken in sorted(by_kind.items()):
+        within = within_pair_accuracy([score_of[intact[r["unit"]]["text"]] for r in broken], [score_of[r["text"]] for r in broken])
+        side = lambda rs: ([score_of[r["text"]] for r in rs], [r["words"] for r in rs], [r["group"] for r in rs])  # noqa: E731
+        auc, compared = across_story_auc(side(intact.values()), side(broken))
+        per_kind[kind] = {"within": round(within, 4), "auc": None if auc is None else round(auc, 4), "pairs": len(broken),
+                          "across_comparisons": compared}
+    worst = {m: min((v[m] for v in per_kind.values() if v[m] is not None), default=None) for m in MEASURES}
+    return {"worst": worst, "units": len(intact), "per_kind": per_kind}
+
+
+def report(rows: list[dict], score_of: dict[str, float], held_out: str) -> dict:
+    from storyeval_training.selection import length_spearman
+
+    out = {}
+    for view in sorted({r["view"] for r in rows}):
+        in_view = [r for r in rows if r["view"] == view]
+        texts = sorted({r["text"] for r in in_view})
+        words = {r["text"]: r["words"] for r in in_view}
+        rho = length_spearman([score_of[t] for t in texts], [words[t] for t in texts])
+        generators = {g: measure([r for r in in_view if r["generator"] == g], score_of) for g in sorted({r["generator"] for r in in_view})}
+        out[view] = {**measure(in_view, score_of), "length_spearman": None if rho is None else round(rho, 4),
+                     "held_out_generator": held_out, "generators": generators}
+    return out
+
+
+def flat(result: dict) -> dict[str, float]:
+    """view/kind/measure -> value, the held-out generator's rows too: what the no-regression rule compares."""
+    out = {}
+    for view, per_view in result.items():
+        for kind, values in per_view["per_kind"].items():
+            for m in MEASURES:
+                out[f"{view}/{kind}/{m}"] = values[m]
+        held = per_view["generators"].get(per_view["held_out_generator"])
+        for kind, values in (held or {"per_kind": {}})["per_kind"].items():
+            for m in MEASURES:
+                out[f"{view}/{per_view['held_out_generator']}/{kind}/{m}"] = values[m]
+    return out
+
+
+def line(label: str, result: dict) -> str:
+    parts = []
+    for view, r in result.items():
+        kinds = ", ".join(f"{k} {v['within']:.2f}/{v['auc']:.2f}" for k, v in r["per_kind"].items() if v["auc"] is not None)
+        parts.append(f"[{view}] worst within {r['worst']['within']:.3f}, auc {r['worst']['auc']:.3f} ({kinds}); length rho {r['length_spearman']}")
+    return f"{label}: " + " ".join(parts)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--breaks-dir", required=True, type=Path, help="python -m storyeval_training.data.modern_breaks's output")
+    parser.add_argument("--split", default="test", choices=["validation", "test"])
+    parser.add_argument("--views", nargs="+", default=["wp", "roc"], choices=["wp", "roc"])
+    parser.add_argument("--max-units-per-view", type=int, default=None, help="a seeded sample of intact stories per view")
+    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--suite", action="append", default=[], metavar="LABEL=CONFIG", help="a story_quality config (repeatable)")
+    parser.add_argument("--baseline", default=None, help="a label: list where each other row falls more than 0.02 below it")
+    add_checkpoint_options(parser, batch_size=16, required=False, help="label=folder (repeatable); default: every shipped config")
+    parser.add_argument("--output", default="modern_breaks")
+    args = parser.parse_args(argv)
+    checkpoints = checked_checkpoints(parser, args) if args.checkpoint else {}
+    suites = dict(value.split("=", 1) for value in args.suite if "=" in value)
+    if len(suites) != len(args.suite):
+        parser.error("--suite expects label=config")
+    if not (checkpoints or suites):
+        checkpoints = {name: str(BUNDLED / name) for name in SHIPPED_CHECKPOINTS}
+        suites = {f"story-quality-{config}": config for config in SHIPPED_SUITES}
+    if args.baseline and args.baseline not in {*checkpoints, *suites}:
+        parser.error(f"--baseline {args.baseline}: not one of the labels {sorted({*checkpoints, *suites})}")
+    if args.max_units_per_view is not None and args.max_units_per_view < 1:
+        parser.error("--max-units-per-view must be positive")
+    from storyeval.analysis.suite import check_config
+    from storyeval_training.data.modern_breaks import HELD_OUT_GENERATOR
+    from storyeval_training.selection import regressions
+
+    from .story_scores import StoryScores
+
+    for config in suites.values():
+        check_config(config)
+    rows = read_stories(args.breaks_dir, args.split, args.views, args.max_units_per_view, args.seed)
+    stories = sorted({r["text"] for r in rows})
+    payload = {"machine": machine(), "command": command_line(__name__, argv), "split": args.split, "stories": len(stories),
+               "checkpoints": {}}
+    scores = StoryScores(stories, args.batch_size)
+    for label, (score_of, fields) in [*((label, scores.checkpoint(folder)) for label, folder in checkpoints.items()),
+                                      *((label, scores.suite(config)) for label, config in suites.items())]:
+        payload["checkpoints"][label] = {**fields, "views": report(rows, score_of, HELD_OUT_GENERATOR)}
+        print(line(label, payload["checkpoints"][label]["views"]), flush=True)
+    if args.baseline:
+        base = flat(payload["checkpoints"][args.baseline]["views"])
+        for label, result in payload["checkpoints"].items():
+            if label != args.baseline:
+                result["regressions_against_baseline"] = regressions(flat(result["views"]), base)
+                print(f"{label} below {args.baseline} by more than 0.02: {result['regressions_against_baseline'] or 'nowhere'}")
+    print("wrote", write_results(args.output, payload))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,50 @@
+"""Scores of one list of stories by checkpoint folders and ``story_quality`` suites, each checkpoint scored once.
+
+The pair benchmarks (``wp_kinds``, ``modern_breaks``) score the same stories with several checkpoints and with
+suites whose parts are some of those checkpoints: a checkpoint's scores are keyed by its files, not its path or
+label, so a suite's part that is also a ``--checkpoint`` (or the same files in another folder) is scored once.
+"""
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+
+def checkpoint_key(folder: str) -> str:
+    return hashlib.sha256(b"".join((Path(folder) / name).read_bytes() for name in ("config.json", "model.safetensors"))).hexdigest()
+
+
+class StoryScores:
+    """``stories`` scored by any number of checkpoints and suites (:meth:`checkpoint`, :meth:`suite`)."""
+
+    def __init__(self, stories: list[str], batch_size: int, progress_bar: bool = True):
+        self.stories, self.batch_size, self.progress_bar = stories, batch_size, progress_bar
+        self._scored: dict[str, dict[str, float]] = {}  # checkpoint files' hash -> story -> score
+
+    def _scores(self, folder: str, scorer) -> dict[str, float]:
+        key = checkpoint_key(folder)
+        if key not in self._scored:
+            self._scored[key] = dict(zip(self.stories, scorer.score(self.stories, batch_size=self.batch_size,
+                                                                    progress_bar=self.progress_bar)))
+        return self._scored[key]
+
+    def checkpoint(self, folder: str) -> tuple[dict[str, float], dict]:
+        """story -> score of a UNION or plot-coherence checkpoint folder, and the fields its results record."""
+        from storyeval.scoring.sequence import load_story_classifier
+
+        scorer = load_story_classifier(folder, device="cpu")
+        return self._scores(folder, scorer), {"path": folder, "settings": scorer.settings()}
+
+    def suite(self, config: str) -> tuple[dict[str, float], dict]:
+        """story -> ``combined`` of a ``story_quality`` config (its parts scored as checkpoints), and its fields."""
+        from storyeval.analysis.suite import StoryQuality, check_config
+
+        suite = StoryQuality(check_config(config))
+        combination = suite.combination(None)
+        result = {}
+        for metric, folder, scorer, reference in suite.parts(with_contexts=False):
+            scores = self._scores(folder, scorer)
+            result[f"{metric}_percentile"] = reference.percentile([scores[s] for s in self.stories])
+        combined = dict(zip(self.stories, suite.combine(result, combination, False)))
+        return combined, {"config": config, "settings": suite.settings(False, combination), "combination": combination,
+                          "weights": suite.weights(combination, False)}
