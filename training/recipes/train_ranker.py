@@ -13,6 +13,15 @@ validation pairs; the best checkpoint is the one whose **lowest** per-kind accur
 (``min_kind_pair_accuracy``), so that no kind can fail while the mean looks good. A kind with no
 validation pairs is refused before anything trains. The model, its options (``--lora-rank``,
 ``--train-top-layers``) and its export are UNION's (:mod:`storyeval_training.recipes.train_union`).
+
+``--across-story-kinds`` names the kinds whose higher story is an intact story and whose lower one a broken copy
+(:mod:`storyeval_training.data.modern_breaks`' pairs, UNION's damage): an intact story should score above *any*
+broken copy, not only its own. For them every evaluation also measures the across-story AUC (each higher story
+against the lower stories of the kind's other pairs, of about the same length: :func:`storyeval_training.selection.across_story_auc`),
+and the kept checkpoint has the highest **worst** of every kind's pair accuracy and these kinds' AUCs
+(``worst_kind_measure``). ``--across-story-weight`` adds the same order to the loss: Bradley-Terry over every
+(higher story of one pair, lower story of another) of those kinds in a batch, whose stories are of similar length
+(batches are grouped by length).
 """
 from __future__ import annotations
 
@@ -34,6 +43,7 @@ from storyeval_training.recipes import train_union
 logger = logging.getLogger("storyeval_training.recipes.train_ranker")
 
 SELECT_BY = "min_kind_pair_accuracy"
+SELECT_BY_ACROSS = "worst_kind_measure"  # with --across-story-kinds: the worst of pair accuracies and across-story AUCs
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -47,6 +57,10 @@ def build_parser() -> argparse.ArgumentParser:
     train_union.add_partial_training_arguments(p)
     p.add_argument("--max-train-pairs-per-kind", type=int, default=None, help="at most N training pairs of each kind (a seeded sample)")
     p.add_argument("--max-eval-pairs-per-kind", type=int, default=200, help="validation pairs of each kind evaluated (0: all)")
+    p.add_argument("--across-story-kinds", nargs="+", default=[], metavar="KIND",
+                   help="kinds of (intact story, broken copy) pairs: also measured, and selected, on across-story AUC")
+    p.add_argument("--across-story-weight", type=float, default=0.0,
+                   help="weight of the loss over intact stories and other stories' broken copies in a batch (--across-story-kinds)")
     p.add_argument("--export-dir", default=None, help="also export the best model here (its card is written when it ships)")
     return p
 
@@ -62,6 +76,11 @@ def parse_args(argv=None):
     train_union.check_partial_training_arguments(p, args)
     if args.max_eval_pairs_per_kind < 0:
         p.error("--max-eval-pairs-per-kind must not be negative (0: all)")
+    unknown = sorted(set(args.across_story_kinds) - set(kinds))
+    if unknown:
+        p.error(f"--across-story-kinds {', '.join(unknown)}: not a --pairs kind ({', '.join(kinds)})")
+    if args.across_story_weight < 0 or (args.across_story_weight and len(args.across_story_kinds) == 0):
+        p.error("--across-story-weight must not be negative, and needs --across-story-kinds")
     args.kinds = kinds
     args.recon_weight = 0.0  # the ranking loss has no reconstruction term
     return args
@@ -81,7 +100,7 @@ def sample(rows: datasets.Dataset, limit: int | None, seed: int) -> datasets.Dat
     return rows.shuffle(seed=seed).select(range(min(limit, len(rows)))) if limit else rows
 
 
-def to_pair_examples(batch: dict, tokenizer, max_length: int, kind: int) -> dict:
+def to_pair_examples(batch: dict, tokenizer, max_length: int, kind: int, across: bool = False) -> dict:
     """Both stories of each pair, tokenised; a story longer than the window is refused, never cut."""
     out = {}
     for side in ("human", "negative"):
@@ -91,6 +110,7 @@ def to_pair_examples(batch: dict, tokenizer, max_length: int, kind: int) -> dict
             raise ValueError(f"{len(too_long)} stories exceed --max-length {max_length} (longest {max(too_long)} tokens)")
         out[f"{side}_input_ids"] = ids
     out["kind"] = [kind] * len(batch["human"])
+    out["across"] = [across] * len(batch["human"])
     return out
 
 
@@ -104,6 +124,7 @@ class PairCollator:
         sides = [{"input_ids": f[f"{side}_input_ids"]} for side in ("human", "negative") for f in features]
         batch = self.tokenizer.pad(sides, return_tensors="pt", pad_to_multiple_of=8)
         batch["kind"] = torch.tensor([f["kind"] for f in features])
+        batch["across"] = torch.tensor([bool(f.get("across", False)) for f in features])
         return batch
 
 
@@ -111,40 +132,79 @@ class PairCollator:
 class RankerOutput(ModelOutput):
     loss: torch.Tensor | None = None
     margins: torch.Tensor | None = None
+    higher: torch.Tensor | None = None
+    lower: torch.Tensor | None = None
+
+
+def across_story_loss(higher: torch.Tensor, lower: torch.Tensor, across: torch.Tensor) -> torch.Tensor:
+    """Bradley-Terry over every (higher story of one pair, lower story of another pair) among the ``across`` pairs;
+    zero with fewer than two of them."""
+    h, low = higher[across], lower[across]
+    if h.numel() < 2:
+        return higher.new_zeros(())
+    other = ~torch.eye(h.numel(), dtype=torch.bool, device=h.device)
+    return nn.functional.softplus(-(h[:, None] - low[None, :]))[other].mean()
 
 
 class PairwiseRanker(nn.Module):
-    """A scorer and the Bradley-Terry loss over a batch laid out as [higher stories; lower stories]."""
+    """A scorer and the Bradley-Terry loss over a batch laid out as [higher stories; lower stories] (plus, with
+    ``across_weight``, :func:`across_story_loss` over the pairs marked ``across``)."""
 
-    def __init__(self, model: nn.Module):
+    def __init__(self, model: nn.Module, across_weight: float = 0.0):
         super().__init__()
         self.model = model
+        self.across_weight = across_weight
 
-    def forward(self, input_ids, attention_mask, kind=None) -> RankerOutput:
+    def forward(self, input_ids, attention_mask, kind=None, across=None) -> RankerOutput:
         logits = self.model(input_ids=input_ids, attention_mask=attention_mask).logits.float()
         half = logits.shape[0] // 2
-        margins = logits[:half] - logits[half:]
-        return RankerOutput(loss=nn.functional.softplus(-margins).mean(), margins=margins)
+        higher, lower = logits[:half], logits[half:]
+        margins = higher - lower
+        loss = nn.functional.softplus(-margins).mean()
+        if self.across_weight and across is not None:
+            loss = loss + self.across_weight * across_story_loss(higher, lower, across)
+        return RankerOutput(loss=loss, margins=margins, higher=higher, lower=lower)
 
 
 @torch.inference_mode()
-def evaluate(model, loader, accelerator, kind_names: list[str]) -> dict:
-    """Each kind's pair accuracy (a tie counts half), their minimum and mean, and the loss."""
+def evaluate(model, loader, accelerator, kind_names: list[str], across: dict[str, dict] | None = None) -> dict:
+    """Each kind's pair accuracy (a tie counts half), their minimum and mean, and the loss; with ``across`` (kind ->
+    its validation pairs' ``words`` and ``stories``, in loader order), those kinds' across-story AUCs and the worst
+    of every measure."""
+    from storyeval_training.selection import across_story_auc
+
     model.eval()
-    margins, kinds = [], []
+    outputs = []
     for batch in loader:
         out = model(**batch)
-        gathered = accelerator.gather_for_metrics((out.margins, batch["kind"]))
-        margins.append(gathered[0])
-        kinds.append(gathered[1])
+        outputs.append(accelerator.gather_for_metrics((out.higher, out.lower, batch["kind"])))
     model.train()
-    margins, kinds = torch.cat(margins), torch.cat(kinds)
+    higher, lower, kinds = (torch.cat([o[i] for o in outputs]) for i in range(3))
+    margins = higher - lower
     wins = (margins > 0).float() + 0.5 * (margins == 0).float()
     per_kind = {name: wins[kinds == index].mean().item() for index, name in enumerate(kind_names) if (kinds == index).any()}
     metrics = {f"pair_accuracy_{name}": value for name, value in per_kind.items()}
     metrics.update({SELECT_BY: min(per_kind.values()), "mean_kind_pair_accuracy": sum(per_kind.values()) / len(per_kind),
                     "loss": nn.functional.softplus(-margins).mean().item()})
+    if across:
+        measures = list(per_kind.values())
+        for name, meta in across.items():
+            chosen = kinds == kind_names.index(name)
+            # a pair's two stories share its story key: a higher story is never compared with its own copy
+            auc, _ = across_story_auc((higher[chosen].tolist(), meta["words"][0], meta["stories"]),
+                                      (lower[chosen].tolist(), meta["words"][1], meta["stories"]))
+            if auc is not None:
+                metrics[f"across_story_auc_{name}"] = auc
+                measures.append(auc)
+        metrics[SELECT_BY_ACROSS] = min(measures)
     return metrics
+
+
+def across_metadata(rows: datasets.Dataset) -> dict:
+    """What the across-story AUC needs of a kind's validation pairs: both sides' lengths in words, and each pair's
+    story (its id up to the first "/": modern_breaks' ids are story/view/kind)."""
+    return {"words": ([len(t.split()) for t in rows["human"]], [len(t.split()) for t in rows["negative"]]),
+            "stories": [pair_id.split("/")[0] for pair_id in rows["id"]]}
 
 
 def main(argv=None) -> None:
@@ -157,11 +217,13 @@ def train(args) -> dict:
     model, tokenizer = train_union.build_model(args)
     with accelerator.main_process_first():
         kinds = load_kinds(args)
-        train_parts, eval_parts, counts = [], [], {}
+        train_parts, eval_parts, counts, across = [], [], {}, {}
         for index, (name, pairs) in enumerate(kinds.items()):
-            fn_kwargs = {"tokenizer": tokenizer, "max_length": args.max_length, "kind": index}
+            fn_kwargs = {"tokenizer": tokenizer, "max_length": args.max_length, "kind": index, "across": name in args.across_story_kinds}
             chosen = {"train": sample(pairs["train"], args.max_train_pairs_per_kind, args.seed),
                       "validation": sample(pairs["validation"], args.max_eval_pairs_per_kind or None, args.seed)}
+            if name in args.across_story_kinds:
+                across[name] = across_metadata(chosen["validation"])
             tokenised = {split: rows.map(to_pair_examples, batched=True, fn_kwargs=fn_kwargs, remove_columns=rows.column_names,
                                          desc=f"tokenising {name} ({split})") for split, rows in chosen.items()}
             train_parts.append(tokenised["train"])
@@ -171,7 +233,8 @@ def train(args) -> dict:
         validation = datasets.concatenate_datasets(eval_parts)
     names = list(kinds)
     logger.info("pairs per kind: %s", counts)
-    ranker = PairwiseRanker(model)
+    ranker = PairwiseRanker(model, args.across_story_weight)
+    select_by = SELECT_BY_ACROSS if across else SELECT_BY
 
     def save_best(wrapper, folder: Path) -> None:
         wrapper.model.save_pretrained(folder)
@@ -179,10 +242,11 @@ def train(args) -> dict:
 
     run = loop.train(ranker, train_set, PairCollator(tokenizer),
                      lengths=[max(len(h), len(n)) for h, n in zip(train_set["human_input_ids"], train_set["negative_input_ids"])],
-                     eval_sets={"validation": validation}, evaluate=lambda m, loaders: evaluate(m, loaders["validation"], accelerator, names),
-                     select_by=SELECT_BY, save_best=save_best)
+                     eval_sets={"validation": validation},
+                     evaluate=lambda m, loaders: evaluate(m, loaders["validation"], accelerator, names, across),
+                     select_by=select_by, save_best=save_best)
     args.pairs = [f"{name}={folder}" for name, folder in args.pairs]  # as typed, for the JSON record
-    results = loop.results(run, args, selected_by=SELECT_BY, pairs_per_kind=counts)
+    results = loop.results(run, args, selected_by=select_by, pairs_per_kind=counts)
     loop.write_results(results)
     if accelerator.is_main_process and args.export_dir:
         train_union.export(loop.output_dir / "best", Path(args.export_dir), results, write_card=None,

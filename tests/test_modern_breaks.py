@@ -1,0 +1,204 @@
+"""The modern-text check: one planted break per copy, its splits, the across-story AUC matched for length, the
+no-regression rule, and the benchmark over a saved check."""
+import json
+import random
+
+import datasets
+import pytest
+
+from benchmarks.agreement import modern_breaks as benchmark
+from storyeval_training import selection
+from storyeval_training.data import breaks, modern_breaks
+
+STORY = ["Once upon a time, Mary lived in a small village by the sea.", "She had three brothers and a dog named Max.",
+         "Every morning Mary walked to the river with Max.", "One day she found a golden key in the water.",
+         "She took it home and showed her three brothers.", "They tried the key on every door in the village.",
+         "At last it opened the old lighthouse."]
+ANTONYMS = {"small": ["big"], "old": ["new"]}
+
+
+def apply(kind, sentences, seed=0):
+    rng = random.Random(seed)
+    if kind == "insert":
+        return breaks.insert(sentences, rng, "The spaceship landed on Mars.")
+    if kind == "contradiction":
+        return breaks.contradiction(sentences, rng, ANTONYMS)
+    return getattr(breaks, kind)(sentences, rng)
+
+
+@pytest.mark.parametrize("kind", breaks.KINDS)
+def test_each_break_leaves_the_opening_and_shows_where_it_is(kind):
+    for seed in range(5):
+        broken, at = apply(kind, STORY, seed)
+        assert broken != STORY and broken[0] == STORY[0] and 1 <= at < len(broken)
+
+
+@pytest.mark.parametrize("kind", breaks.KINDS)
+def test_a_story_of_fewer_than_four_sentences_carries_no_break(kind):
+    assert apply(kind, STORY[:3]) is None
+
+
+def test_each_break_is_exactly_one_change():
+    swapped, at = apply("swap", STORY)
+    assert sorted(swapped) == sorted(STORY) and sum(a != b for a, b in zip(swapped, STORY)) == 2
+    repeated, at = apply("repeat", STORY)
+    assert len(repeated) == len(STORY) + 1 and repeated[at] in STORY[:at]
+    cut, at = apply("cut", STORY)
+    assert cut == STORY[:len(cut)] and len(cut) == round(breaks.CUT_SHARE * len(STORY)) and at == len(cut) - 1
+    moved, at = apply("move", STORY)
+    assert sorted(moved) == sorted(STORY) and moved.index(moved[at]) != STORY.index(moved[at])
+    inserted, at = apply("insert", STORY)
+    assert inserted[at] == "The spaceship landed on Mars." and inserted[:at] + inserted[at + 1:] == STORY
+    changed, at = apply("contradiction", STORY)
+    assert len(changed) == len(STORY) and [i for i, (a, b) in enumerate(zip(changed, STORY)) if a != b] == [at]
+
+
+def test_a_contradiction_renames_a_character_with_the_other_gender_or_changes_a_stated_number():
+    for seed in range(8):
+        changed, at = breaks.contradiction(STORY, random.Random(seed), {})
+        new = changed[at]
+        assert "Mary" not in new or "three" not in new  # the name or the number told earlier changed there
+    told = ["Mary lived by the sea.", "The wind blew hard.", "A ship came in.", "Mary smiled at the sea."]
+    from storyeval import text as textlib
+
+    for seed in range(3):
+        story, at = breaks.contradiction(told, random.Random(seed), {})
+        assert at == 3 and story[:3] == told[:3]
+        name = story[at].split()[0]
+        assert textlib.name_gender(name, cased=True) == "[MALE]"  # Mary became a man's name: visible after delexicalising
+
+
+def test_the_held_out_generator_and_the_builders_held_out_splits_are_test():
+    assert modern_breaks.modern_split("train", modern_breaks.HELD_OUT_GENERATOR, "g1", 42) == "test"
+    assert modern_breaks.modern_split("validation", "gpt-4", "g1", 42) == "test"
+    splits = {modern_breaks.modern_split("train", "gpt-4", f"g{i}", 42) for i in range(50)}
+    assert splits == {"train", "validation"}
+    assert modern_breaks.human_split("test", "g1", 42) is None
+
+
+def test_units_skip_short_stories_with_a_count_and_insert_from_another_prompt_of_the_same_generator():
+    units = modern_breaks.Units(ANTONYMS, seed=1)
+    units.collect_foreign("test", "gpt-4", "g1", STORY)
+    units.collect_foreign("test", "gpt-4", "g2", ["Opening.", "A sentence from elsewhere entirely."])
+    units.collect_foreign("test", "llama-2-70b", "g3", ["Opening.", "A llama sentence."])
+    units.add("test", "s1/wp", "g1", "gpt-4", "machine", "wp", STORY)
+    units.add("test", "s2/wp", "g2", "gpt-4", "machine", "wp", STORY[:3])
+    rows = units.dataset()["test"]
+    assert sorted(rows["kind"]) == sorted(["intact", *breaks.KINDS])
+    inserted = next(r for r in rows if r["kind"] == "insert")
+    assert "A sentence from elsewhere entirely." in inserted["text"]
+    assert units.counts == {"skipped_too_short/machine/wp": 1}
+
+
+def test_an_output_that_opens_like_a_human_judged_item_is_refused_with_the_count(monkeypatch):
+    stories = datasets.DatasetDict({"test": datasets.Dataset.from_dict({"text": ["Ken went to the bar. He sat.", "Other."]})})
+    monkeypatch.setattr(modern_breaks, "human_judged_keys", lambda _: frozenset({modern_breaks.textlib.leakage_key("Ken went to the bar.")}))
+    with pytest.raises(ValueError, match="^1 stories open like a human-judged item"):
+        modern_breaks.check_leakage(stories)
+
+
+def test_the_across_story_auc_skips_the_same_prompt_and_stories_of_other_lengths():
+    intact = ([0.9, 0.2], [100, 100], ["a", "b"])
+    broken = ([0.5, 0.1, 0.0], [100, 105, 300], ["a", "a", "b"])
+    # a's intact story meets only b's broken copy, of another length: no comparison; b's meets a's two copies
+    auc, compared = selection.across_story_auc(intact, broken)
+    assert compared == 2 and auc == 0.5
+    assert selection.across_story_auc(([1.0], [10], ["a"]), ([0.0], [100], ["b"])) == (None, 0)
+    assert selection.within_pair_accuracy([1, 0, 2], [0, 1, 2]) == pytest.approx(0.5)
+
+
+def test_the_no_regression_rule_names_every_measure_that_falls_more_than_its_tolerance():
+    assert selection.regressions({"a": 0.80, "b": 0.70, "c": None}, {"a": 0.81, "b": 0.75, "c": 0.9}) == {"b": 0.05}
+    assert selection.regressions({"a": 0.9}, {"a": 0.9}) == {}
+
+
+def saved_check(folder):
+    units = modern_breaks.Units(ANTONYMS, seed=3)
+    stories = [(f"s{i}", f"g{i}", "gpt-4" if i % 2 else modern_breaks.HELD_OUT_GENERATOR,
+                [f"Story {i} opens here.", *STORY[1:]]) for i in range(4)]
+    for unit, group, generator, sentences in stories:
+        units.collect_foreign("test", generator, group, sentences)
+    for unit, group, generator, sentences in stories:
+        for view in ("wp", "roc"):
+            units.add("test", f"{unit}/{view}", group, generator, "machine", view, sentences)
+    datasets.DatasetDict({"test": units.dataset()["test"]}).save_to_disk(str(folder / "stories"))  # empty splits cannot be read back
+    return folder
+
+
+def test_the_benchmark_reports_both_measures_per_kind_view_and_generator(tmp_path, tiny_checkpoint, monkeypatch):
+    from benchmarks import common
+
+    monkeypatch.setattr(common, "RESULTS", tmp_path)
+    check = saved_check(tmp_path / "check")
+    benchmark.main(["--breaks-dir", str(check), "--checkpoint", f"a={tiny_checkpoint}", "--checkpoint", f"b={tiny_checkpoint}",
+                    "--baseline", "a", "--output", "out"])
+    payload = json.loads((tmp_path / "out.json").read_text())
+    result = payload["checkpoints"]["a"]["views"]
+    assert set(result) == {"wp", "roc"}
+    assert set(result["wp"]["per_kind"]) == set(breaks.KINDS) and set(result["wp"]["worst"]) == {"within", "auc"}
+    assert result["wp"]["held_out_generator"] == modern_breaks.HELD_OUT_GENERATOR
+    assert set(result["wp"]["generators"]) == {"gpt-4", modern_breaks.HELD_OUT_GENERATOR}
+    assert payload["checkpoints"]["b"]["regressions_against_baseline"] == {}  # the same checkpoint holds against itself
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--baseline", "nope"], "--baseline nope: not one of the labels"),
+    (["--max-units-per-view", "0"], "--max-units-per-view must be positive"),
+    (["--suite", "sq"], "--suite expects label=config"),
+])
+def test_the_benchmark_refuses_bad_options_before_scoring(tmp_path, tiny_checkpoint, capsys, argv, message):
+    with pytest.raises(SystemExit):
+        benchmark.main(["--breaks-dir", str(tmp_path), "--checkpoint", f"a={tiny_checkpoint}", *argv])
+    assert message in capsys.readouterr().err
+
+
+def test_the_benchmark_names_a_folder_that_is_not_a_check(tmp_path, tiny_checkpoint):
+    with pytest.raises(FileNotFoundError, match="no stories/"):
+        benchmark.main(["--breaks-dir", str(tmp_path), "--checkpoint", f"a={tiny_checkpoint}"])
+
+
+def test_the_across_story_loss_orders_intact_stories_above_other_stories_copies_only_among_marked_pairs():
+    import torch
+
+    from storyeval_training.recipes import train_ranker
+
+    higher, lower = torch.tensor([2.0, 0.0, 5.0]), torch.tensor([1.0, -1.0, -5.0])
+    across = torch.tensor([True, True, False])
+    expected = (torch.nn.functional.softplus(-torch.tensor(2.0 - -1.0)) + torch.nn.functional.softplus(-torch.tensor(0.0 - 1.0))) / 2
+    assert train_ranker.across_story_loss(higher, lower, across).item() == pytest.approx(expected.item())
+    assert train_ranker.across_story_loss(higher, lower, torch.tensor([True, False, False])).item() == 0.0
+
+
+def test_a_ranker_with_across_story_kinds_selects_on_the_worst_of_accuracies_and_aucs(tmp_path):
+    from conftest import save_tiny_checkpoint
+    from test_wp_kinds import kind_folder
+
+    from storyeval_training.recipes import train_ranker
+
+    start = save_tiny_checkpoint(tmp_path / "start", max_length=32, window_stride=16)
+    kinds = {name: kind_folder(tmp_path / name, validation=4) for name in ("origin", "wp-swap")}
+    results = train_ranker.train(train_ranker.parse_args([
+        *[arg for name, folder in kinds.items() for arg in ("--pairs", f"{name}={folder}")], "--model-name-or-path", str(start),
+        "--max-length", "32", "--max-train-pairs-per-kind", "4", "--max-train-steps", "4", "--eval-steps", "2",
+        "--per-device-train-batch-size", "2", "--across-story-kinds", "wp-swap", "--across-story-weight", "0.5",
+        "--output-dir", str(tmp_path / "run")]))
+    assert results["selected_by"] == "worst_kind_measure"
+    for metrics in results["history"]:
+        assert "across_story_auc_wp-swap" in metrics and "across_story_auc_origin" not in metrics
+        assert metrics["worst_kind_measure"] == min(metrics["pair_accuracy_origin"], metrics["pair_accuracy_wp-swap"],
+                                                    metrics["across_story_auc_wp-swap"])
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--across-story-kinds", "nope"], "--across-story-kinds nope: not a --pairs kind"),
+    (["--across-story-weight", "1"], "needs --across-story-kinds"),
+])
+def test_across_story_options_name_what_is_wrong(tmp_path, capsys, argv, message):
+    from test_wp_kinds import kind_folder
+
+    from storyeval_training.recipes import train_ranker
+
+    good = kind_folder(tmp_path / "good")
+    with pytest.raises(SystemExit):
+        train_ranker.parse_args(["--pairs", f"a={good}", "--output-dir", str(tmp_path / "run"), *argv])
+    assert message in capsys.readouterr().err
