@@ -94,9 +94,9 @@ def test_hit_rate_counts_either_copy_of_a_repeated_sentence_and_gives_chance_lev
     from benchmarks.agreement.explain_hit_rate import score_cases
 
     cases = [
-        {"kind": "negation", "sentences": ["It was late .", "He did not go .", "He stayed ."], "planted": 1},
-        {"kind": "repeat_sentence", "sentences": ["It was late .", "He did not go .", "He did not go ."], "planted": 2},
-        {"kind": "negation", "sentences": ["It was not late .", "He went .", "He stayed ."], "planted": 2},
+        {"kind": "negation", "sentences": ["It was late .", "He did not go .", "He stayed ."], "targets": [1]},
+        {"kind": "repeat_sentence", "sentences": ["It was late .", "He did not go .", "He did not go ."], "targets": [1, 2]},
+        {"kind": "negation", "sentences": ["It was not late .", "He went .", "He stayed ."], "targets": [2]},
     ]
     results = score_cases(cases, CountingScorer(), batch_size=4)
     whole, with_context = results["whole_story"], results["first_sentence_as_context"]
@@ -104,6 +104,7 @@ def test_hit_rate_counts_either_copy_of_a_repeated_sentence_and_gives_chance_lev
     assert whole["all"]["hit_rate"] == pytest.approx(2 / 3) and whole["all"]["cases"] == 3
     assert whole["repeat_sentence"]["chance"] == pytest.approx(2 / 3) and whole["negation"]["chance"] == pytest.approx(1 / 3)
     assert with_context["negation"]["chance"] == pytest.approx(1 / 2)
+    assert whole["negation"]["last_sentence"] == pytest.approx(1 / 2) and whole["repeat_sentence"]["last_sentence"] == 1.0
 
 
 def test_planted_flaws_change_exactly_one_sentence_after_the_first():

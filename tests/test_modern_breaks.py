@@ -202,3 +202,15 @@ def test_across_story_options_name_what_is_wrong(tmp_path, capsys, argv, message
     with pytest.raises(SystemExit):
         train_ranker.parse_args(["--pairs", f"a={good}", "--output-dir", str(tmp_path / "run"), *argv])
     assert message in capsys.readouterr().err
+
+
+def test_explain_cases_from_the_check_target_both_sentences_of_a_swap_and_both_copies_of_a_repeat(tmp_path):
+    from benchmarks.agreement.explain_hit_rate import break_cases
+
+    check = saved_check(tmp_path / "check")
+    cases = break_cases(check, "roc", per_kind=2, seed=0)
+    assert {c["kind"] for c in cases} == set(breaks.KINDS)
+    for case in cases:
+        assert case["targets"] and all(1 <= t < len(case["sentences"]) for t in case["targets"])
+        if case["kind"] in ("swap", "repeat"):
+            assert len(case["targets"]) == 2

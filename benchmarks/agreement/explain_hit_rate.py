@@ -19,7 +19,14 @@ story: blaming either copy counts as a hit, and its chance level counts both.
 Two ways to call it are measured: on the whole story (``explain(story)``, the first
 sentence blamable too) and with the first sentence passed as the context (never
 blamed, as the demo does with its context box). The chance level is the hit rate of
-a blame drawn uniformly at random. Results go to ``benchmarks/results/explain_hit_rate.json``.
+a blame drawn uniformly at random; ``last_sentence`` that of always blaming the last one.
+Results go to ``benchmarks/results/explain_hit_rate.json``.
+
+``--breaks-dir`` takes the cases from the modern-text check instead
+(``python -m storyeval_training.data.modern_breaks``): the broken copies of its test
+split (``--view``, ROC-length windows by default), ``--per-kind`` of each kind of break,
+the target being the sentence the break shows in (both sentences of a swap, both copies
+of a repeated sentence), into ``explain_hit_rate_modern.json``.
 """
 from __future__ import annotations
 
@@ -27,6 +34,7 @@ import argparse
 import random
 import time
 from collections import defaultdict
+from pathlib import Path
 
 from benchmarks.checkpoints.reference_scores import test_stories
 from benchmarks.common import CHECKOUT, command_line, machine, metric_checkpoint_spec, write_results
@@ -83,9 +91,33 @@ def build_cases(per_kind: int, seed: int) -> list[dict]:
         if len(changed) != 1 or len(planted) != len(units):
             raise AssertionError(f"{kind} changed sentences {changed} of story {number}; expected exactly one")
         counts[kind] += 1
-        cases.append({"kind": kind, "sentences": [" ".join(s) for s in planted], "planted": changed[0]})
+        sentences = [" ".join(s) for s in planted]
+        # a copied sentence and its copy are the same text: leaving out either gives the same story
+        cases.append({"kind": kind, "sentences": sentences, "targets": [i for i, s in enumerate(sentences) if s == sentences[changed[0]]]})
     if min(counts.values()) < per_kind:
         raise SystemExit(f"the test split gave only {counts} cases")
+    return cases
+
+
+def break_cases(breaks_dir, view: str, per_kind: int, seed: int) -> list[dict]:
+    """``per_kind`` broken copies of each kind (a seeded sample) of the check's test split, with their targets."""
+    import datasets
+
+    rows = datasets.load_from_disk(str(breaks_dir / "stories"))["test"].filter(lambda r: r["view"] == view and r["origin"] == "machine")
+    intact = {r["unit"]: r["sentences"] for r in rows if r["kind"] == "intact"}
+    by_kind = defaultdict(list)
+    for r in rows:
+        if r["kind"] != "intact":
+            by_kind[r["kind"]].append(r)
+    cases = []
+    for kind, broken in sorted(by_kind.items()):
+        for r in random.Random(seed).sample(broken, min(per_kind, len(broken))):
+            sentences, original = r["sentences"], intact[r["unit"]]
+            if kind == "swap":
+                targets = [i for i, (a, b) in enumerate(zip(sentences, original)) if a != b]
+            else:  # a repeated sentence's two copies are one text, so either may be blamed
+                targets = [i for i, s in enumerate(sentences) if s == sentences[r["break_at"]]]
+            cases.append({"kind": kind, "sentences": sentences, "targets": targets})
     return cases
 
 
@@ -100,20 +132,19 @@ def score_cases(cases: list[dict], scorer, batch_size: int) -> dict:
     results = {}
     for mode, explanations in modes.items():
         offset = 0 if mode == "whole_story" else 1  # sentence indices of the blame, in the story's numbering
-        groups = defaultdict(lambda: {"hits": 0, "cases": 0, "chance": 0.0})
+        groups = defaultdict(lambda: {"hits": 0, "cases": 0, "chance": 0.0, "last": 0})
         for case, explanation in zip(cases, explanations):
             sentences = case["sentences"]
-            planted_text = sentences[case["planted"]]
             blamed = explanation.ranking()[0] + offset
-            # a copied sentence and its copy are the same text: leaving out either gives the same story
-            targets = [i for i in range(offset, len(sentences)) if sentences[i] == planted_text]
+            targets = [i for i in case["targets"] if i >= offset]
             for key in ("all", case["kind"]):
                 group = groups[key]
                 group["cases"] += 1
                 group["hits"] += blamed in targets
                 group["chance"] += len(targets) / (len(sentences) - offset)
-        results[mode] = {key: {"hit_rate": g["hits"] / g["cases"], "cases": g["cases"], "chance": g["chance"] / g["cases"]}
-                         for key, g in groups.items()}
+                group["last"] += len(sentences) - 1 in targets
+        results[mode] = {key: {"hit_rate": g["hits"] / g["cases"], "cases": g["cases"], "chance": g["chance"] / g["cases"],
+                               "last_sentence": g["last"] / g["cases"]} for key, g in groups.items()}
     return results
 
 
@@ -124,16 +155,23 @@ def main(argv=None):
     parser.add_argument("--per-kind", type=int, default=100, help="cases per kind of planted flaw")
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--breaks-dir", type=Path, default=None, help="the modern-text check's output: its broken copies are the cases")
+    parser.add_argument("--view", choices=["roc", "wp"], default="roc", help="with --breaks-dir: which view's copies")
     args = parser.parse_args(argv)
     if args.per_kind < 1 or args.batch_size < 1:
         parser.error("--per-kind and --batch-size must be positive")
+    if args.breaks_dir and not (args.breaks_dir / "stories" / "dataset_dict.json").is_file():
+        parser.error(f"--breaks-dir {args.breaks_dir}: no stories/ (a modern_breaks output folder)")
 
     from storyeval.checkpoints.resolution import resolve_checkpoint
     from storyeval.scoring.sequence import load_scorer
 
     command = command_line(__name__, argv)
-    cases = build_cases(args.per_kind, args.seed)
-    payload = {"machine": machine(), "command": command, "split": "roc test", "seed": args.seed, "cases": len(cases), "checkpoints": {}}
+    if args.breaks_dir:
+        cases, split, output = break_cases(args.breaks_dir, args.view, args.per_kind, args.seed), f"modern_breaks test ({args.view})", "explain_hit_rate_modern"
+    else:
+        cases, split, output = build_cases(args.per_kind, args.seed), "roc test", "explain_hit_rate"
+    payload = {"machine": machine(), "command": command, "split": split, "seed": args.seed, "cases": len(cases), "checkpoints": {}}
     for metric, label, config in args.checkpoint or DEFAULT_CHECKPOINTS:
         path = resolve_checkpoint(metric, config)
         scorer = load_scorer(metric, path)
@@ -141,9 +179,9 @@ def main(argv=None):
         results = score_cases(cases, scorer, args.batch_size)
         payload["checkpoints"][label] = {"metric": metric, "path": str(path), "seconds": round(time.perf_counter() - started, 2), **results}
         for mode, groups in results.items():
-            print(f"{label} ({mode}): " + ", ".join(f"{key} {g['hit_rate']:.3f} (chance {g['chance']:.3f}, n={g['cases']})"
-                                                    for key, g in groups.items()))
-    print("wrote", write_results("explain_hit_rate", payload))
+            print(f"{label} ({mode}): " + ", ".join(f"{key} {g['hit_rate']:.3f} (chance {g['chance']:.3f}, last {g['last_sentence']:.3f}, "
+                                                    f"n={g['cases']})" for key, g in groups.items()))
+    print("wrote", write_results(output, payload))
 
 
 if __name__ == "__main__":

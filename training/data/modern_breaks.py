@@ -21,7 +21,7 @@ and not the writer.
 Output, under ``--output-dir``:
 
 * ``stories/``: a ``DatasetDict`` (train / validation / test) of every intact story and broken copy, as
-  written (cased; the scorers normalise text themselves), with ``unit`` (the intact story a row belongs to),
+  written (cased; the scorers normalise text themselves) and as its ``sentences``, with ``unit`` (the intact story a row belongs to),
   ``group`` (its prompt), ``generator``, ``origin``, ``view``, ``kind`` (``intact`` or the break),
   ``break_at`` (the sentence the break shows in; -1 when intact) and ``words``;
 * ``pairs/<view>-<kind>/`` (``wp-insert``, ``roc-cut``, ...): the same as (intact, broken) pairs in the negative
@@ -70,8 +70,8 @@ VALIDATION_PERCENT = 20
 STORY_FEATURES = datasets.Features({
     "id": datasets.Value("string"), "unit": datasets.Value("string"), "group": datasets.Value("string"),
     "generator": datasets.Value("string"), "origin": datasets.Value("string"), "view": datasets.Value("string"),
-    "kind": datasets.Value("string"), "text": datasets.Value("string"), "break_at": datasets.Value("int32"),
-    "sentences": datasets.Value("int32"), "words": datasets.Value("int32"),
+    "kind": datasets.Value("string"), "text": datasets.Value("string"), "sentences": datasets.List(datasets.Value("string")),
+    "break_at": datasets.Value("int32"), "words": datasets.Value("int32"),
 })
 AS_WRITTEN = {"tokenize": False, "delexicalize": False, "max_words": 0}
 
@@ -152,7 +152,7 @@ class Units:
         rows = self.rows[split]
         for name, value in (("id", f"{unit}/{kind}"), ("unit", unit), ("group", group), ("generator", generator),
                             ("origin", origin), ("view", view), ("kind", kind), ("text", " ".join(sentences)),
-                            ("break_at", break_at), ("sentences", len(sentences)), ("words", words(sentences))):
+                            ("sentences", list(sentences)), ("break_at", break_at), ("words", words(sentences))):
             rows[name].append(value)
 
     def dataset(self) -> datasets.DatasetDict:
