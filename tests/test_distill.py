@@ -237,12 +237,30 @@ def test_with_several_kinds_of_selection_pairs_the_worst_kind_selects(scored, tm
     assert best["selection_score"] == (best["heldout_spearman"] + best["selection_pair_accuracy"]) / 2
 
 
+def test_across_story_sets_add_their_auc_to_the_worst_that_selects(scored, tmp_path):
+    folder, cache, _ = scored
+    student = save_tiny_checkpoint(tmp_path / "student", max_length=32, window_stride=16)
+    first, second = selection_pairs(tmp_path / "a"), selection_pairs(tmp_path / "b")
+    results = distill.train(distill.parse_args([
+        "--student", str(student), "--transfer-dir", str(folder), "--teacher-scores", str(cache),
+        "--selection-pairs", f"origin={first}", "--selection-pairs", f"breaks={second}", "--across-story-sets", "breaks",
+        "--max-transfer-stories", "12", "--max-train-steps", "2", "--eval-steps", "2", "--per-device-train-batch-size", "4",
+        "--output-dir", str(tmp_path / "run")]))
+    best = results["best_validation"]
+    assert "selection_across_story_auc_origin" not in best
+    measures = [best["selection_pair_accuracy_origin"], best["selection_pair_accuracy_breaks"]]
+    if best["selection_across_story_auc_breaks"] is not None:  # None where no two stories are of about one length
+        measures.append(best["selection_across_story_auc_breaks"])
+    assert best["selection_pair_accuracy"] == min(measures)
+
+
 @pytest.mark.parametrize("extra, message", [
     ([], "give --selection-pairs-dir or --selection-pairs"),
     (["--selection-pairs-dir", "X", "--selection-pairs", "a=X"], "not both"),
     (["--selection-pairs", "a=X", "--selection-pairs", "a=X"], "names repeat"),
     (["--selection-pairs", "a=nowhere"], "no saved DatasetDict"),
     (["--selection-pairs", "a=X", "--max-selection-pairs-per-set", "0"], "must be positive: --max-selection-pairs-per-set 0"),
+    (["--selection-pairs", "a=X", "--across-story-sets", "b"], "--across-story-sets b: not a --selection-pairs set (a)"),
 ])
 def test_selection_pairs_options_are_checked_before_training(scored, tmp_path, capsys, extra, message):
     folder, cache, _ = scored

@@ -73,6 +73,20 @@ def across_story_auc(intact, broken, caliper: float = LENGTH_CALIPER, slack: int
     return float(wins[matched].mean()), count
 
 
+def across_metadata(rows) -> dict:
+    """What :func:`pairs_across_story_auc` needs of a set of (higher, lower) pairs (``human``, ``negative`` and ``id``
+    columns): both sides' lengths in words, and each pair's story, its id up to the first "/" (modern_breaks' ids are
+    story/view/kind, so one story's copies are never compared with it)."""
+    return {"words": ([len(t.split()) for t in rows["human"]], [len(t.split()) for t in rows["negative"]]),
+            "stories": [pair_id.split("/")[0] for pair_id in rows["id"]]}
+
+
+def pairs_across_story_auc(higher, lower, metadata: dict) -> float | None:
+    """:func:`across_story_auc` of pairs' higher stories against the lower stories of the other pairs, from the two
+    sides' scores in the pairs' order and their :func:`across_metadata`."""
+    return across_story_auc((higher, metadata["words"][0], metadata["stories"]), (lower, metadata["words"][1], metadata["stories"]))[0]
+
+
 def regressions(candidate: dict[str, float], incumbent: dict[str, float], tolerance: float = NO_REGRESSION_TOLERANCE) -> dict[str, float]:
     """The no-regression rule: measure -> how far ``candidate`` falls below ``incumbent``, for every measure both have
     where it falls more than ``tolerance`` (an empty dict: the rule holds)."""

@@ -18,7 +18,9 @@ transfer file's ``heldout`` stories, and the pair accuracy on ``--selection-pair
 (model-written negatives, e.g. ``storyeval-train-plot-coherence --pairs-only``); the best evaluation has the
 highest mean of the two (``selection_score``). With several kinds of pairs (``--selection-pairs NAME=FOLDER``,
 repeatable, e.g. the WP kinds of :mod:`storyeval_training.data.wp_kinds`), the pair accuracy in that mean is the
-worst kind's, so that a student that fails one kind is not selected for the others. ``--evaluate-only`` gives any checkpoint's figures on both (the
+worst kind's, so that a student that fails one kind is not selected for the others; ``--across-story-sets`` adds those
+sets' across-story AUCs to that worst (a student must rank an intact story above other stories' broken copies too,
+not only above its own). ``--evaluate-only`` gives any checkpoint's figures on both (the
 student's starting point, say) by the same code, without training, into ``<output-dir>/selection_signals.json``.
 """
 from __future__ import annotations
@@ -45,7 +47,7 @@ from storyeval_training.data.named_sets import checked_pair_folders, pair_folder
 from storyeval_training.data.transfer import STORIES_FILE, TEACHER_FIELDS, file_sha256, read_cache, read_stories, teacher_fields, training_commit
 from storyeval_training.loop import LoopArguments, TrainingLoop, add_loop_arguments, check_loop_arguments
 from storyeval_training.recipes import train_union
-from storyeval_training.selection import length_spearman
+from storyeval_training.selection import across_metadata, length_spearman, pairs_across_story_auc
 
 logger = logging.getLogger("storyeval_training.recipes.distill")
 
@@ -68,6 +70,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--selection-pairs", action="append", default=[], type=pair_folder, metavar="NAME=FOLDER",
                    help="instead: several kinds of held-out pairs (repeatable); the worst kind's pair accuracy selects")
     p.add_argument("--max-selection-pairs-per-set", type=int, default=None, help="a seeded sample of each set's validation pairs")
+    p.add_argument("--across-story-sets", nargs="+", default=[], metavar="NAME",
+                   help="--selection-pairs sets of (intact story, broken copy) pairs whose across-story AUC (length-matched, "
+                        "storyeval_training.selection) also selects: the worst of every set's pair accuracy and these AUCs")
     p.add_argument("--loss", choices=["mse", "kl"], default="mse")
     p.add_argument("--hard-label-weight", type=float, default=0.0, help="weight of the stories' own labels beside the teacher's")
     p.add_argument("--length-neutral-targets", action="store_true",
@@ -99,9 +104,12 @@ def parse_args(argv=None):
     if args.selection_pairs_dir and not (Path(args.selection_pairs_dir) / "dataset_dict.json").is_file():
         p.error(f"--selection-pairs-dir {args.selection_pairs_dir}: no saved DatasetDict there (dataset_dict.json)")
     try:
-        checked_pair_folders(args.selection_pairs, "--selection-pairs")
+        names = checked_pair_folders(args.selection_pairs, "--selection-pairs")
     except ValueError as error:
         p.error(str(error))
+    unknown = sorted(set(args.across_story_sets) - set(names))
+    if unknown:
+        p.error(f"--across-story-sets {', '.join(unknown)}: not a --selection-pairs set ({', '.join(names) or 'none given'})")
     if args.hard_label_weight < 0:
         p.error("--hard-label-weight must not be negative")
     if args.evaluate_only and (Path(args.output_dir) / SIGNALS_FILE).exists():
@@ -235,14 +243,15 @@ def selection_key(name: str) -> str:
     return "selection" if name == "selection" else f"selection_{name}"
 
 
-def selection_examples(folder: Path, args, config, tokenizer) -> datasets.Dataset:
-    """A selection set's validation pairs (a seeded sample with --max-selection-pairs-per-set), tokenised as scoring does."""
+def selection_examples(folder: Path, args, config, tokenizer) -> tuple[datasets.Dataset, dict]:
+    """A selection set's validation pairs (a seeded sample with --max-selection-pairs-per-set), tokenised as scoring does,
+    and what their across-story AUC needs (:func:`storyeval_training.selection.across_metadata`)."""
     pairs = train_union.load_selection_pairs(str(folder), config.delexicalize)
     if args.max_selection_pairs_per_set and len(pairs) > args.max_selection_pairs_per_set:
         pairs = pairs.shuffle(seed=args.seed).select(range(args.max_selection_pairs_per_set))
     examples = pairs.map(train_union.to_examples, batched=True, remove_columns=pairs.column_names,
                          fn_kwargs={"tokenizer": tokenizer, "max_length": config.max_length}, desc="tokenising selection pairs")
-    return examples.remove_columns(["recon_labels", "pair"])
+    return examples.remove_columns(["recon_labels", "pair"]), across_metadata(pairs)
 
 
 class Collator:
@@ -298,7 +307,11 @@ def train(args) -> dict:
     config = student.config
     with accelerator.main_process_first():
         train_set, heldout, counts = transfer_examples(args, config.delexicalize, tokenizer, config.max_length)
-        selections = {name: selection_examples(folder, args, config, tokenizer) for name, folder in selection_sets(args)}
+        selections, across = {}, {}
+        for name, folder in selection_sets(args):
+            selections[name], metadata = selection_examples(folder, args, config, tokenizer)
+            if name in args.across_story_sets:
+                across[name] = metadata
     heldout_words = heldout["words"]
     teacher_length = length_spearman(heldout["teacher_logits"], heldout_words)  # the teacher's: one figure for the whole run
     length_slope = None
@@ -312,12 +325,15 @@ def train(args) -> dict:
     def evaluate(model, loaders) -> dict:
         ours, teacher = student_logits(model, loaders["heldout"], accelerator)
         spearman = float(stats.spearmanr(ours.numpy(), teacher.numpy()).statistic)
-        accuracies = {}
+        accuracies, aucs = {}, {}
         for name in selections:
             pair_logits, labels = student_logits(model, loaders[selection_key(name)], accelerator)
             accuracies[name] = train_union.pair_accuracy(pair_logits, labels.long())
-        worst = min(accuracies.values())
+            if name in across:  # to_examples lays each pair out as (higher, lower) at 2i, 2i+1
+                aucs[name] = pairs_across_story_auc(pair_logits[0::2].tolist(), pair_logits[1::2].tolist(), across[name])
+        worst = min([*accuracies.values(), *(auc for auc in aucs.values() if auc is not None)])
         per_set = {f"selection_pair_accuracy_{name}": value for name, value in accuracies.items()} if len(accuracies) > 1 else {}
+        per_set.update({f"selection_across_story_auc_{name}": value for name, value in aucs.items()})
         # does the student follow length more than its teacher? (a diagnostic; it selects nothing)
         return {"heldout_spearman": spearman, "heldout_mse": float(((ours - teacher) ** 2).mean()),
                 "student_heldout_length_spearman": length_spearman(ours.numpy(), heldout_words),

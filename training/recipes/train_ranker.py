@@ -39,6 +39,7 @@ from storyeval.checkpoints.resolution import OFFLINE_BACKBONE
 from storyeval_training.data.named_sets import pair_folder, set_names
 from storyeval_training.loop import LoopArguments, TrainingLoop, add_loop_arguments, check_loop_arguments
 from storyeval_training.recipes import train_union
+from storyeval_training.selection import across_metadata, pairs_across_story_auc
 
 logger = logging.getLogger("storyeval_training.recipes.train_ranker")
 
@@ -171,8 +172,6 @@ def evaluate(model, loader, accelerator, kind_names: list[str], across: dict[str
     """Each kind's pair accuracy (a tie counts half), their minimum and mean, and the loss; with ``across`` (kind ->
     its validation pairs' ``words`` and ``stories``, in loader order), those kinds' across-story AUCs and the worst
     of every measure."""
-    from storyeval_training.selection import across_story_auc
-
     model.eval()
     outputs = []
     for batch in loader:
@@ -190,21 +189,13 @@ def evaluate(model, loader, accelerator, kind_names: list[str], across: dict[str
         measures = list(per_kind.values())
         for name, meta in across.items():
             chosen = kinds == kind_names.index(name)
-            # a pair's two stories share its story key: a higher story is never compared with its own copy
-            auc, _ = across_story_auc((higher[chosen].tolist(), meta["words"][0], meta["stories"]),
-                                      (lower[chosen].tolist(), meta["words"][1], meta["stories"]))
+            auc = pairs_across_story_auc(higher[chosen].tolist(), lower[chosen].tolist(), meta)
             if auc is not None:
                 metrics[f"across_story_auc_{name}"] = auc
                 measures.append(auc)
         metrics[SELECT_BY_ACROSS] = min(measures)
     return metrics
 
-
-def across_metadata(rows: datasets.Dataset) -> dict:
-    """What the across-story AUC needs of a kind's validation pairs: both sides' lengths in words, and each pair's
-    story (its id up to the first "/": modern_breaks' ids are story/view/kind)."""
-    return {"words": ([len(t.split()) for t in rows["human"]], [len(t.split()) for t in rows["negative"]]),
-            "stories": [pair_id.split("/")[0] for pair_id in rows["id"]]}
 
 
 def main(argv=None) -> None:
