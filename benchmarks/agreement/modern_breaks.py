@@ -22,14 +22,15 @@ rule). ``--split test`` is the report; ``validation`` is what training runs sele
 from __future__ import annotations
 
 import argparse
+import itertools
 from collections import defaultdict
 from pathlib import Path
 
 from benchmarks.common import BUNDLED, add_checkpoint_options, checked_checkpoints, command_line, machine, write_results
 
 # every shipped config that scores a story alone (continuation_quality scores a continuation given its context)
-SHIPPED_CHECKPOINTS = ("union-roc", "union-roc-base", "union-wp", "union-wp-base",
-                       "plot-coherence-roc", "plot-coherence-roc-base", "plot-coherence-wp-base")
+SHIPPED_CHECKPOINTS = ("union-wp-base", "union-roc-base", "union-roc", "union-wp",
+                       "plot-coherence-roc-base", "plot-coherence-wp-base", "plot-coherence-roc")
 SHIPPED_SUITES = ("roc", "roc-base", "wp", "wp-base")
 MEASURES = ("within", "auc")
 
@@ -146,10 +147,13 @@ def main(argv=None):
     payload = {"machine": machine(), "command": command_line(__name__, argv), "split": args.split, "stories": len(stories),
                "checkpoints": {}}
     scores = StoryScores(stories, args.batch_size)
-    for label, (score_of, fields) in [*((label, scores.checkpoint(folder)) for label, folder in checkpoints.items()),
-                                      *((label, scores.suite(config)) for label, config in suites.items())]:
+    measured = itertools.chain(((label, lambda folder=folder: scores.checkpoint(folder)) for label, folder in checkpoints.items()),
+                               ((label, lambda config=config: scores.suite(config)) for label, config in suites.items()))
+    for label, score in measured:
+        score_of, fields = score()
         payload["checkpoints"][label] = {**fields, "views": report(rows, score_of, HELD_OUT_GENERATOR)}
         print(line(label, payload["checkpoints"][label]["views"]), flush=True)
+        write_results(args.output, payload)  # after each checkpoint: a long run stopped part-way keeps what it measured
     if args.baseline:
         base = flat(payload["checkpoints"][args.baseline]["views"])
         for label, result in payload["checkpoints"].items():
