@@ -232,6 +232,32 @@ def guard_correlation_table(reader: ResultsReader) -> list[str]:
     return lines
 
 
+# the modern-text check of the shipped configs (benchmarks/agreement/modern_breaks.py), one row per config in any of these
+MODERN = ("modern_breaks", "modern_breaks_plot")
+
+
+def _worst(per_kind: dict, measure: str) -> str:
+    kind, values = min(((k, v) for k, v in per_kind.items() if v[measure] is not None), key=lambda item: item[1][measure])
+    return f"{values[measure]:.3f} ({kind})"
+
+
+def modern_files(results_dir: Path) -> list[str]:
+    return [name for name in MODERN if (Path(results_dir) / f"{name}.json").is_file()]
+
+
+def modern_table(reader: ResultsReader, names: list[str]) -> list[str]:
+    """Per config and view: the worst kind of break on each measure, the held-out generator's worst, and the length signal."""
+    rows = {label: result for name in names for label, result in reader.file(name)["checkpoints"].items()}  # a later file's row wins
+    lines = ["| config | view (stories) | within-pair accuracy, worst kind | across-story AUC, worst kind "
+             "| held-out generator: within / AUC, worst | Spearman with length |", "|---|---|---|---|---|---|"]
+    for label, result in rows.items():
+        for view, r in result["views"].items():
+            held = r["generators"][r["held_out_generator"]]
+            lines.append(f"| `{label}` | {view} ({r['units']}) | {_worst(r['per_kind'], 'within')} | {_worst(r['per_kind'], 'auc')} "
+                         f"| {held['worst']['within']:.3f} / {held['worst']['auc']:.3f} ({r['held_out_generator']}) | {r['length_spearman']:.2f} |")
+    return lines
+
+
 def render_summary(results_dir: Path = RESULTS, current=CURRENT) -> str:
     """The generated block, markers included."""
     reader = ResultsReader(results_dir)
@@ -245,6 +271,14 @@ def render_summary(results_dir: Path = RESULTS, current=CURRENT) -> str:
         lines += [*continuation_table(reader, continuation_rows), "",
                   f"From {', '.join(sorted(files))}; {NOT_SIGNIFICANT}: p ≥ .05. pairs/s: the whole scoring path, "
                   "a learned encoder's included (the base tier's MPNet-base).", ""]
+    if modern_files(results_dir):
+        names = modern_files(results_dir)
+        lines += ["Stories by today's language models with one planted break (the modern-text check, no human label; "
+                  "[modern_text.md](benchmarks/experiments/modern_text.md)): how often a story scores above its own broken copy, "
+                  "and above other stories' broken copies of about its length (AUC), on a seeded sample of its test split; each config's "
+                  "worst kind of break on each measure:", "",
+                  *modern_table(reader, names), "",
+                  "From " + ", ".join(f"`{name}.json` (measured at {reader.commit(name)})" for name in names) + ".", ""]
     if gaming_files(results_dir):
         names = gaming_files(results_dir)
         lines += ["Rewards (`storyeval.reward`) against degenerate outputs a policy drifts to: which beat the median human-written "

@@ -35,7 +35,7 @@ def copies(tmp_path):
              | {name for name, _ in report.PAPER_RESULTS.values()})
     for name in names | {row.cross_validated for row in report.CURRENT if getattr(row, "cross_validated", None)}:
         shutil.copy(RESULTS / f"{name}.json", results)
-    for name in (*report.GAMING, report.GUARD_CORRELATION):  # the reward tables, where measured
+    for name in (*report.GAMING, report.GUARD_CORRELATION, *report.MODERN):  # the reward and modern-text tables, where measured
         if (RESULTS / f"{name}.json").is_file():
             shutil.copy(RESULTS / f"{name}.json", results)
     benchmarks_md = tmp_path / "BENCHMARKS.md"
@@ -107,3 +107,12 @@ def test_a_new_checkpoint_needs_one_entry(copies):
     summary = report.render_summary(results, current=(*report.CURRENT, row))
     assert sum("`union-roc-large`" in line for line in summary.splitlines()) == 1
 
+
+
+def test_the_modern_text_table_gives_each_configs_worst_kind_per_view_and_measure(tmp_path):
+    per_kind = {"cut": {"within": 0.5, "auc": 0.3}, "swap": {"within": 0.7, "auc": 0.6}, "move": {"within": 0.9, "auc": None}}
+    view = {"units": 150, "per_kind": per_kind, "held_out_generator": "claude-instant", "length_spearman": 0.12,
+            "generators": {"claude-instant": {"worst": {"within": 0.4, "auc": 0.35}}}}
+    (tmp_path / "modern.json").write_text(json.dumps({"machine": {"commit": "abc1234"}, "checkpoints": {"union-wp-base": {"views": {"wp": view}}}}))
+    lines = report.modern_table(report.ResultsReader(tmp_path), ["modern"])
+    assert lines[2] == "| `union-wp-base` | wp (150) | 0.500 (cut) | 0.300 (cut) | 0.400 / 0.350 (claude-instant) | 0.12 |"
