@@ -283,3 +283,14 @@ def test_an_empty_shard_gets_an_empty_part_without_a_cluster(tmp_path, capsys):
     assert part.num_rows == 0 and part.column_names == ["score", "score_problem", "score_settings"]
     assert run_cli(source, "-o", output) == 0
     assert "all 1 parts are in" in capsys.readouterr().err
+
+
+def test_score_dataset_warns_that_rays_parquet_reader_lists_its_files_in_a_task_that_needs_a_cpu(cluster, tmp_path, caplog):
+    from storyeval.analysis.ray_data import lists_files_in_a_task
+
+    pq.write_table(pa.Table.from_pylist(rows(4)), tmp_path / "a.parquet")
+    (tmp_path / "a.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows(4)))
+    with caplog.at_level(logging.WARNING, logger="storyeval.analysis.ray_data"):
+        score_dataset(ray.data.read_parquet(str(tmp_path / "a.parquet"), num_cpus=0), "union", "roc", actors=2)  # lazy
+    assert "Ray's Parquet reader lists its files in a task" in caplog.text
+    assert not lists_files_in_a_task(ray.data.read_json(str(tmp_path / "a.jsonl"), num_cpus=0))
