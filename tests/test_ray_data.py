@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -234,6 +235,8 @@ def test_score_dataset_checks_columns_metric_and_options_before_running(cluster)
         score_dataset(dataset, "union", "roc", actors=0)
     with pytest.raises(TypeError, match="scorer_class must be StoryScorer"):
         score_dataset(dataset, "union", "roc", scorer_class=dict)
+    with pytest.raises(ValueError, match="which Ray refuses for actors with GPUs"):
+        score_dataset(dataset, "union", "roc", ray_batch_size=None, num_gpus=1)
 
 
 def test_every_metric_scores_a_batch_as_in_one_process():
@@ -325,6 +328,58 @@ def test_parquet_shards_score_on_every_cpu_and_each_part_is_written_when_its_sha
     for k in range(3):
         assert pq.read_table(output / f"shard_{k:02d}.parquet").column("id").to_pylist() == list(range(16 * k, 16 * (k + 1)))
     check_scored(part_records(output), reference)
+
+
+def test_with_default_options_each_shard_smaller_than_a_batch_comes_back_alone_and_its_part_is_written_at_once(
+        cluster, reference, tmp_path, monkeypatch):
+    """The issue's case, with every option at its default: shards smaller than --rows-per-batch (256) travelled
+    together in one batch, so every part was written at the end of the job. Each shard now comes back as a batch of
+    its own, and its part is written before a row of a later shard is back."""
+    source, output = tmp_path / "shards", tmp_path / "parts"
+    write_shards(source, count=4, size=12)
+    back, written_after = [], []
+    real_add, real_write = shards.PartAssembler.add, shards.write_part
+
+    def counting(self, batch):
+        back.append((batch.num_rows, sorted(set(batch.column("path").to_pylist()))))
+        real_add(self, batch)
+
+    def recording(part, *args):
+        written_after.append((part.name, sum(rows for rows, _ in back)))
+        real_write(part, *args)
+
+    monkeypatch.setattr(shards.PartAssembler, "add", counting)
+    monkeypatch.setattr(shards, "write_part", recording)
+    assert run_cli(source, "-o", output) == 0
+    assert written_after == [(f"shard_{k:02d}.parquet", 12 * (k + 1)) for k in range(4)]
+    assert back == [(12, [str(source.resolve() / f"shard_{k:02d}.jsonl")]) for k in range(4)]
+    check_scored(part_records(output), reference)
+
+
+def test_shards_of_any_size_are_read_in_blocks_of_one_shard_each(cluster, tmp_path):
+    """A shard of at most --rows-per-batch rows is one block, a larger one blocks of a quarter to all of it (Ray splits
+    every read task's output into one number of blocks, so shards of different sizes are read apart), each shard's
+    rows in their order."""
+    sizes = {"a": 3, "b": 10, "c": 40, "d": 8}
+    paths, start = {}, 0
+    for name, size in sizes.items():
+        paths[name] = tmp_path / f"{name}.jsonl"
+        paths[name].write_text("".join(json.dumps({"id": i, "story": "A story."}) + "\n" for i in range(start, start + size)))
+        start += size
+    with shards.job_settings():
+        dataset = shards.read_in_blocks(".jsonl", list(paths.values()), {paths[name]: size for name, size in sizes.items()},
+                                        8, ["story"])
+        blocks = [block.to_pydict() for block in dataset.iter_batches(batch_size=None, batch_format="pyarrow")]
+    by_shard = {}
+    for block in blocks:
+        (path,) = set(block["path"])
+        by_shard.setdefault(Path(path).stem, []).append(block["id"])
+    assert {name: [len(ids) for ids in pieces] for name, pieces in by_shard.items()} == {
+        "a": [3], "b": [5, 5], "c": [5] * 8, "d": [8]}
+    start = 0
+    for name, size in sizes.items():
+        assert sum(by_shard[name], []) == list(range(start, start + size))
+        start += size
 
 
 def test_a_real_sigint_after_the_first_part_exits_130_in_one_line_and_a_rerun_skips_the_kept_parts(cluster, reference,

@@ -163,14 +163,17 @@ class StoryScorer:
 
 def score_dataset(dataset, metric: str = "union", config: str | None = None, column: str = "story", *,
                   context_column: str | None = None, score_field: str = "score", actors: int = 1, num_cpus: float = 1,
-                  num_gpus: float = 0, batch_size: int | None = None, ray_batch_size: int = 256, dtype: str | None = None,
+                  num_gpus: float = 0, batch_size: int | None = None, ray_batch_size: int | None = 256, dtype: str | None = None,
                   device=None, num_threads: int | None = None, combination: str | None = None,
                   scorer_class: type[StoryScorer] = StoryScorer):
     """``dataset`` (a ``ray.data.Dataset``) with the score columns of ``metric``/``config`` added (see the module
     docstring), scored by ``actors`` actors of ``num_cpus`` CPUs and ``num_gpus`` GPUs each.
 
     ``batch_size``: windows (continuation quality: pairs) per forward pass, as everywhere in storyeval (None: the
-    metric's default); ``ray_batch_size``: rows handed to an actor per call (``map_batches``' ``batch_size``).
+    metric's default); ``ray_batch_size``: rows handed to an actor per call (``map_batches``' ``batch_size``: Ray
+    gathers consecutive blocks until it has as many, so a call may hold rows of several blocks, and its rows come back
+    together when it ends), or None to hand each block whole, one per call, for a dataset whose blocks you sized
+    (Ray asks for a number where the actors take GPUs).
     ``dtype``: ``"float32"`` (default), ``"bfloat16"``, ``"float16"``, or ``"int8"`` (union and plot_coherence, CPU
     only). ``device``: each actor's (None: CUDA when Ray gave it a GPU, else the CPU). ``num_threads``: torch's CPU
     threads per actor (None: ``num_cpus``, at least 1). ``scorer_class``: a subclass of :class:`StoryScorer` to run
@@ -188,11 +191,14 @@ def score_dataset(dataset, metric: str = "union", config: str | None = None, col
     config = check_job(metric, config, dtype, context_column, combination)
     if batch_size is not None:
         check_batch_size(batch_size)
-    for name, value in (("actors", actors), ("ray_batch_size", ray_batch_size)):
+    for name, value in (("actors", actors), *([] if ray_batch_size is None else [("ray_batch_size", ray_batch_size)])):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
     if not num_cpus > 0 or num_gpus < 0:
         raise ValueError(f"num_cpus must be positive and num_gpus not negative, got {num_cpus} and {num_gpus}")
+    if ray_batch_size is None and num_gpus:
+        raise ValueError("ray_batch_size=None hands each block whole, which Ray refuses for actors with GPUs: "
+                         "give the rows per call")
     if not score_field or not score_field.strip():
         raise ValueError("score_field must be a non-blank name")
     schema = dataset.schema()

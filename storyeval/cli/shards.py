@@ -80,7 +80,8 @@ def add_parser(commands, formatter_class=argparse.HelpFormatter) -> argparse.Arg
     parser.add_argument("--gpus-per-actor", type=float, default=0.0, help="GPUs Ray gives each actor (it then scores on CUDA)")
     parser.add_argument("--batch-size", type=positive_int, default=None, help="windows or pairs per forward pass (default: the metric's)")
     parser.add_argument("--rows-per-batch", type=positive_int, default=256,
-                        help="rows handed to an actor at a time; the rows come back, and the progress bar moves, by about as many")
+                        help="most rows of one shard handed to an actor at a time (a smaller shard goes whole); the rows come back, "
+                             "and the progress bar moves, by as many. With --gpus-per-actor, Ray hands this many, smaller shards together")
     parser.add_argument("--dtype", default=None, choices=DTYPE_NAMES, help="weights' precision (default: float32); int8: union and plot_coherence on CPUs")
     parser.add_argument("--combination", default=None, help="story_quality: mean or learned (default: the config's)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -438,18 +439,14 @@ def stream_parts(args, config: str, fmt: str, text_columns: list[str], pending: 
     batches = None
     with job_settings():
         try:
-            # read tasks take no CPU: with actors holding every CPU of the cluster (2 on a 2-core machine), a read
-            # task that asked for one would wait for ever, and reading is light beside scoring. A read task's block
-            # is a whole shard and an actor gives back one block per call, so a shard's rows would come back all at
-            # once, and with few shards all at the end: blocks of about rows_per_batch rows come back as scored.
-            # Absolute paths: a worker may run in another folder, or on another node
-            dataset = getattr(ray.data, READERS[fmt])(
-                [os.path.abspath(shard) for shard in pending], include_paths=True, num_cpus=0, partitioning=None,
-                override_num_blocks=max(1, math.ceil(total / args.rows_per_batch)), **reader_options(fmt, text_columns))
+            dataset = read_in_blocks(fmt, pending, assembler.rows, args.rows_per_batch, text_columns)
             scored = score_dataset(dataset, args.metric, config, args.column, context_column=args.context_column,
                                    score_field=args.score_field, actors=actors, num_cpus=args.cpus_per_actor,
                                    num_gpus=args.gpus_per_actor, batch_size=args.batch_size,
-                                   ray_batch_size=args.rows_per_batch, dtype=args.dtype, combination=args.combination)
+                                   # a block per call, so no call holds rows of two shards (see read_in_blocks); Ray
+                                   # asks for a number of rows where the actors take GPUs
+                                   ray_batch_size=None if args.gpus_per_actor == 0 else args.rows_per_batch,
+                                   dtype=args.dtype, combination=args.combination)
             with tqdm(total=total, unit="row", disable=args.quiet, desc=f"{args.metric}/{config} on {actors} actor(s)") as bar:
                 batches = iter(scored.iter_batches(batch_size=None, batch_format="pyarrow"))
                 for batch in batches:
@@ -462,6 +459,31 @@ def stream_parts(args, config: str, fmt: str, text_columns: list[str], pending: 
                 batches.close()  # a stopped job stops its actors too
     if unfinished := assembler.unfinished():
         raise JobError(f"the job gave too few rows for {unfinished}; their parts were not written")
+
+
+def read_in_blocks(fmt: str, pending: list[Path], rows: dict[Path, int], rows_per_batch: int, text_columns: list[str]):
+    """The pending shards as one Ray dataset whose blocks each hold rows of one shard only: the whole shard where it
+    has at most ``rows_per_batch`` rows, else about a quarter to all of ``rows_per_batch``. Scored a block per call, a
+    block comes back as soon as it is scored, so a shard's part is written once its own blocks are back, whatever its
+    size, and the progress bar moves block by block.
+
+    Ray gives each file a read task of its own when asked for at least as many blocks as files, and splits each read
+    task's output into (blocks asked for) / (read tasks) blocks, one number for all
+    (ray/data/_internal/logical/rules/set_read_parallelism.py): so the shards are read in groups that share it (the
+    power of two at or above a shard's rows / rows_per_batch, so that the groups are few), and the groups joined; a
+    part's rows keep their order, as Ray keeps each read's. The reads take no CPU: with the actors holding every CPU of the
+    cluster (2 on a 2-core machine), a read task that asked for one would wait for ever, and reading is light beside
+    scoring. Absolute paths: a worker may run in another folder, or on another node."""
+    import ray.data
+
+    groups: dict[int, list[Path]] = {}
+    for shard in pending:
+        groups.setdefault(1 << (math.ceil(rows[shard] / rows_per_batch) - 1).bit_length(), []).append(shard)
+    reads = [getattr(ray.data, READERS[fmt])([os.path.abspath(shard) for shard in shards], include_paths=True, num_cpus=0,
+                                             partitioning=None, override_num_blocks=len(shards) * split,
+                                             **reader_options(fmt, text_columns))
+             for split, shards in groups.items()]
+    return reads[0].union(*reads[1:]) if len(reads) > 1 else reads[0]
 
 
 @contextlib.contextmanager
