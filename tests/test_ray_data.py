@@ -1,12 +1,19 @@
 """Scoring at scale on Ray Data: storyeval.score_dataset and `storyeval score-shards`, on a local 2-CPU Ray cluster.
 
-Faults as a cluster has them: an actor that dies in the middle of a job, a row with no letters, a job stopped and
-run again; each checked by row ids (every row scored exactly once) and against the scores of one process.
+Faults as a cluster has them: an actor that dies in the middle of a job, a row with no letters, a job stopped (by a
+real SIGINT, in a process of its own) and run again, a broken shard, a failure inside the job; each checked by row ids
+(every row scored exactly once) and against the scores of one process. Parquet shards run with the actors holding
+every CPU, the case where Ray 2.60's Parquet reader waited for ever.
 """
 import json
 import logging
 import math
 import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
 
@@ -103,11 +110,17 @@ def run_cli(*argv) -> int:
     return cli.main(["score-shards", *map(str, argv)])
 
 
-def write_shards(folder, count: int = 3, size: int = 16) -> None:
+def write_shards(folder, count: int = 3, size: int = 16, fmt: str = ".jsonl") -> None:
     folder.mkdir()
     table = rows(count * size)
     for k in range(count):
-        (folder / f"shard_{k:02d}.jsonl").write_text("".join(json.dumps(row) + "\n" for row in table[k * size:(k + 1) * size]))
+        piece, path = table[k * size:(k + 1) * size], folder / f"shard_{k:02d}{fmt}"
+        if fmt == ".parquet":
+            pq.write_table(pa.Table.from_pylist(piece), path)  # as a corpus's writer writes a shard
+        elif fmt == ".csv":
+            path.write_text("id,story\n" + "".join(f'{row["id"]},"{row["story"]}"\n' for row in piece))
+        else:
+            path.write_text("".join(json.dumps(row) + "\n" for row in piece))
 
 
 def part_records(folder) -> list[dict]:
@@ -162,8 +175,9 @@ def test_a_part_that_does_not_parse_or_has_other_settings_is_refused_by_name(tmp
     assert run_cli(source, "-o", output) == 1
     err = capsys.readouterr().err.strip()
     assert f"{output / 'shard_00.parquet'} was written with other settings (settings: 'union-roc_bf16_" in err and "\n" not in err
-    # the same part, with this run's settings, from a shard of another size: a changed shard
+    # the same part, with this run's settings, from another version of the shard (its hash differs)
     record["run"]["settings"] = shards.run_settings("union", "roc", None, False, None)
+    record["shard"]["sha256"] = "0" * 64
     pq.write_table(table.replace_schema_metadata({shards.PART_KEY: json.dumps(record)}), output / "shard_00.parquet")
     assert run_cli(source, "-o", output) == 1
     assert "was written from another version of shard_00.jsonl" in capsys.readouterr().err
@@ -174,8 +188,8 @@ def test_a_part_that_does_not_parse_or_has_other_settings_is_refused_by_name(tmp
 
 
 @pytest.mark.parametrize(("argv", "message"), [
-    (["--column", "text"], "has no column 'text'; its columns: ['id', 'story']"),
-    (["--metric", "continuation_quality"], "has no column 'context'"),
+    (["--column", "text"], "shard_00.jsonl:1: no field 'text'; its fields: ['id', 'story']"),
+    (["--metric", "continuation_quality"], "no field 'context'"),
     (["--config", "nope"], "unknown union config 'nope'"),
     (["--metric", "story_quality", "--config", "nope"], "unknown story_quality config 'nope'"),
     (["--metric", "story_quality", "--dtype", "int8"], "story_quality scores in float32 only"),
@@ -221,6 +235,8 @@ def test_score_dataset_checks_columns_metric_and_options_before_running(cluster)
         score_dataset(dataset, "union", "roc", actors=0)
     with pytest.raises(TypeError, match="scorer_class must be StoryScorer"):
         score_dataset(dataset, "union", "roc", scorer_class=dict)
+    with pytest.raises(ValueError, match="which Ray refuses for actors with GPUs"):
+        score_dataset(dataset, "union", "roc", ray_batch_size=None, num_gpus=1)
 
 
 def test_every_metric_scores_a_batch_as_in_one_process():
@@ -283,3 +299,223 @@ def test_an_empty_shard_gets_an_empty_part_without_a_cluster(tmp_path, capsys):
     assert part.num_rows == 0 and part.column_names == ["score", "score_problem", "score_settings"]
     assert run_cli(source, "-o", output) == 0
     assert "all 1 parts are in" in capsys.readouterr().err
+
+
+def test_parquet_shards_score_on_every_cpu_and_each_part_is_written_when_its_shard_is_back(cluster, reference, tmp_path,
+                                                                                          monkeypatch):
+    """Three Parquet shards written by pyarrow, two actors on the two CPUs: Ray 2.60's Parquet reader waited for ever
+    there. The rows come back a few at a time, and a part is written once its shard's last row is back, while the
+    later shards' rows are still out; it holds its shard's rows in their order."""
+    source, output = tmp_path / "shards", tmp_path / "parts"
+    write_shards(source, fmt=".parquet")
+    back, written_after = [], []
+    real_add, real_write = shards.PartAssembler.add, shards.write_part
+
+    def counting(self, batch):
+        back.append(batch.num_rows)
+        real_add(self, batch)
+
+    def recording(part, *args):
+        written_after.append((part.name, sum(back)))
+        real_write(part, *args)
+
+    monkeypatch.setattr(shards.PartAssembler, "add", counting)
+    monkeypatch.setattr(shards, "write_part", recording)
+    assert run_cli(source, "-o", output, "--actors", 2, "--rows-per-batch", 4, "--quiet") == 0
+    assert [name for name, _ in written_after] == ["shard_00.parquet", "shard_01.parquet", "shard_02.parquet"]
+    assert written_after[0][1] < 48 and written_after[1][1] < 48, written_after  # not all at the end
+    assert max(back) < 16, back  # a batch is not a whole shard: the progress bar moves as rows come back
+    for k in range(3):
+        assert pq.read_table(output / f"shard_{k:02d}.parquet").column("id").to_pylist() == list(range(16 * k, 16 * (k + 1)))
+    check_scored(part_records(output), reference)
+
+
+def test_with_default_options_each_shard_smaller_than_a_batch_comes_back_alone_and_its_part_is_written_at_once(
+        cluster, reference, tmp_path, monkeypatch):
+    """The issue's case, with every option at its default: shards smaller than --rows-per-batch (256) travelled
+    together in one batch, so every part was written at the end of the job. Each shard now comes back as a batch of
+    its own, and its part is written before a row of a later shard is back."""
+    source, output = tmp_path / "shards", tmp_path / "parts"
+    write_shards(source, count=4, size=12)
+    back, written_after = [], []
+    real_add, real_write = shards.PartAssembler.add, shards.write_part
+
+    def counting(self, batch):
+        back.append((batch.num_rows, sorted(set(batch.column("path").to_pylist()))))
+        real_add(self, batch)
+
+    def recording(part, *args):
+        written_after.append((part.name, sum(rows for rows, _ in back)))
+        real_write(part, *args)
+
+    monkeypatch.setattr(shards.PartAssembler, "add", counting)
+    monkeypatch.setattr(shards, "write_part", recording)
+    assert run_cli(source, "-o", output) == 0
+    assert written_after == [(f"shard_{k:02d}.parquet", 12 * (k + 1)) for k in range(4)]
+    assert back == [(12, [str(source.resolve() / f"shard_{k:02d}.jsonl")]) for k in range(4)]
+    check_scored(part_records(output), reference)
+
+
+def test_shards_of_any_size_are_read_in_blocks_of_one_shard_each(cluster, tmp_path):
+    """A shard of at most --rows-per-batch rows is one block, a larger one blocks of a quarter to all of it (Ray splits
+    every read task's output into one number of blocks, so shards of different sizes are read apart), each shard's
+    rows in their order."""
+    sizes = {"a": 3, "b": 10, "c": 40, "d": 8}
+    paths, start = {}, 0
+    for name, size in sizes.items():
+        paths[name] = tmp_path / f"{name}.jsonl"
+        paths[name].write_text("".join(json.dumps({"id": i, "story": "A story."}) + "\n" for i in range(start, start + size)))
+        start += size
+    with shards.job_settings():
+        dataset = shards.read_in_blocks(".jsonl", list(paths.values()), {paths[name]: size for name, size in sizes.items()},
+                                        8, ["story"])
+        blocks = [block.to_pydict() for block in dataset.iter_batches(batch_size=None, batch_format="pyarrow")]
+    by_shard = {}
+    for block in blocks:
+        (path,) = set(block["path"])
+        by_shard.setdefault(Path(path).stem, []).append(block["id"])
+    assert {name: [len(ids) for ids in pieces] for name, pieces in by_shard.items()} == {
+        "a": [3], "b": [5, 5], "c": [5] * 8, "d": [8]}
+    start = 0
+    for name, size in sizes.items():
+        assert sum(by_shard[name], []) == list(range(start, start + size))
+        start += size
+
+
+def test_a_real_sigint_after_the_first_part_exits_130_in_one_line_and_a_rerun_skips_the_kept_parts(cluster, reference,
+                                                                                                  tmp_path, capsys):
+    """The command in a process of its own, stopped as a terminal's Ctrl-C stops it (SIGINT to its process group) once
+    its first part is written, while later shards are still being scored."""
+    source, output = tmp_path / "shards", tmp_path / "parts"
+    write_shards(source, count=4, size=12)
+    out, err = tmp_path / "stdout.txt", tmp_path / "stderr.txt"
+    command = [sys.executable, "-m", "storyeval.cli", "score-shards", str(source), "-o", str(output), "--actors", "1",
+               "--rows-per-batch", "4", "--quiet"]
+    with out.open("w") as stdout, err.open("w") as stderr:
+        job = subprocess.Popen(command, stdout=stdout, stderr=stderr, start_new_session=True)
+        try:
+            deadline = time.monotonic() + 300
+            while not (output / "shard_00.parquet").exists():
+                assert job.poll() is None, f"the job ended before its first part: {err.read_text()}"
+                assert time.monotonic() < deadline, "no part written in 300 s"
+                time.sleep(0.02)
+            os.killpg(job.pid, signal.SIGINT)
+            assert job.wait(timeout=120) == 130, err.read_text()
+        finally:
+            if job.poll() is None:
+                job.kill()
+    kept = sorted(path.name for path in output.iterdir())
+    assert kept[0] == "shard_00.parquet" and len(kept) < 4, kept  # stopped mid-job, whole parts only
+    errors = err.read_text()
+    assert [line for line in errors.splitlines() if "score-shards" in line] == [
+        f"score-shards: stopped; the {len(kept)} part(s) this run wrote and 0 from before are kept in {output}: "
+        "rerun the same command to resume"]
+    assert "Traceback" not in errors and "Exception ignored" not in errors and "(raylet)" not in out.read_text()
+
+    before = {name: (output / name).read_bytes() for name in kept}
+    assert run_cli(source, "-o", output, "--actors", 1, "--quiet") == 0
+    assert f"{4 - len(kept)} part(s) written, {len(kept)} already there" in capsys.readouterr().err
+    assert all((output / name).read_bytes() == data for name, data in before.items())  # kept, not rescored
+    check_scored(part_records(output), reference)
+
+
+@pytest.mark.parametrize(("fmt", "broken", "message"), [
+    (".jsonl", '{"id": 16, "story": "A fine story."}\n{"id": 17, "story": "cut short\n', "shard_01.jsonl:2: not JSON"),
+    (".jsonl", '{"id": 16, "story": "A story."}\n{"id": "17", "story": "Another."}\n',
+     "shard_01.jsonl:2: field 'id' holds text, but a number on line 1"),
+    (".jsonl", '{"id": 16, "story": 7}\n', "shard_01.jsonl:1: field 'story' holds a number, not text (or null)"),
+    (".jsonl", '{"id": 16, "text": "A story."}\n', "shard_01.jsonl:1: no field 'story'; its fields: ['id', 'text']"),
+    (".jsonl", "[16]\n", "shard_01.jsonl:1: a JSON object per line is expected, got a list"),
+    (".csv", "id,story\n16,A story.\n17,Another,one\n", "shard_01.csv:3: 3 fields, but the header has 2"),
+    # a value that does not fit the type pyarrow gave the column from the file's first block (Ray reads in blocks)
+    (".csv", "id,story\n" + "".join(f"{i},Story {i}.\n" for i in range(120_000)) + "x,Story.\n",
+     "shard_01.csv: Ray's CSV reader (pyarrow) cannot read it (In CSV column #0: Row #120002: CSV conversion error"),
+    (".parquet", pa.table({"id": [16], "story": [16]}), "shard_01.parquet: column 'story' holds int64, not text"),
+    (".parquet", b"PAR1 but not Parquet", "shard_01.parquet: not a readable Parquet file"),
+])
+def test_a_broken_shard_is_refused_in_one_line_naming_it_before_ray_starts(tmp_path, monkeypatch, capsys, fmt, broken,
+                                                                           message):
+    source, output = tmp_path / "shards", tmp_path / "parts"
+    write_shards(source, count=3, size=2, fmt=fmt)
+    shard = source / f"shard_01{fmt}"
+    if isinstance(broken, pa.Table):
+        pq.write_table(broken, shard)
+    elif isinstance(broken, bytes):
+        shard.write_bytes(broken)
+    else:
+        shard.write_text(broken)
+    monkeypatch.setattr(shards, "connect", lambda address: pytest.fail("Ray started before every shard was checked"))
+    assert run_cli(source, "-o", output) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"storyeval: error: {source}") and message in err and "\n" not in err, err
+    assert not output.exists()  # not even the good shards' parts
+
+
+def test_a_failure_inside_the_job_is_one_line_without_rays_traceback(cluster, tmp_path, monkeypatch, capsys):
+    """A shard that breaks after it was checked (here: the check is skipped) fails the job in Ray's reader."""
+    source, output = tmp_path / "shards", tmp_path / "parts"
+    write_shards(source, count=2, size=2)
+    (source / "shard_01.jsonl").write_text('{"id": 2, "story": "A story."}\n{"id": 3, "story": "cut short\n')
+    monkeypatch.setattr(shards, "read_shard", lambda *args: shards.Shard(["id", "story"], [pa.int64(), pa.string()], 2))
+    assert run_cli(source, "-o", output, "--actors", 1, "--quiet") == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("storyeval: error: the job failed: ") and "Ray's logs hold the traceback" in err, err
+    assert "\n" not in err and "\x1b[" not in err
+    assert err.endswith("no part was written") or err.endswith("rerun the same command to resume"), err
+
+
+def test_a_part_is_written_as_soon_as_its_shards_last_row_is_back(tmp_path):
+    """Without waiting for the next shard's rows, and a shard that gives more rows than it holds stops the job."""
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    parts = {a: tmp_path / "a.parquet", b: tmp_path / "b.parquet"}
+    state = shards.JobState()
+    assembler = shards.PartAssembler(parts, {"score_field": "score", "settings": "s"},
+                                     {a: {"name": a.name}, b: {"name": b.name}}, {a: 3, b: 2}, state)
+
+    def scored(path, ids):
+        return pa.table({"id": ids, "score": [0.5] * len(ids), "score_problem": pa.array([None] * len(ids), pa.string()),
+                         "score_settings": ["s"] * len(ids), "path": [str(path)] * len(ids)})
+
+    assembler.add(scored(a, [0, 1]))
+    assert not parts[a].exists()
+    assembler.add(scored(a, [2]))
+    assert parts[a].exists() and not parts[b].exists() and state.written == 1
+    assert pq.read_table(parts[a]).column("id").to_pylist() == [0, 1, 2]
+    assert pq.read_table(parts[a]).column_names == ["id", "score", "score_problem", "score_settings"]
+    assembler.add(pa.concat_tables([scored(b, [0, 1])]))
+    assert parts[b].exists() and assembler.unfinished() == [] and state.written == 2
+    with pytest.raises(shards.JobError, match="more rows of a.jsonl than the 3 it holds"):
+        assembler.add(scored(a, [3]))
+
+
+def test_ctrl_c_during_rays_shutdown_exits_130_in_one_line_and_the_shutdown_still_ends(tmp_path, monkeypatch, capsys):
+    """Ray's own exit hook printed "Exception ignored in atexit callback" and exited 0: the command stops Ray itself."""
+    handler, seen = signal.getsignal(signal.SIGINT), []
+
+    def shutdown():
+        seen.append(signal.getsignal(signal.SIGINT))
+        if len(seen) == 1:
+            raise KeyboardInterrupt
+
+    def job(args, state):
+        state.started_ray, state.output, state.written = True, tmp_path, 2
+        return 0
+
+    monkeypatch.setattr(ray, "shutdown", shutdown)
+    monkeypatch.setattr(shards, "score_shards", job)
+    assert shards.run(None) == 130
+    assert len(seen) == 2 and seen[1] == signal.SIG_IGN  # the second shutdown ran to its end, a second Ctrl-C ignored
+    assert capsys.readouterr().err.strip() == (f"score-shards: stopped; the 2 part(s) this run wrote and 0 from before are "
+                                               f"kept in {tmp_path}: rerun the same command to resume")
+    assert signal.getsignal(signal.SIGINT) is handler
+
+
+def test_score_dataset_warns_that_rays_parquet_reader_lists_its_files_in_a_task_that_needs_a_cpu(cluster, tmp_path, caplog):
+    from storyeval.analysis.ray_data import lists_files_in_a_task
+
+    pq.write_table(pa.Table.from_pylist(rows(4)), tmp_path / "a.parquet")
+    (tmp_path / "a.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows(4)))
+    with caplog.at_level(logging.WARNING, logger="storyeval.analysis.ray_data"):
+        score_dataset(ray.data.read_parquet(str(tmp_path / "a.parquet"), num_cpus=0), "union", "roc", actors=2)  # lazy
+    assert "Ray's Parquet reader lists its files in a task" in caplog.text
+    assert not lists_files_in_a_task(ray.data.read_json(str(tmp_path / "a.jsonl"), num_cpus=0))

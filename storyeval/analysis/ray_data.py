@@ -163,21 +163,27 @@ class StoryScorer:
 
 def score_dataset(dataset, metric: str = "union", config: str | None = None, column: str = "story", *,
                   context_column: str | None = None, score_field: str = "score", actors: int = 1, num_cpus: float = 1,
-                  num_gpus: float = 0, batch_size: int | None = None, ray_batch_size: int = 256, dtype: str | None = None,
+                  num_gpus: float = 0, batch_size: int | None = None, ray_batch_size: int | None = 256, dtype: str | None = None,
                   device=None, num_threads: int | None = None, combination: str | None = None,
                   scorer_class: type[StoryScorer] = StoryScorer):
     """``dataset`` (a ``ray.data.Dataset``) with the score columns of ``metric``/``config`` added (see the module
     docstring), scored by ``actors`` actors of ``num_cpus`` CPUs and ``num_gpus`` GPUs each.
 
     ``batch_size``: windows (continuation quality: pairs) per forward pass, as everywhere in storyeval (None: the
-    metric's default); ``ray_batch_size``: rows handed to an actor per call (``map_batches``' ``batch_size``).
+    metric's default); ``ray_batch_size``: rows handed to an actor per call (``map_batches``' ``batch_size``: Ray
+    gathers consecutive blocks until it has as many, so a call may hold rows of several blocks, and its rows come back
+    together when it ends), or None to hand each block whole, one per call, for a dataset whose blocks you sized
+    (Ray asks for a number where the actors take GPUs).
     ``dtype``: ``"float32"`` (default), ``"bfloat16"``, ``"float16"``, or ``"int8"`` (union and plot_coherence, CPU
     only). ``device``: each actor's (None: CUDA when Ray gave it a GPU, else the CPU). ``num_threads``: torch's CPU
     threads per actor (None: ``num_cpus``, at least 1). ``scorer_class``: a subclass of :class:`StoryScorer` to run
     instead, to add columns of your own (each actor's memory, say). Returns a lazy dataset, as ``map_batches`` does.
 
     Ray Data's read tasks ask for a CPU each by default: where the actors take every CPU of the cluster, read with
-    ``num_cpus=0`` (``ray.data.read_json(..., num_cpus=0)``), or the reads wait for a CPU that never frees."""
+    ``num_cpus=0`` (``ray.data.read_json(..., num_cpus=0)``), or the reads wait for a CPU that never frees. Ray 2.60's
+    Parquet reader also lists its files in a task that asks for a CPU whatever ``num_cpus`` says: set
+    ``ray.data.DataContext.get_current().use_datasource_v2 = False`` before ``read_parquet`` (its other reader
+    honours ``num_cpus=0``), or leave a CPU free."""
     try:
         import ray.data
     except ImportError:
@@ -185,11 +191,14 @@ def score_dataset(dataset, metric: str = "union", config: str | None = None, col
     config = check_job(metric, config, dtype, context_column, combination)
     if batch_size is not None:
         check_batch_size(batch_size)
-    for name, value in (("actors", actors), ("ray_batch_size", ray_batch_size)):
+    for name, value in (("actors", actors), *([] if ray_batch_size is None else [("ray_batch_size", ray_batch_size)])):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
     if not num_cpus > 0 or num_gpus < 0:
         raise ValueError(f"num_cpus must be positive and num_gpus not negative, got {num_cpus} and {num_gpus}")
+    if ray_batch_size is None and num_gpus:
+        raise ValueError("ray_batch_size=None hands each block whole, which Ray refuses for actors with GPUs: "
+                         "give the rows per call")
     if not score_field or not score_field.strip():
         raise ValueError("score_field must be a non-blank name")
     schema = dataset.schema()
@@ -200,11 +209,16 @@ def score_dataset(dataset, metric: str = "union", config: str | None = None, col
     if not (isinstance(scorer_class, type) and issubclass(scorer_class, StoryScorer)):
         raise TypeError(f"scorer_class must be StoryScorer or a subclass of it, got {scorer_class!r}")
     threads = num_threads if num_threads is not None else max(1, math.floor(num_cpus))
-    # read from files (input_files() lists them) by tasks that may each ask for a CPU
-    if ray.is_initialized() and actors * num_cpus >= ray.cluster_resources().get("CPU", math.inf) and dataset.input_files():
-        logger.warning("the %d actor(s) take every CPU of the cluster: a task that reads the input and asks for a CPU (Ray's "
-                       "readers do by default) waits for ever; read with num_cpus=0 (ray.data.read_json(..., num_cpus=0)) "
-                       "or give the actors fewer", actors)
+    if ray.is_initialized() and actors * num_cpus >= ray.cluster_resources().get("CPU", math.inf):
+        if lists_files_in_a_task(dataset):
+            logger.warning("the %d actor(s) take every CPU of the cluster, and Ray's Parquet reader lists its files in a "
+                           "task that asks for one whatever num_cpus says: it waits for ever. Set "
+                           "ray.data.DataContext.get_current().use_datasource_v2 = False before read_parquet (and read "
+                           "with num_cpus=0), or give the actors fewer", actors)
+        elif dataset.input_files():  # read from files by tasks that may each ask for a CPU
+            logger.warning("the %d actor(s) take every CPU of the cluster: a task that reads the input and asks for a CPU "
+                           "(Ray's readers do by default) waits for ever; read with num_cpus=0 "
+                           "(ray.data.read_json(..., num_cpus=0)) or give the actors fewer", actors)
     return dataset.map_batches(
         scorer_class,
         fn_constructor_kwargs={"metric": metric, "config": config, "column": column, "context_column": context_column,
@@ -215,3 +229,18 @@ def score_dataset(dataset, metric: str = "union", config: str | None = None, col
         # max_restarts=-1 and max_task_retries=-1 (ray/data/_internal/execution/operators/actor_pool_map_operator.py)
         num_cpus=num_cpus, num_gpus=num_gpus or None, udf_modifying_row_count=False,
     )
+
+
+def lists_files_in_a_task(dataset) -> bool:
+    """Whether ``dataset`` reads through Ray's DataSourceV2 path (Parquet, from Ray 2.60), which lists its files in a
+    task of its own that asks for a CPU. Ray has no public view of a dataset's plan: this walks the logical one, and a
+    Ray that has changed it answers False (the other warning still covers reads from files)."""
+    try:
+        operators, names = [dataset._logical_plan.dag], set()
+        while operators:
+            operator = operators.pop()
+            names.add(operator.name)
+            operators.extend(operator.input_dependencies)
+    except AttributeError:
+        return False
+    return "ListFiles" in names

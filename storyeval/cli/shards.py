@@ -4,45 +4,51 @@
     storyeval score-shards shards/ -o scored/ --address auto     # the cluster `ray start` started
     storyeval score-shards pairs/ -o scored/ --metric continuation_quality --context-column prompt
 
-Every .parquet, .jsonl or .csv file in the input folder is a shard (one format per folder). Its rows
-come out, with the score columns of storyeval.score_dataset added, as one Parquet part file named
-after it in the output folder (shard_00.jsonl -> shard_00.parquet), written whole or not at all.
-A rerun skips the parts already written, so a job that stopped resumes where it stopped: no shard is
-scored twice and no row is lost. A part that does not parse, or that was written with other settings
-(checkpoint, dtype, versions, columns) or from a shard that has changed since, is refused by name,
-never rescored or mixed. A row with no letters gets NaN and its reason in <score-field>_problem.
+Every .parquet, .jsonl or .csv file in the input folder is a shard (one format per folder). Each shard still to
+score is read whole before Ray starts: one that does not parse, lacks a column, or holds something else than text
+(or null) in a text column is refused in one line naming the file and line, and nothing is written. Its rows come
+out, in its order and with the score columns of storyeval.score_dataset added, as one Parquet part file named
+after it in the output folder (shard_00.jsonl -> shard_00.parquet), written whole or not at all as soon as the
+shard's last row is scored. A job stopped (Ctrl-C: exit status 130) keeps every part written, and a rerun skips
+them: no shard is scored twice and no row is lost. A part that does not parse, or that was written with other
+settings (checkpoint, dtype, versions, columns) or from a shard that has changed since, is refused by name, never
+rescored or mixed. A row with no letters, or a null, gets NaN and its reason in <score-field>_problem.
 
-The actors score in parallel; the rows come back through this process, which writes the parts: at
-the rate a Parquet writer keeps up with (far above a scorer's), so a cluster's nodes need no shared
-output folder. On a cluster of several nodes, the input folder must be readable at the same path on
-every node (a shared file system) and storyeval installed on each.
+The actors score in parallel; the rows come back through this process, which writes the parts: at the rate a
+Parquet writer keeps up with (far above a scorer's), so a cluster's nodes need no shared output folder. On a
+cluster of several nodes, the input folder must be readable at the same path on every node (a shared file
+system) and storyeval installed on each.
 """
 from __future__ import annotations
 
 import argparse
-import csv
-import hashlib
+import contextlib
 import itertools
 import json
 import logging
 import math
 import os
+import re
+import signal
 import socket
 import sys
+import threading
 import time
+import warnings
+from dataclasses import dataclass
 from pathlib import Path
 
 from storyeval.cli.errors import reporting_bad_input
-from storyeval.files import InputError, csv_header, json_records
+from storyeval.cli.shard_files import PATH_COLUMN, READERS, Shard, list_shards, read_shard, reader_options, shard_identity
+from storyeval.files import InputError
 from storyeval.inputs import DTYPE_NAMES, positive_int
 
-READERS = {".parquet": "read_parquet", ".jsonl": "read_json", ".csv": "read_csv"}
 PART_KEY = b"storyeval.part"  # the Parquet schema metadata key of a part's record (run, shard, rows)
 PARTIAL = ".partial"  # a part being written; renamed into place when whole
-PATH_COLUMN = "path"  # the column Ray's readers add with include_paths=True: which shard a row came from
 # how long a cluster address gets to answer: ray.init retries an address where nothing listens for minutes
 # (more than 300 s measured with Ray 2.60) before it gives up, so the address is tried here first
 CONNECT_TIMEOUT_S = 5
+RESUME = "rerun the same command to resume"
 
 
 class PartError(InputError):
@@ -67,80 +73,23 @@ def add_parser(commands, formatter_class=argparse.HelpFormatter) -> argparse.Arg
     parser.add_argument("--score-field", default="score", help="name of the score column (continuation_quality: <name>_overall ...)")
     parser.add_argument("--address", default=None,
                         help="Ray cluster: auto (the one `ray start` started here), host:port or ray://host:port "
-                             "(default: start a local cluster on this machine)")
+                             "(default: RAY_ADDRESS where it is set, as under `ray job submit`, else start a local cluster on this machine)")
     parser.add_argument("--actors", type=positive_int, default=None,
                         help="scoring actors (default: as many as the cluster's CPUs, or GPUs, allow)")
     parser.add_argument("--cpus-per-actor", type=float, default=1.0, help="CPUs Ray gives each actor; its torch threads too")
     parser.add_argument("--gpus-per-actor", type=float, default=0.0, help="GPUs Ray gives each actor (it then scores on CUDA)")
     parser.add_argument("--batch-size", type=positive_int, default=None, help="windows or pairs per forward pass (default: the metric's)")
-    parser.add_argument("--rows-per-batch", type=positive_int, default=256, help="rows handed to an actor at a time")
+    parser.add_argument("--rows-per-batch", type=positive_int, default=256,
+                        help="most rows of one shard handed to an actor at a time (a smaller shard goes whole); the rows come back, "
+                             "and the progress bar moves, by as many. With --gpus-per-actor, Ray hands this many, smaller shards together")
     parser.add_argument("--dtype", default=None, choices=DTYPE_NAMES, help="weights' precision (default: float32); int8: union and plot_coherence on CPUs")
     parser.add_argument("--combination", default=None, help="story_quality: mean or learned (default: the config's)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     return parser
 
 
-def list_shards(folder: Path, fmt: str | None) -> tuple[list[Path], str]:
-    """The shards (sorted by name) and their format, or an :class:`InputError`."""
-    if not folder.is_dir():
-        raise InputError(f"input folder not found: {folder}" if not folder.exists() else f"{folder} is not a folder of shards")
-    # hidden files and those Spark and Hadoop write beside their parts (_SUCCESS) are no shards
-    files = sorted(path for path in folder.iterdir() if path.is_file() and not path.name.startswith((".", "_")))
-    found = sorted({path.suffix.lower() for path in files} & set(READERS))
-    if fmt is None:
-        if len(found) != 1:
-            raise InputError(f"{folder} holds {' and '.join(found)} shards: pass --format" if found else
-                             f"{folder} holds no shards (.parquet, .jsonl or .csv files)")
-        fmt = found[0]
-    shards = [path for path in files if path.suffix.lower() == fmt]
-    if not shards:
-        raise InputError(f"{folder} holds no {fmt} shards")
-    return shards, fmt
-
-
 def part_path(output: Path, shard: Path) -> Path:
     return output / f"{shard.stem}.parquet"
-
-
-def shard_columns(shard: Path, fmt: str) -> tuple[list[str], list]:
-    """A shard's column names (and arrow types where the file has them), read from its head only."""
-    if fmt == ".parquet":
-        import pyarrow.parquet as pq
-
-        try:
-            schema = pq.read_schema(shard)
-        except Exception as error:  # pyarrow raises ArrowInvalid, OSError and others for a file that is not Parquet
-            raise InputError(f"{shard}: not a Parquet file ({error})") from None
-        return list(schema.names), list(schema.types)
-    if fmt == ".csv":
-        header = csv_header(shard)
-        return header, [None] * len(header)
-    for number, record in json_records(shard):  # the first record that is not blank
-        if not isinstance(record, dict):
-            raise InputError(f"{shard}:{number}: a JSON object per line is expected, got {type(record).__name__}")
-        return list(record), [None] * len(record)
-    return [], []
-
-
-def shard_rows(shard: Path, fmt: str) -> int:
-    """How many rows Ray's reader makes of a shard: a part with another count is never written."""
-    if fmt == ".parquet":
-        import pyarrow.parquet as pq
-
-        return pq.ParquetFile(shard).metadata.num_rows
-    with shard.open(encoding="utf-8", newline="") as handle:
-        if fmt == ".csv":  # the header, and empty lines (which pyarrow's reader skips), are no rows
-            return max(0, sum(1 for row in csv.reader(handle) if row) - 1)
-        return sum(1 for line in handle if line.strip())
-
-
-def shard_identity(shard: Path) -> dict:
-    """What a part records of the shard it came from: a shard edited since is told apart by its hash."""
-    digest = hashlib.sha256()
-    with shard.open("rb") as handle:
-        while block := handle.read(1 << 20):
-            digest.update(block)
-    return {"name": shard.name, "bytes": shard.stat().st_size, "sha256": digest.hexdigest()}
 
 
 def read_part_record(part: Path, shard: Path) -> dict:
@@ -165,14 +114,14 @@ def read_part_record(part: Path, shard: Path) -> dict:
     return record
 
 
-def check_part(part: Path, shard: Path, run: dict, identity: dict, rows: int) -> None:
+def check_part(part: Path, shard: Path, run: dict, identity: dict) -> None:
     """A part already written is kept only if this run would write it the same: same settings, same shard."""
     record = read_part_record(part, shard)
     if record["run"] != run:
         key = next(key for key in sorted(set(run) | set(record["run"])) if record["run"].get(key) != run.get(key))
         raise PartError(f"{part} was written with other settings ({key}: {record['run'].get(key)!r}; this run: {run.get(key)!r}); "
                         f"score into another folder, or delete it to score {shard.name} again with these")
-    if record["shard"] != identity or record["rows"] != rows:
+    if record["shard"] != identity:
         raise PartError(f"{part} was written from another version of {shard.name} (it records {record['shard']['bytes']} bytes, "
                         f"{record['rows']} rows, sha256 {record['shard']['sha256'][:12]}); delete it to score the shard again")
 
@@ -205,18 +154,36 @@ def check_address(address: str | None) -> None:
                          "`ray start --head`, or leave --address out to start a local one") from None
 
 
-def connect(address: str | None) -> None:
-    """Join the cluster at ``address`` (None: start one on this machine; checked by :func:`check_address` first);
-    a process that started Ray already keeps it."""
+def connect(address: str | None) -> bool:
+    """Join the cluster at ``address`` (checked by :func:`check_address` first); returns whether this call started
+    Ray, which the command then stops. A process that started Ray already (a notebook, a test) keeps it."""
     import ray
 
-    if ray.is_initialized():  # a process that started Ray already (a notebook, a test) scores on its cluster
-        return
-    options = {"include_dashboard": False} if address in (None, "local") else {}
+    if ray.is_initialized():
+        return False
+    if address is None and not os.environ.get("RAY_ADDRESS"):
+        # ray.init(address=None) would join the cluster `ray start` last started on this machine, where there is one
+        address = "local"
+    options = {"include_dashboard": False} if address == "local" else {}
     try:
         ray.init(address=address, logging_level=logging.WARNING, log_to_driver=False, **options)
     except ConnectionError as error:
-        raise InputError(f"--address {address}: {error}") from None
+        raise InputError(f"--address {address or 'RAY_ADDRESS=' + os.environ['RAY_ADDRESS']}: {error}") from None
+    return True
+
+
+def shutdown_ray() -> None:
+    """Stop the Ray this process started, here rather than in Ray's exit hook: a Ctrl-C during that hook prints
+    "Exception ignored in atexit callback" and leaves the exit status 0. One during this call is a stop (130), and
+    the shutdown still runs to its end, as Ray's processes would otherwise outlive the command."""
+    import ray
+
+    try:
+        ray.shutdown()
+    except KeyboardInterrupt:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        ray.shutdown()
+        raise
 
 
 def default_actors(cpus_per_actor: float, gpus_per_actor: float) -> int:
@@ -259,13 +226,105 @@ def empty_part_table(added: list[str]):
                      problem: pa.array([], pa.string()), settings: pa.array([], pa.string())})
 
 
+class JobError(RuntimeError):
+    """The cluster failed the job after it started (a node lost for good, a shard changed mid-job); the message
+    says why in one line, and what was kept."""
+
+
+@dataclass
+class JobState:
+    """What a run has done so far, for the line a stop or a failure prints."""
+
+    output: Path | None = None
+    before: int = 0  # parts a run before this one wrote
+    written: int = 0  # parts this run wrote
+    started_ray: bool = False
+
+    def kept(self) -> str:
+        return (f"the {self.written} part(s) this run wrote and {self.before} from before are kept in {self.output}: {RESUME}"
+                if self.written or self.before else "no part was written")
+
+
+class PartAssembler:
+    """Takes the scored rows as Ray gives them back (in input order, each with the path it was read from) and
+    writes each shard's part as soon as its last row is in, so a stopped job keeps every shard it finished."""
+
+    def __init__(self, parts: dict, run: dict, identities: dict, rows: dict, state: JobState):
+        self.parts, self.run, self.identities, self.rows, self.state = parts, run, identities, rows, state
+        self.by_path = {os.path.abspath(shard): shard for shard in parts}
+        self.pieces: dict[Path, list] = {}
+        self.received = dict.fromkeys(parts, 0)
+        self.scored = self.unscorable = 0
+        self.problem_column = f"{run['score_field']}_problem"
+
+    def add(self, batch) -> None:
+        start = 0
+        for path, group in itertools.groupby(batch.column(PATH_COLUMN).to_pylist()):
+            size = sum(1 for _ in group)
+            shard = self.by_path.get(os.path.abspath(path))
+            if shard is None:
+                raise JobError(f"Ray read a row from {path}, which is no shard of this job; no part was written for it")
+            piece = batch.slice(start, size).drop_columns([PATH_COLUMN])
+            start += size
+            self.received[shard] += size
+            if self.received[shard] > self.rows[shard]:
+                raise JobError(f"the job gave more rows of {shard.name} than the {self.rows[shard]} it holds; "
+                               f"{self.parts[shard]} not written")
+            self.pieces.setdefault(shard, []).append(piece)
+            self.scored += size
+            self.unscorable += size - piece.column(self.problem_column).null_count
+            if self.received[shard] == self.rows[shard]:
+                write_part(self.parts[shard], self.pieces.pop(shard), self.run, self.identities[shard], self.rows[shard])
+                self.state.written += 1
+
+    def unfinished(self) -> list[str]:
+        return [shard.name for shard, count in self.received.items() if count < self.rows[shard]]
+
+
 def run(args) -> int:
-    """``storyeval score-shards``: returns the exit status."""
-    return reporting_bad_input(lambda: score_shards(args))
+    """``storyeval score-shards``: returns the exit status (130 for a stop, as a shell gives for Ctrl-C)."""
+    state = JobState()
+    try:
+        with stops_quietly():
+            try:
+                return reporting_bad_input(lambda: score_shards(args, state))
+            finally:
+                if state.started_ray:
+                    shutdown_ray()  # a Ctrl-C during it is a stop too
+    except JobError as error:
+        print(f"storyeval: error: {error}; {state.kept()}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f"\nscore-shards: stopped; {state.kept()}", file=sys.stderr)
+        return 130
 
 
-def score_shards(args) -> int:
-    from storyeval.analysis.ray_data import RAY_INSTALL, check_columns, check_job, output_columns
+@contextlib.contextmanager
+def stops_quietly():
+    """A stop (Ctrl-C) prints one line: when Ray Data stops its actors, Ray prints a line on standard output for each
+    task they still held ("(raylet) Task ... failed ... will be retried"), so that output, where this command writes
+    nothing, is muted from the signal on, until the command returns."""
+    if threading.current_thread() is not threading.main_thread():  # only the main thread gets signals
+        yield
+        return
+    handler, stdout = signal.getsignal(signal.SIGINT), sys.stdout
+
+    def interrupted(signum, frame):
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 (closed below)
+        signal.default_int_handler(signum, frame)
+
+    signal.signal(signal.SIGINT, interrupted)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, handler)
+        if sys.stdout is not stdout:
+            sys.stdout.close()
+            sys.stdout = stdout
+
+
+def score_shards(args, state: JobState) -> int:
+    from storyeval.analysis.ray_data import RAY_INSTALL, check_job, output_columns
 
     if args.metric == "continuation_quality" and args.context_column is None:
         args.context_column = "context"
@@ -274,7 +333,7 @@ def score_shards(args) -> int:
     if not args.cpus_per_actor > 0 or args.gpus_per_actor < 0:
         raise InputError("--cpus-per-actor must be positive and --gpus-per-actor not negative")
     config = check_job(args.metric, args.config, args.dtype, args.context_column, args.combination)
-    check_address(args.address)  # seconds, where hashing a large corpus's shards below takes longer
+    check_address(args.address)  # seconds, where reading a large corpus's shards below takes longer
     source, output = Path(args.input), Path(args.output)
     shards, fmt = list_shards(source, f".{args.format}" if args.format else None)
     if output.exists() and not output.is_dir():
@@ -286,16 +345,8 @@ def score_shards(args) -> int:
     parts = {shard: part_path(output, shard) for shard in shards}
     if len(set(parts.values())) < len(parts):
         raise InputError(f"{source}: two shards share a name before their extension, so they would share a part file")
-    for shard in shards:  # every shard's columns, from its head, before anything is scored
-        names, types = shard_columns(shard, fmt)
-        if not names and fmt != ".parquet":
-            continue  # an empty file: nothing to score, and an empty part is written for it
-        if PATH_COLUMN in names:
-            raise InputError(f"{shard} has a column {PATH_COLUMN!r}, the name Ray's readers give the column that says which "
-                             "file a row came from: rename it")
-        check_columns(names, types, args.column, args.context_column, added, where=str(shard))
     try:
-        import ray.data  # noqa: F401 (only to say what to install before any work)
+        import ray.data  # noqa: F401 (to say what to install before any work; the shards are read as Ray reads them)
     except ImportError:
         raise ImportError(f"score-shards runs on Ray Data: {RAY_INSTALL}") from None
     run_record = {"metric": args.metric, "config": config, "settings": run_settings(args.metric, config, args.dtype, with_contexts, args.combination),
@@ -306,111 +357,179 @@ def score_shards(args) -> int:
             if stray.name not in known:
                 raise PartError(f"{stray}: no shard of {source} is named {stray.stem}; this folder holds another job's parts: "
                                 "score into another folder")
-    pending, identities, rows = [], {}, {}
+    pending, identities = [], {}
     for shard in shards:
-        identities[shard], rows[shard] = shard_identity(shard), shard_rows(shard, fmt)
+        identities[shard] = shard_identity(shard)
         part = parts[shard]
         part.with_name(part.name + PARTIAL).unlink(missing_ok=True)  # left by a run that stopped while writing it
         if part.exists():
-            check_part(part, shard, run_record, identities[shard], rows[shard])
+            check_part(part, shard, run_record, identities[shard])
         else:
             pending.append(shard)
+    state.output, state.before = output, len(shards) - len(pending)
     if not pending:
         print(f"score-shards: all {len(shards)} parts are in {output} already; nothing to score", file=sys.stderr)
         return 0
-    if any(rows[shard] for shard in pending):
-        connect(args.address)  # the last check: nothing is written before it passes
+    text_columns = [name for name in (args.column, args.context_column) if name]
+    found = {shard: check_shard(shard, fmt, text_columns, added, args) for shard in pending}
+    check_shared_types(found)
+    rows = {shard: found[shard].rows for shard in pending}
+    if any(rows.values()):
+        state.started_ray = connect(args.address)  # the last check: nothing is written before it passes
     output.mkdir(parents=True, exist_ok=True)
-    done = len(shards) - len(pending)
-    empty = [shard for shard in pending if rows[shard] == 0]
-    for shard in empty:  # nothing to score: no actor is needed for it
+    for shard in [shard for shard in pending if rows[shard] == 0]:  # nothing to score: no actor is needed for it
         write_part(parts[shard], [empty_part_table(added)], run_record, identities[shard], 0)
+        state.written += 1
         pending.remove(shard)
     if not pending:
-        print(f"score-shards: {len(empty)} empty part(s) written, {done} already there; nothing to score", file=sys.stderr)
+        print(f"score-shards: {state.written} empty part(s) written, {state.before} already there; nothing to score", file=sys.stderr)
         return 0
+    assembler = PartAssembler({shard: parts[shard] for shard in pending}, run_record, identities, rows, state)
     started = time.perf_counter()
-    try:
-        written, scored_rows, unscorable = stream_parts(args, config, fmt, pending, parts, run_record, identities, rows)
-    except KeyboardInterrupt:
-        print(f"\nscore-shards: stopped; the parts written so far are kept in {output}: rerun the same command to resume",
-              file=sys.stderr)
-        return 130
+    stream_parts(args, config, fmt, text_columns, pending, assembler)
     seconds = time.perf_counter() - started
-    print(f"score-shards: {written + len(empty)} part(s) written, {done} already there; {scored_rows} rows in {seconds:.1f} s "
-          f"({scored_rows / max(seconds, 1e-9):.1f} rows/s with startup), {unscorable} unscorable (NaN, reason in "
+    print(f"score-shards: {state.written} part(s) written, {state.before} already there; {assembler.scored} rows in {seconds:.1f} s "
+          f"({assembler.scored / max(seconds, 1e-9):.1f} rows/s with startup), {assembler.unscorable} unscorable (NaN, reason in "
           f"{args.score_field}_problem); {run_record['settings']}", file=sys.stderr)
     return 0
 
 
-def stream_parts(args, config: str, fmt: str, pending: list[Path], parts: dict, run_record: dict, identities: dict,
-                 rows: dict) -> tuple[int, int, int]:
-    """Score the pending shards as one Ray dataset and write each shard's part as soon as its last row is back;
-    returns (parts written, rows, rows that could not be scored)."""
+def check_shard(shard: Path, fmt: str, text_columns: list[str], added: list[str], args) -> Shard:
+    """A shard read whole and checked (see :mod:`storyeval.cli.shard_files`) before Ray starts."""
+    from storyeval.analysis.ray_data import check_columns
+
+    found = read_shard(shard, fmt, text_columns)
+    if found.names:  # else an empty file: nothing to score, and an empty part is written for it
+        if PATH_COLUMN in found.names:
+            raise InputError(f"{shard} has a column {PATH_COLUMN!r}, the name Ray's readers give the column that says which "
+                             "file a row came from: rename it")
+        check_columns(found.names, found.types, args.column, args.context_column, added, where=str(shard))
+    return found
+
+
+def check_shared_types(found: dict[Path, Shard]) -> None:
+    """The shards' columns unify into one schema, as Ray's blocks of several shards must (a column of numbers in one
+    shard and of text in another fails the job where two such blocks meet)."""
+    import pyarrow as pa
+
+    unified, first = None, None
+    for shard, columns in found.items():
+        if not columns.names:
+            continue
+        schema = pa.schema(list(zip(columns.names, columns.types)))
+        try:
+            unified = schema if unified is None else pa.unify_schemas([unified, schema], promote_options="permissive")
+        except (pa.ArrowInvalid, pa.ArrowTypeError) as error:
+            raise InputError(f"{shard}: its columns do not fit those of {first.name} and the shards before it "
+                             f"({error}); a job's shards share their column types") from None
+        first = first or shard
+
+
+def stream_parts(args, config: str, fmt: str, text_columns: list[str], pending: list[Path], assembler: PartAssembler) -> None:
+    """Score the pending shards as one Ray dataset, handing each batch to ``assembler`` as it comes back."""
     import ray.data
+    import ray.data.exceptions
+    import ray.exceptions
     from tqdm.auto import tqdm
 
     from storyeval.analysis.ray_data import score_dataset
 
-    logging.getLogger("ray.data").setLevel(logging.WARNING)
-    # score_dataset warns when the actors hold every CPU, as a read task that asks for one then waits for ever;
-    # the reads here ask for none (below)
-    logging.getLogger("storyeval.analysis.ray_data").setLevel(logging.ERROR)
-    context = ray.data.DataContext.get_current()
-    saved = context.execution_options.preserve_order, context.enable_progress_bars
-    # in input order, so each shard's rows come back together and its part is written once they are all in
-    context.execution_options.preserve_order, context.enable_progress_bars = True, False
-    by_path = {os.path.abspath(shard): shard for shard in pending}
     actors = args.actors or default_actors(args.cpus_per_actor, args.gpus_per_actor)
-    written = scored_rows = unscorable = 0
-    current, tables, finished = None, [], set()
+    total = sum(assembler.rows[shard] for shard in pending)
     batches = None
+    with job_settings():
+        try:
+            dataset = read_in_blocks(fmt, pending, assembler.rows, args.rows_per_batch, text_columns)
+            scored = score_dataset(dataset, args.metric, config, args.column, context_column=args.context_column,
+                                   score_field=args.score_field, actors=actors, num_cpus=args.cpus_per_actor,
+                                   num_gpus=args.gpus_per_actor, batch_size=args.batch_size,
+                                   # a block per call, so no call holds rows of two shards (see read_in_blocks); Ray
+                                   # asks for a number of rows where the actors take GPUs
+                                   ray_batch_size=None if args.gpus_per_actor == 0 else args.rows_per_batch,
+                                   dtype=args.dtype, combination=args.combination)
+            with tqdm(total=total, unit="row", disable=args.quiet, desc=f"{args.metric}/{config} on {actors} actor(s)") as bar:
+                batches = iter(scored.iter_batches(batch_size=None, batch_format="pyarrow"))
+                for batch in batches:
+                    assembler.add(batch)
+                    bar.update(batch.num_rows)
+        except (ray.exceptions.RayError, ray.data.exceptions.SystemException, ray.data.exceptions.ExecutionTimeoutError) as error:
+            raise JobError(f"the job failed: {innermost(error)} (Ray's logs hold the traceback)") from None
+        finally:
+            if batches is not None:
+                batches.close()  # a stopped job stops its actors too
+    if unfinished := assembler.unfinished():
+        raise JobError(f"the job gave too few rows for {unfinished}; their parts were not written")
+
+
+def read_in_blocks(fmt: str, pending: list[Path], rows: dict[Path, int], rows_per_batch: int, text_columns: list[str]):
+    """The pending shards as one Ray dataset whose blocks each hold rows of one shard only: the whole shard where it
+    has at most ``rows_per_batch`` rows, else about a quarter to all of ``rows_per_batch``. Scored a block per call, a
+    block comes back as soon as it is scored, so a shard's part is written once its own blocks are back, whatever its
+    size, and the progress bar moves block by block.
+
+    Ray gives each file a read task of its own when asked for at least as many blocks as files, and splits each read
+    task's output into (blocks asked for) / (read tasks) blocks, one number for all
+    (ray/data/_internal/logical/rules/set_read_parallelism.py): so the shards are read in groups that share it (the
+    power of two at or above a shard's rows / rows_per_batch, so that the groups are few), and the groups joined; a
+    part's rows keep their order, as Ray keeps each read's. The reads take no CPU: with the actors holding every CPU of the
+    cluster (2 on a 2-core machine), a read task that asked for one would wait for ever, and reading is light beside
+    scoring. Absolute paths: a worker may run in another folder, or on another node."""
+    import ray.data
+
+    groups: dict[int, list[Path]] = {}
+    for shard in pending:
+        groups.setdefault(1 << (math.ceil(rows[shard] / rows_per_batch) - 1).bit_length(), []).append(shard)
+    reads = [getattr(ray.data, READERS[fmt])([os.path.abspath(shard) for shard in shards], include_paths=True, num_cpus=0,
+                                             partitioning=None, override_num_blocks=len(shards) * split,
+                                             **reader_options(fmt, text_columns))
+             for split, shards in groups.items()]
+    return reads[0].union(*reads[1:]) if len(reads) > 1 else reads[0]
+
+
+@contextlib.contextmanager
+def job_settings():
+    """Ray Data's settings for the job, restored after it, and its console kept to this command's lines."""
+    import ray.data
+
+    context = ray.data.DataContext.get_current()
+    saved = context.execution_options.preserve_order, context.enable_progress_bars, context.use_datasource_v2
+    # in input order, so that a part holds its shard's rows in the shard's order
+    context.execution_options.preserve_order, context.enable_progress_bars = True, False
+    # Ray 2.60 reads Parquet through its DataSourceV2 path, which first lists the files in a task of its own that
+    # asks for a CPU whatever num_cpus says (ray/data/_internal/planner/plan_list_files_op.py): with the actors
+    # holding every CPU, that task never runs and the job waits for ever. Its other Parquet reader, like the JSON
+    # and CSV ones, reads in tasks of num_cpus=0
+    context.use_datasource_v2 = False
+    # Ray Data prints each failed task's traceback, in colour, on its console handlers: muted, its log file kept
+    consoles = [handler for handler in logging.getLogger("ray.data").handlers
+                if isinstance(handler, logging.StreamHandler) and not isinstance(handler, logging.FileHandler)]
+    levels = [handler.level for handler in consoles]
+    # score_dataset warns when the actors hold every CPU, as a read task that asks for one then waits for ever;
+    # the reads here ask for none
+    own = logging.getLogger("storyeval.analysis.ray_data")
+    own_level = own.level
+    own.setLevel(logging.ERROR)
+    for handler in consoles:
+        handler.setLevel(logging.CRITICAL + 1)
     try:
-        reader = getattr(ray.data, READERS[fmt])
-        # read tasks take no CPU: with actors holding every CPU of the cluster (2 on a 2-core machine), a read
-        # task that asked for one would wait for ever, and reading is light beside scoring
-        dataset = reader([str(shard) for shard in pending], include_paths=True, num_cpus=0, partitioning=None)
-        scored = score_dataset(dataset, args.metric, config, args.column, context_column=args.context_column,
-                               score_field=args.score_field, actors=actors, num_cpus=args.cpus_per_actor,
-                               num_gpus=args.gpus_per_actor, batch_size=args.batch_size, ray_batch_size=args.rows_per_batch,
-                               dtype=args.dtype, combination=args.combination)
-        problem_column = f"{args.score_field}_problem"
-
-        def finish(shard):
-            nonlocal written
-            write_part(parts[shard], tables, run_record, identities[shard], rows[shard])
-            finished.add(shard)
-            written += 1
-
-        with tqdm(total=sum(rows[shard] for shard in pending), unit="row", disable=args.quiet,
-                  desc=f"{args.metric}/{config} on {actors} actor(s)") as bar:
-            batches = scored.iter_batches(batch_size=None, batch_format="pyarrow")
-            for batch in batches:
-                paths = batch.column(PATH_COLUMN).to_pylist()
-                start = 0
-                for path, group in itertools.groupby(paths):
-                    size = len(list(group))
-                    shard = by_path.get(os.path.abspath(path))
-                    if shard is None:
-                        raise RuntimeError(f"Ray read a row from {path}, which is no pending shard")
-                    if shard != current:
-                        if current is not None:
-                            finish(current)
-                        if shard in finished:
-                            raise RuntimeError(f"rows of {shard} came back after its part was written")
-                        current, tables = shard, []
-                    piece = batch.slice(start, size).drop_columns([PATH_COLUMN])
-                    tables.append(piece)
-                    scored_rows += size
-                    unscorable += size - piece.column(problem_column).null_count
-                    start += size
-                bar.update(len(paths))
-            if current is not None:
-                finish(current)
+        with warnings.catch_warnings():
+            # Ray Data's advice to its own users ("the operator only received 1 input(s)", for a job of fewer rows
+            # than two batches) is none this command's user can act on
+            warnings.filterwarnings("ignore", category=UserWarning, module=r"ray\.data")
+            yield
     finally:
-        if batches is not None and hasattr(batches, "close"):
-            batches.close()  # a stopped job stops its actors too
-        context.execution_options.preserve_order, context.enable_progress_bars = saved
-    if missing := [shard.name for shard in pending if shard not in finished]:
-        raise RuntimeError(f"the job gave no rows for {missing}; their parts were not written")
-    return written, scored_rows, unscorable
+        context.execution_options.preserve_order, context.enable_progress_bars, context.use_datasource_v2 = saved
+        for handler, level in zip(consoles, levels):
+            handler.setLevel(level)
+        own.setLevel(own_level)
+
+
+ANSI_CODE = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def innermost(error: BaseException) -> str:
+    """The innermost cause of a Ray error, as one line without the colour codes of Ray's tracebacks."""
+    while (inner := getattr(error, "cause", None) or error.__cause__) is not None and inner is not error:
+        error = inner
+    lines = [line.strip() for line in ANSI_CODE.sub("", str(error)).splitlines() if line.strip()]
+    return f"{type(error).__name__}: {lines[0] if lines else 'no message'}"
