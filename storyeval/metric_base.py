@@ -94,7 +94,7 @@ class CheckpointMetric(evaluate.Metric):
         return data_dir
 
     def _download_and_prepare(self, dl_manager):
-        # unknown names raise KeyError here, at load time, listing the choices
+        # unknown names raise ValueError here, at load time, listing the choices
         from storyeval.scoring.sequence import load_scorer
 
         # evaluate.load(..., download_config=datasets.DownloadConfig(local_files_only=True)) keeps the checkpoint

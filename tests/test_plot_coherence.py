@@ -246,7 +246,7 @@ def tiny_checkpoint(tmp_path):
 
 
 def test_metric_rejects_bad_input_and_unknown_configs(tiny_checkpoint):
-    with pytest.raises(KeyError, match="unknown plot_coherence config 'nope'"):
+    with pytest.raises(ValueError, match="unknown plot_coherence config 'nope'"):
         evaluate.load(METRIC_DIR, "nope")
     metric = evaluate.load(METRIC_DIR, str(tiny_checkpoint))
     assert metric.compute(predictions=[])["scores"] == [] and math.isnan(metric.compute(predictions=[])["mean_score"])

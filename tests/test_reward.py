@@ -132,11 +132,12 @@ def test_mismatched_lengths_are_a_value_error(union):
 
 
 def test_unknown_metric_config_and_options_list_the_choices():
-    with pytest.raises(KeyError, match="story_quality"):
+    with pytest.raises(ValueError, match="story_quality"):
         storyeval.reward("bleu")
-    with pytest.raises(KeyError, match="roc-base"):
+    with pytest.raises(ValueError, match="roc-base") as raised:
         storyeval.reward("union", "nope")
-    with pytest.raises(KeyError, match="wp-base"):
+    assert str(raised.value).startswith("unknown union config 'nope'")  # unquoted, unlike a KeyError's message
+    with pytest.raises(ValueError, match="wp-base"):
         storyeval.reward("story_quality", "nope")
     with pytest.raises(ValueError, match="completion"):
         storyeval.reward("union", "roc", text="story")

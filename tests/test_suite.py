@@ -120,7 +120,7 @@ def test_every_result_says_what_produced_it(roc_suite):
 
 def test_suite_empty_input_and_unknown_config(roc_suite):
     assert roc_suite.score([])["combined"] == [] and math.isnan(roc_suite.score([])["mean_combined"])
-    with pytest.raises(KeyError, match="unknown story_quality config 'xx'"):
+    with pytest.raises(ValueError, match="unknown story_quality config 'xx'"):
         StoryQuality("xx")
 
 
@@ -182,7 +182,7 @@ def test_the_module_refuses_a_path_like_config_without_creating_it(tmp_path):
     from storyeval.checkpoints.resolution import HUB_CARDS
 
     folder = tmp_path / "not-a-config"
-    with pytest.raises(KeyError, match="unknown story_quality config"):
+    with pytest.raises(ValueError, match="unknown story_quality config"):
         evaluate.load(str(HUB_CARDS.parent / "metrics" / "story_quality"), str(folder))
     assert not folder.exists()
 

@@ -78,13 +78,13 @@ class StoryQuality(metric_base.CheckpointMetric):
 
     def _build_data_dir(self):
         # evaluate makes this folder from the config name: refuse any name but the suite's first, so a path-like one
-        # ("/some/folder") is not created before the KeyError
+        # ("/some/folder") is not created before the ValueError
         suite.check_config(self.config_name)
         return evaluate.Metric._build_data_dir(self)
 
     def _download_and_prepare(self, dl_manager):
         local_only = True if getattr(dl_manager.download_config, "local_files_only", False) else None
-        self.suite = suite.StoryQuality(self.config_name, local_files_only=local_only)  # an unknown config: KeyError
+        self.suite = suite.StoryQuality(self.config_name, local_files_only=local_only)  # an unknown config: ValueError
 
     @staticmethod
     def check_inputs(predictions, contexts):

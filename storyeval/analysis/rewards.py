@@ -127,7 +127,7 @@ class StoryReward:
     def __init__(self, metric: str, config: str | None = None, *, text: str | None = None, criterion: str | None = None,
                  batch_size: int = 16, device=None, dtype=None, guard: bool | str = False, name: str | None = None):
         if metric not in REWARD_METRICS:
-            raise KeyError(f"unknown metric {metric!r}; choose one of {list(REWARD_METRICS)}")
+            raise ValueError(f"unknown metric {metric!r}; choose one of {list(REWARD_METRICS)}")
         if text is not None and metric == "continuation_quality":
             raise ValueError("continuation_quality always scores the completion given the prompt as its context; leave text out")
         text = TEXTS[0] if text is None else text

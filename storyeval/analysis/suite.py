@@ -109,7 +109,7 @@ def check_config(config: str) -> str:
     if config == "default":
         return DEFAULT_SUITE_CONFIG
     if config not in SUITE_CONFIGS:
-        raise KeyError(f"unknown story_quality config {config!r}: choose one of {sorted(SUITE_CONFIGS) + ['default']}")
+        raise ValueError(f"unknown story_quality config {config!r}: choose one of {sorted(SUITE_CONFIGS) + ['default']}")
     return config
 
 

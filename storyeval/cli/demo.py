@@ -152,7 +152,7 @@ def score_story(story: str, context: str = "", metrics=("union", "plot_coherence
         name = metric_title(metric, tier, corpus)
         try:
             scorer = _scorer(metric, tier, corpus)
-        except (DemoInputError, OSError, KeyError) as error:
+        except (ValueError, OSError) as error:  # DemoInputError, or a checkpoint that is not there
             rows.append([name, None, f"unavailable: {error}"])
             continue
         if metric == "continuation_quality":

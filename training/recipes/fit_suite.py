@@ -260,8 +260,8 @@ def parse_args(argv=None):
     args = p.parse_args(argv)
     try:
         args.config = check_config(args.config)
-    except KeyError as error:
-        p.error(str(error.args[0]))
+    except ValueError as error:
+        p.error(str(error))
     if args.from_report:
         if not args.export_weights or args.pairs or args.output:
             p.error("--from-report exports an earlier fit: give it --export-weights, and no --pairs or --output")
