@@ -143,6 +143,8 @@ def test_evaluate_module_matches_the_python_suite(roc_suite):
         module.compute(predictions=STORIES, temperature=1)
     with pytest.raises(ValueError, match="reference-free"):
         module.compute(predictions=STORIES, references=STORIES)
+    with pytest.raises(ValueError, match="predictions is empty: no stories to score"):
+        module.compute(predictions=[])
     # float32 named is the precision it scores in anyway; any other is refused before the queue is consumed
     assert module.compute(predictions=STORIES, dtype="float32")["combined"] == pytest.approx(alone["combined"])
     with pytest.raises(ValueError, match=r"unsupported dtype 'bfloat16'; choose from \['float32'\]"):

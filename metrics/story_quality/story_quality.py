@@ -22,7 +22,8 @@ mean with weights fitted on held-out auto-constructed and model-generated pairs
 
 _KWARGS_DESCRIPTION = """
 Args:
-    predictions (`list` of `str`): the generated stories (or continuations, with `contexts`).
+    predictions (`list` of `str`): the generated stories (or continuations, with `contexts`); an empty list
+        with nothing queued raises ValueError.
     contexts (`list` of `str`, optional): the prompt or opening each prediction continues.
         With them the story metrics score context + prediction and continuation quality
         joins `combined`; without them continuation quality is left out.
@@ -37,7 +38,7 @@ Returns:
         with `contexts` only.
     combined (`list` of `float`): the (weighted) mean of the percentiles (continuation quality
         by its overall criterion), per story.
-    mean_combined (`float`): their mean (NaN for no stories).
+    mean_combined (`float`): their mean.
     settings (`str`): what produced the result: the checkpoints that took part, joined by "+",
         their precision, the library versions and the percentiles' reference (corpus, split,
         commit). Compare results only when it matches.
@@ -118,7 +119,7 @@ class StoryQuality(metric_base.CheckpointMetric):
             return super().compute(**kwargs)
         predictions, contexts = self.check_inputs(predictions, contexts)
         if not predictions and not self.has_queued_inputs():
-            return self.suite.empty_result(with_contexts=False, combination=kwargs.get("combination"))
+            raise metric_base.nothing_to_score("stories")
         return super().compute(predictions=predictions, contexts=contexts, **kwargs)
 
     def _compute(self, predictions, contexts, batch_size: int = 16, device=None, progress_bar: bool = False,
@@ -126,7 +127,7 @@ class StoryQuality(metric_base.CheckpointMetric):
         given = [c != NO_CONTEXT for c in contexts]
         if any(given) and not all(given):
             raise ValueError("give a context for every story or for none (some queued batches had contexts, some not)")
-        if not predictions:
-            return self.suite.empty_result(with_contexts=False, combination=combination)
+        if not predictions:  # only empty batches were queued
+            raise metric_base.nothing_to_score("stories")
         return self.suite.score(predictions, contexts if all(given) else None, batch_size=batch_size, device=device,
                                 progress_bar=progress_bar, combination=combination)
