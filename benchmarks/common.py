@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
-from storyeval_training.export.provenance import environment
+from storyeval_training.export.provenance import environment, portable
 
 CHECKOUT = Path(__file__).resolve().parent.parent
 RESULTS = CHECKOUT / "benchmarks" / "results"
@@ -78,7 +78,7 @@ def command_line(module: str, argv: list[str] | None) -> str:
     """The command as a reader reruns it, recorded in every results file."""
     if module == "__main__":  # run as python -m benchmarks.<group>.<name>: the module's real name is on its spec
         module = getattr(sys.modules["__main__"].__spec__, "name", module)
-    return " ".join([f"python -m {module}", *(sys.argv[1:] if argv is None else argv)])
+    return portable(" ".join([f"python -m {module}", *(sys.argv[1:] if argv is None else argv)]))  # no path of this machine
 
 
 def machine() -> dict:

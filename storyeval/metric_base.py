@@ -94,7 +94,7 @@ class CheckpointMetric(evaluate.Metric):
         return data_dir
 
     def _download_and_prepare(self, dl_manager):
-        # unknown names raise KeyError here, at load time, listing the choices
+        # unknown names raise ValueError here, at load time, listing the choices
         from storyeval.scoring.sequence import load_scorer
 
         # evaluate.load(..., download_config=datasets.DownloadConfig(local_files_only=True)) keeps the checkpoint
@@ -154,6 +154,12 @@ def unscorable_rows(on_invalid: str, warn: bool = True, **columns: list[str]) ->
     return rows
 
 
+def nothing_to_score(unit: str) -> ValueError:
+    """The error of a ``compute()`` with nothing passed or queued to score: an empty input is refused, as
+    ``storyeval score`` refuses an empty file, rather than answered with a mean of nothing."""
+    return ValueError(f"predictions is empty: no {unit} to score")
+
+
 def mean(values: list[float]) -> float:
     """The mean over the scored rows (NaN when none was)."""
     kept = [v for v in values if not math.isnan(v)]
@@ -201,7 +207,7 @@ class StoryScoreMetric(CheckpointMetric):
         self.check_ignored_contexts(contexts, predictions)
         unscorable_rows(kwargs.get("on_invalid", "raise"), False, predictions=predictions)
         if not predictions and not self.has_queued_inputs():
-            return self.empty_result(kwargs.get("dtype"))
+            raise nothing_to_score("stories")
         # queued past our add_batch, which would check them again without on_invalid (evaluate's compute does the same)
         super().add_batch(predictions=predictions)
         return super().compute(**kwargs)
@@ -211,10 +217,12 @@ class StoryScoreMetric(CheckpointMetric):
 
     def _compute(self, predictions, batch_size: int = 16, device=None, progress_bar: bool = False, dtype=None,
                  on_invalid: str = "raise"):
+        if not predictions:  # only empty batches were queued
+            raise nothing_to_score("stories")
         skipped = unscorable_rows(on_invalid, predictions=predictions)
         skipped_rows = set(skipped)
         kept = [p for i, p in enumerate(predictions) if i not in skipped_rows]
-        if not kept:  # only empty batches were queued, or nothing could be scored
+        if not kept:  # nothing could be scored (on_invalid="nan")
             return {**self.empty_result(dtype), "scores": [math.nan] * len(predictions)}
         scores = self.scorer.score(kept, batch_size=batch_size, device=device, progress_bar=progress_bar, dtype=dtype)
         scores = with_nan_at(skipped, len(predictions), scores)
@@ -248,7 +256,7 @@ class ContinuationMetric(CheckpointMetric):
             return super().compute(**kwargs)
         predictions, contexts = self.check_pairs(predictions, contexts, kwargs.get("on_invalid", "raise"))
         if not predictions and not self.has_queued_inputs():
-            return self.empty_result(kwargs.get("dtype"))
+            raise nothing_to_score("continuations")
         super().add_batch(predictions=predictions, contexts=contexts)  # as above, checked already
         return super().compute(**kwargs)
 
@@ -266,9 +274,11 @@ class ContinuationMetric(CheckpointMetric):
 
     def _compute(self, predictions, contexts, batch_size: int = 256, device=None, progress_bar: bool = False, dtype=None,
                  on_invalid: str = "raise"):
+        if not predictions:  # only empty batches were queued
+            raise nothing_to_score("continuations")
         skipped = set(unscorable_rows(on_invalid, predictions=predictions, contexts=contexts))
         kept = [i for i in range(len(predictions)) if i not in skipped]
-        if not kept:  # only empty batches were queued, or nothing could be scored
+        if not kept:  # nothing could be scored (on_invalid="nan")
             return {**self.empty_result(dtype), **{c: [math.nan] * len(predictions) for c in self.CRITERIA}}
         scores = self.scorer.score([contexts[i] for i in kept], [predictions[i] for i in kept], batch_size=batch_size,
                                    device=device, progress_bar=progress_bar, dtype=dtype)

@@ -26,7 +26,7 @@ def test_registry_lists_every_metric_once_with_its_default():
     for name, spec in registry.METRICS.items():
         assert spec.default in spec.configs and checkpoints.REGISTRY[name] == spec.configs
         assert hasattr(spec.scorer_type(), "score")
-    with pytest.raises(KeyError, match="unknown metric 'bleu'"):
+    with pytest.raises(ValueError, match="unknown metric 'bleu'"):
         registry.metric_spec("bleu")
 
 
@@ -42,7 +42,7 @@ def test_download_model_and_load_from_checkpoint_bundled():
 
 
 def test_download_model_and_load_from_checkpoint_bad_names(tmp_path):
-    with pytest.raises(KeyError, match="unknown checkpoint 'nonsense'"):
+    with pytest.raises(ValueError, match="unknown checkpoint 'nonsense'"):
         storyeval.download_model("nonsense")
     with pytest.raises(FileNotFoundError, match="not available offline"):
         storyeval.download_model("someone/not-cached", local_files_only=True)

@@ -139,7 +139,7 @@ def test_int8_with_the_base_tier_is_refused_before_anything_loads_or_exports(tmp
 
 @pytest.mark.parametrize("metric, message", [
     ("continuation_quality", "--dtype int8 runs union and plot_coherence only; continuation_quality scores in float32"),
-    ("story_quality", "--metric story_quality scores in float32: leave out --dtype"),
+    ("story_quality", "--metric story_quality scores in float32, not int8: pass --dtype float32 or leave it out"),
 ])
 def test_int8_where_it_is_not_offered_is_one_line_not_a_traceback(metric, message, tmp_path, capsys, no_model):
     pairs = tmp_path / "pairs.jsonl"
@@ -154,6 +154,9 @@ def test_story_quality_scores_a_file_with_and_without_contexts(tmp_path, capsys)
     code, out, err = run_cli(["score", str(stories), "--metric", "story_quality", "--quiet"], capsys)
     values = [float(line) for line in out.splitlines()]
     assert code == 0 and len(values) == 2 and all(0 <= v <= 100 for v in values), err
+    # naming the precision it scores in anyway changes nothing
+    code, named, err = run_cli(["score", str(stories), "--metric", "story_quality", "--dtype", "float32", "--quiet"], capsys)
+    assert code == 0 and named == out, err
     assert "story_quality/roc: 2 stories" in err and "_percentiles-roc-test-" in err
     pairs = tmp_path / "pairs.jsonl"
     pairs.write_text(json.dumps({"prompt": "Ken went to the bar.", "story": "He found a phone and gave it back."}) + "\n")

@@ -196,7 +196,10 @@ def test_compare_on_the_suites_combined_percentile(tmp_path, capsys):
     assert payload["settings"].startswith("union-roc+plot-coherence-roc_fp32_") and "_percentiles-roc-test-" in payload["settings"]
     assert all(0 <= s["mean"] <= 100 for s in payload["systems"])
     code, _, err = run_cli(["compare", str(a), str(b), "--metric", "story_quality", "--dtype", "bfloat16"], capsys)
-    assert code == 1 and "leave out --dtype" in err
+    assert code == 1 and "scores in float32, not bfloat16: pass --dtype float32 or leave it out" in err
+    code, named, err = run_cli(["compare", str(a), str(b), "--metric", "story_quality", "--resamples", "99", "--json", "-",
+                                "--dtype", "float32"], capsys)
+    assert code == 0 and named == out, err  # the precision it scores in anyway
 
 
 def test_the_comparison_plot_keeps_its_title_inside_the_figure():

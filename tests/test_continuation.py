@@ -199,8 +199,8 @@ def test_metric_through_evaluate_load(tiny_checkpoint):
     assert set(results) == set(CRITERIA) | {f"mean_{c}" for c in CRITERIA} | {"settings"}
     assert results["settings"].startswith(f"{tiny_checkpoint.name}_fp32_storyeval-")
     assert len(results["relevance"]) == 2 and results["mean_overall"] == pytest.approx(sum(results["overall"]) / 2)
-    empty = metric.compute(predictions=[], contexts=[])
-    assert empty["overall"] == [] and math.isnan(empty["mean_relevance"])
+    with pytest.raises(ValueError, match="predictions is empty: no continuations to score"):
+        metric.compute(predictions=[], contexts=[])
     # queued pairs are scored by a compute() without inputs, as with any evaluate metric
     metric.add_batch(predictions=["He gave the milk to the dog."], contexts=["Ken went to the store."])
     metric.add(prediction="A tiger appeared.", context="Ken went to the store.")
@@ -218,7 +218,8 @@ def test_metric_through_evaluate_load(tiny_checkpoint):
     half = metric.compute(predictions=["He gave the milk to the dog."], contexts=["Ken went to the store."], dtype="bfloat16")
     assert half["overall"] == pytest.approx(results["overall"][:1], abs=0.1) and "_bf16_" in half["settings"]
     metric.add_batch(predictions=[], contexts=[])
-    assert metric.compute()["overall"] == []
+    with pytest.raises(ValueError, match="predictions is empty"):
+        metric.compute()
 
 
 @pytest.mark.parametrize(

@@ -11,6 +11,38 @@ def test_a_trailing_sentence_of_punctuation_is_left_out_not_an_error():
     assert [row[1] for row in attribution] == ["Ken went home.", "He was tired.", "He slept."]
 
 
+LONG_STORY = " ".join(f"Ken ran to the old mill on day {i}." for i in range(1, 87))  # 86 sentences, 3,000 characters
+
+
+def test_a_story_of_more_than_60_sentences_is_scored_whole_and_blamed_in_its_first_60(monkeypatch):
+    """A long WritingPrompts story (13% of wp_extra's human stories have more than 60 sentences) is not refused."""
+    asked = {}
+
+    class RecordingScorer:
+        def __init__(self, metric):
+            self.metric = metric
+
+        def score(self, stories, batch_size=16, dtype=None):
+            asked[self.metric] = stories
+            return [0.5] * len(stories)
+
+    monkeypatch.setattr(demo, "_scorer", lambda metric, tier="fast", corpus="roc": RecordingScorer(metric))
+    rows, attribution = demo.score_story(LONG_STORY, metrics=("union", "plot_coherence"), tier="base", corpus="wp")
+    assert [row[1] for row in rows] == [0.5, 0.5]
+    assert asked["plot_coherence"] == [LONG_STORY] and asked["union"][0] == LONG_STORY  # the whole story, once
+    assert len(asked["union"]) == 1 + 60 and [row[0] for row in attribution] == list(range(1, 61))
+    assert "blame covers sentences 1-60 of 86" in demo.score_status(LONG_STORY, "wp")
+    assert "blame" not in demo.score_status(LONG_STORY, "wp", blamed=False)  # no blame shown, none to explain
+    assert "blame" not in demo.score_status("Ken went home. He slept.", "roc")
+
+
+def test_the_longest_stories_are_blamed_in_fewer_sentences_with_the_page_saying_which():
+    longest = " ".join(f"On day {i} of the long and dusty journey Ken walked slowly to the old mill by the river." for i in range(1, 111))
+    assert 9_500 < len(longest) <= demo.MAX_CHARS
+    assert demo.blamed_sentences(demo.story_sentences(longest)) == demo.MAX_BLAME_CHARS // len(longest) == 24
+    assert "blame covers sentences 1-24 of 110" in demo.score_status(longest, "wp")
+
+
 def test_a_story_of_punctuation_alone_is_a_message_not_a_crash():
     with pytest.raises(demo.DemoInputError, match="The story has no words"):
         demo.score_story("...", "Ken went home.", ("continuation_quality",))

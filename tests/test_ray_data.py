@@ -223,9 +223,9 @@ def test_score_dataset_checks_columns_metric_and_options_before_running(cluster)
     dataset = ray.data.from_items(rows(3))
     with pytest.raises(KeyError, match="the dataset has no column 'text'"):
         score_dataset(dataset, "union", "roc", column="text")
-    with pytest.raises(KeyError, match="unknown metric 'nope'"):
+    with pytest.raises(ValueError, match="unknown metric 'nope'"):
         score_dataset(dataset, "nope")
-    with pytest.raises(KeyError, match="unknown union config"):
+    with pytest.raises(ValueError, match="unknown union config"):
         score_dataset(dataset, "union", "nope")
     with pytest.raises(TypeError, match="column 'id' holds int64, not text"):
         score_dataset(dataset, "union", "roc", column="id")

@@ -100,6 +100,12 @@ def test_story_quality_floors_a_letterless_prompt_it_would_pass_as_a_context(cap
     assert storyeval.reward("story_quality", "roc", text="completion")(prompts=["..."], completions=COMPLETIONS[:1])[0] > 0
 
 
+def test_story_quality_takes_the_float32_it_scores_in_and_refuses_other_precisions():
+    assert storyeval.reward("story_quality", "roc", dtype="float32").dtype == "float32"
+    with pytest.raises(ValueError, match="story_quality scores in float32 only, not 'bfloat16'"):
+        storyeval.reward("story_quality", "roc", dtype="bfloat16")
+
+
 def test_story_quality_reward_is_combined_in_zero_to_one():
     reward = storyeval.reward("story_quality", "roc")
     values = reward(prompts=PROMPTS, completions=COMPLETIONS)
@@ -126,11 +132,12 @@ def test_mismatched_lengths_are_a_value_error(union):
 
 
 def test_unknown_metric_config_and_options_list_the_choices():
-    with pytest.raises(KeyError, match="story_quality"):
+    with pytest.raises(ValueError, match="story_quality"):
         storyeval.reward("bleu")
-    with pytest.raises(KeyError, match="roc-base"):
+    with pytest.raises(ValueError, match="roc-base") as raised:
         storyeval.reward("union", "nope")
-    with pytest.raises(KeyError, match="wp-base"):
+    assert str(raised.value).startswith("unknown union config 'nope'")  # unquoted, unlike a KeyError's message
+    with pytest.raises(ValueError, match="wp-base"):
         storyeval.reward("story_quality", "nope")
     with pytest.raises(ValueError, match="completion"):
         storyeval.reward("union", "roc", text="story")

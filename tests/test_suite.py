@@ -120,7 +120,7 @@ def test_every_result_says_what_produced_it(roc_suite):
 
 def test_suite_empty_input_and_unknown_config(roc_suite):
     assert roc_suite.score([])["combined"] == [] and math.isnan(roc_suite.score([])["mean_combined"])
-    with pytest.raises(KeyError, match="unknown story_quality config 'xx'"):
+    with pytest.raises(ValueError, match="unknown story_quality config 'xx'"):
         StoryQuality("xx")
 
 
@@ -143,6 +143,12 @@ def test_evaluate_module_matches_the_python_suite(roc_suite):
         module.compute(predictions=STORIES, temperature=1)
     with pytest.raises(ValueError, match="reference-free"):
         module.compute(predictions=STORIES, references=STORIES)
+    with pytest.raises(ValueError, match="predictions is empty: no stories to score"):
+        module.compute(predictions=[])
+    # float32 named is the precision it scores in anyway; any other is refused before the queue is consumed
+    assert module.compute(predictions=STORIES, dtype="float32")["combined"] == pytest.approx(alone["combined"])
+    with pytest.raises(ValueError, match=r"unsupported dtype 'bfloat16'; choose from \['float32'\]"):
+        module.compute(predictions=STORIES, dtype="bfloat16")
 
 
 def test_the_wp_base_config_is_the_wp_base_tier_against_wp_references_with_learned_weights():
@@ -178,7 +184,7 @@ def test_the_module_refuses_a_path_like_config_without_creating_it(tmp_path):
     from storyeval.checkpoints.resolution import HUB_CARDS
 
     folder = tmp_path / "not-a-config"
-    with pytest.raises(KeyError, match="unknown story_quality config"):
+    with pytest.raises(ValueError, match="unknown story_quality config"):
         evaluate.load(str(HUB_CARDS.parent / "metrics" / "story_quality"), str(folder))
     assert not folder.exists()
 

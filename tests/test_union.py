@@ -1,7 +1,6 @@
 """UNION model, scorer, evaluate module, training loop and CLI on tiny random checkpoints."""
 import csv
 import json
-import math
 from pathlib import Path
 
 import datasets
@@ -172,8 +171,8 @@ def test_metric_through_evaluate_load(tiny_checkpoint):
     assert results["mean_score"] == pytest.approx(sum(results["scores"]) / 2)
     again = union.compute(predictions=[STORY, "he left ."], batch_size=8, device="cpu", progress_bar=True)
     assert again["scores"] == pytest.approx(results["scores"], abs=1e-5)
-    empty = union.compute(predictions=[])
-    assert empty["scores"] == [] and math.isnan(empty["mean_score"])
+    with pytest.raises(ValueError, match="predictions is empty: no stories to score"):  # as the CLI refuses an empty file
+        union.compute(predictions=[])
 
 
 @pytest.mark.parametrize(
@@ -235,8 +234,11 @@ def test_stories_queued_with_add_batch_are_scored_by_compute(tiny_checkpoint):
         union.add(prediction=STORY, reference=STORY)
     assert len(union.compute(predictions=["he ran ."])["scores"]) == 1
     union.add_batch(predictions=[])  # an empty batch queued, as an eval loop with nothing left may do
-    empty = union.compute()
-    assert empty["scores"] == [] and math.isnan(empty["mean_score"])
+    with pytest.raises(ValueError, match="predictions is empty: no stories to score"):
+        union.compute()
+    union.add_batch(predictions=[])  # beside others, it adds nothing
+    union.add_batch(predictions=["he ran ."])
+    assert len(union.compute()["scores"]) == 1
 
 
 @pytest.mark.parametrize(
@@ -274,7 +276,7 @@ def test_numpy_integers_are_batch_sizes(tiny_checkpoint):
 
 
 def test_unknown_config_lists_choices_and_missing_checkpoint_says_what_to_do(monkeypatch, tmp_path):
-    with pytest.raises(KeyError, match=r"\['roc', 'roc-base', 'wp', 'wp-base', 'default'\]"):
+    with pytest.raises(ValueError, match=r"\['roc', 'roc-base', 'wp', 'wp-base', 'default'\]"):
         evaluate.load(METRIC_DIR, "imaginary")
     monkeypatch.setattr(checkpoints, "HUB_CARDS", tmp_path)  # no bundled copies
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "empty-cache"))  # none cached either

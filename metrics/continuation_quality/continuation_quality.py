@@ -15,7 +15,8 @@ encodings of both texts and hand-built features (length, n-gram LM score, IDF,
 
 _KWARGS_DESCRIPTION = """
 Args:
-    predictions (`list` of `str`): the continuations to score, as written.
+    predictions (`list` of `str`): the continuations to score, as written; an empty list with
+        nothing queued raises ValueError.
     contexts (`list` of `str`): the preceding text of each continuation.
 """ + metric_base.runtime_options_doc(256, "pairs", int8=False) + """Returns:
     overall, relevance, interestingness (`list` of `float`): one score per pair,

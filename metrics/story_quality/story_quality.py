@@ -22,11 +22,13 @@ mean with weights fitted on held-out auto-constructed and model-generated pairs
 
 _KWARGS_DESCRIPTION = """
 Args:
-    predictions (`list` of `str`): the generated stories (or continuations, with `contexts`).
+    predictions (`list` of `str`): the generated stories (or continuations, with `contexts`); an empty list
+        with nothing queued raises ValueError.
     contexts (`list` of `str`, optional): the prompt or opening each prediction continues.
         With them the story metrics score context + prediction and continuation quality
         joins `combined`; without them continuation quality is left out.
     batch_size (`int`, defaults to 16), device (`str`, optional), progress_bar (`bool`).
+    dtype (`str`, optional): "float32" (default) only: the suite's percentiles were taken in float32.
     combination (`str`, optional): "mean" or "learned"; defaults to the config's own (see the
         metric card).
 Returns:
@@ -36,7 +38,7 @@ Returns:
         with `contexts` only.
     combined (`list` of `float`): the (weighted) mean of the percentiles (continuation quality
         by its overall criterion), per story.
-    mean_combined (`float`): their mean (NaN for no stories).
+    mean_combined (`float`): their mean.
     settings (`str`): what produced the result: the checkpoints that took part, joined by "+",
         their precision, the library versions and the percentiles' reference (corpus, split,
         commit). Compare results only when it matches.
@@ -61,6 +63,7 @@ NO_CONTEXT = "\x00no context"
 class StoryQuality(metric_base.CheckpointMetric):
     METRIC = "story_quality"
     INPUTS = ("predictions", "contexts")
+    DTYPES = ("float32",)
 
     def _info(self) -> evaluate.MetricInfo:
         if self.config_name == "default":
@@ -76,13 +79,13 @@ class StoryQuality(metric_base.CheckpointMetric):
 
     def _build_data_dir(self):
         # evaluate makes this folder from the config name: refuse any name but the suite's first, so a path-like one
-        # ("/some/folder") is not created before the KeyError
+        # ("/some/folder") is not created before the ValueError
         suite.check_config(self.config_name)
         return evaluate.Metric._build_data_dir(self)
 
     def _download_and_prepare(self, dl_manager):
         local_only = True if getattr(dl_manager.download_config, "local_files_only", False) else None
-        self.suite = suite.StoryQuality(self.config_name, local_files_only=local_only)  # an unknown config: KeyError
+        self.suite = suite.StoryQuality(self.config_name, local_files_only=local_only)  # an unknown config: ValueError
 
     @staticmethod
     def check_inputs(predictions, contexts):
@@ -116,15 +119,15 @@ class StoryQuality(metric_base.CheckpointMetric):
             return super().compute(**kwargs)
         predictions, contexts = self.check_inputs(predictions, contexts)
         if not predictions and not self.has_queued_inputs():
-            return self.suite.empty_result(with_contexts=False, combination=kwargs.get("combination"))
+            raise metric_base.nothing_to_score("stories")
         return super().compute(predictions=predictions, contexts=contexts, **kwargs)
 
     def _compute(self, predictions, contexts, batch_size: int = 16, device=None, progress_bar: bool = False,
-                 combination: str | None = None):
+                 combination: str | None = None, dtype=None):  # dtype: float32, named or not (check_runtime_options)
         given = [c != NO_CONTEXT for c in contexts]
         if any(given) and not all(given):
             raise ValueError("give a context for every story or for none (some queued batches had contexts, some not)")
-        if not predictions:
-            return self.suite.empty_result(with_contexts=False, combination=combination)
+        if not predictions:  # only empty batches were queued
+            raise metric_base.nothing_to_score("stories")
         return self.suite.score(predictions, contexts if all(given) else None, batch_size=batch_size, device=device,
                                 progress_bar=progress_bar, combination=combination)

@@ -16,12 +16,13 @@ _KWARGS_DESCRIPTION = """
 Args:
     predictions (`list` of `str`): stories to score, as written (the metric lower-cases,
         tokenises and replaces names itself); the first sentence (ROC) or the prompt (WP)
-        should open the story, as in the training data.
+        should open the story, as in the training data. An empty list with nothing queued
+        raises ValueError.
     contexts (`list` of `str`, optional): accepted and ignored, so that
         `evaluate.combine` can pass continuation_quality's inputs to this metric too.
 """ + metric_base.runtime_options_doc(16, "windows") + """Returns:
     scores (`list` of `float`): one score in [0, 1] per story, higher is better.
-    mean_score (`float`): their mean (NaN for no stories).
+    mean_score (`float`): their mean over the scored stories (NaN when none could be scored).
     settings (`str`): checkpoint, precision and versions the scores were computed with.
 Examples:
     >>> union = evaluate.load("union", "roc")

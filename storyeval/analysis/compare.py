@@ -44,6 +44,8 @@ from pathlib import Path
 
 import numpy as np
 
+from storyeval.analysis.suite import check_dtype as check_suite_dtype
+
 DEFAULT_RESAMPLES = 9999  # scipy's default; the permutation p-value resolves to 1 / (n + 1)
 DEFAULT_SEED = 12345
 DEFAULT_CONFIDENCE = 0.95
@@ -429,8 +431,7 @@ class SuiteCombined:
         self.suite = StoryQuality(config, device=device)
 
     def score(self, stories, batch_size: int = 16, dtype=None) -> list[float]:
-        if dtype is not None:
-            raise ValueError("--metric story_quality scores in float32: leave out --dtype")
+        check_suite_dtype(dtype)
         return self.suite.score(stories, batch_size=batch_size)["combined"]
 
     def settings(self, dtype=None) -> str:
@@ -531,8 +532,12 @@ def run(args) -> int:
 
             if importlib.util.find_spec("matplotlib") is None:
                 raise ComparisonInputError("--plot needs matplotlib: pip install 'storyeval[plot]'")
-        if args.metric == "story_quality" and args.dtype is not None:
-            raise ComparisonInputError("--metric story_quality scores in float32: leave out --dtype")
+        if args.metric == "story_quality":
+            try:
+                check_suite_dtype(args.dtype)
+            except ValueError:
+                raise ComparisonInputError(f"--metric story_quality scores in float32, not {args.dtype}: "
+                                           "pass --dtype float32 or leave it out") from None
 
         def scorer():
             from storyeval.scoring.devices import set_num_threads

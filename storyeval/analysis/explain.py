@@ -68,8 +68,10 @@ def _check_scorer(scorer) -> None:
 
 
 def explain_sentences(sentence_lists: Sequence[Sequence[str]], scorer, contexts: Sequence[str | None] | None = None,
-                      batch_size: int = 16, dtype=None) -> list[Explanation]:
-    """Leave-one-out blame for stories already split into sentences, all scored in one batched call."""
+                      batch_size: int = 16, dtype=None, max_blamed: int | None = None) -> list[Explanation]:
+    """Leave-one-out blame for stories already split into sentences, all scored in one batched call.
+    ``max_blamed``: leave out only each story's first that many sentences (None: every one); the score is
+    always the whole story's."""
     _check_scorer(scorer)
     contexts = [None] * len(sentence_lists) if contexts is None else list(contexts)
     if len(contexts) != len(sentence_lists):
@@ -80,7 +82,8 @@ def explain_sentences(sentence_lists: Sequence[Sequence[str]], scorer, contexts:
         start = len(variants)
         variants.append(" ".join(opening + list(sentences)))
         if len(sentences) > 1:
-            variants += [" ".join(opening + list(sentences[:i]) + list(sentences[i + 1:])) for i in range(len(sentences))]
+            blamed = len(sentences) if max_blamed is None else min(len(sentences), max_blamed)
+            variants += [" ".join(opening + list(sentences[:i]) + list(sentences[i + 1:])) for i in range(blamed)]
         spans.append((start, len(variants)))
     scores = scorer.score(variants, batch_size=batch_size, dtype=dtype) if variants else []
     explanations = []

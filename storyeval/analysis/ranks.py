@@ -7,7 +7,7 @@ with accelerate's ``gather_for_metrics``, so every rank gets all of them in inpu
     from accelerate import Accelerator
     from storyeval import download_model, load_from_checkpoint, score_by_rank
 
-    accelerator = Accelerator()
+    accelerator = Accelerator(cpu=not torch.cuda.is_available())   # cpu=True: see check_launched_processes
     scorer = load_from_checkpoint(download_model("union/roc"), device=accelerator.device)
     loader = accelerator.prepare(torch.utils.data.DataLoader(prompts, batch_size=8))
     scores = []
@@ -36,6 +36,21 @@ from storyeval.inputs import check_on_invalid
 
 logger = logging.getLogger(__name__)
 
+# where launchers (torchrun, accelerate launch, MPI) put the number of processes they started: accelerate's own list
+LAUNCHED_PROCESSES_ENV = ("WORLD_SIZE", "PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "MV2_COMM_WORLD_SIZE")
+
+
+def check_launched_processes(accelerator) -> None:
+    """Refuse an accelerator that runs one process where the launcher started several: each process would then
+    be rank 0 of 1 and score every story. ``Accelerator()`` does that on a machine without CUDA unless it is
+    told ``cpu=True`` (accelerate 1.x makes a CPU job distributed only then)."""
+    from accelerate.utils import get_int_from_env
+
+    launched = get_int_from_env(LAUNCHED_PROCESSES_ENV, 1)
+    if launched > 1 and accelerator.num_processes == 1:
+        raise ValueError(f"the launcher started {launched} processes but the accelerator runs 1, so each process would "
+                         "score every story: create it with Accelerator(cpu=True) on a machine without CUDA")
+
 
 def score_by_rank(scorer, stories, accelerator, *, contexts=None, batch_size: int | None = None, dtype=None,
                   on_invalid: str = "raise", combination: str | None = None):
@@ -45,9 +60,11 @@ def score_by_rank(scorer, stories, accelerator, *, contexts=None, batch_size: in
     ``on_invalid``: what a story that cannot be scored (no letters, or not English) does: ``"raise"`` raises on
     every rank, naming its row among the gathered stories; ``"nan"`` gives it NaN and logs a warning (on the main process) naming its rows.
     Every rank raises together when any rank cannot score its stories: a rank that raised alone would leave the
-    others waiting in the gather."""
+    others waiting in the gather. An accelerator that runs one process under a launcher that started several
+    (``Accelerator()`` on CPUs, without ``cpu=True``) is refused: each process would score every story."""
     from accelerate.utils import gather_object
 
+    check_launched_processes(accelerator)  # the same on every process, and before any gather: none is left waiting
     check_on_invalid(on_invalid)  # the same on every rank: it cannot leave one rank in the gather alone
     keys, rows, failure, error = [], [], None, None
     try:

@@ -55,7 +55,7 @@ def check_job(metric: str, config: str | None, dtype: str | None, context_column
     from storyeval.checkpoints.registry import METRICS
 
     if metric not in metric_names():
-        raise KeyError(f"unknown metric {metric!r}; choose one of {metric_names()}")
+        raise ValueError(f"unknown metric {metric!r}; choose one of {metric_names()}")
     if metric == SUITE_METRIC:
         from storyeval.analysis.suite import SUITE_CONFIGS, check_combination, check_config
 

@@ -127,7 +127,7 @@ class StoryReward:
     def __init__(self, metric: str, config: str | None = None, *, text: str | None = None, criterion: str | None = None,
                  batch_size: int = 16, device=None, dtype=None, guard: bool | str = False, name: str | None = None):
         if metric not in REWARD_METRICS:
-            raise KeyError(f"unknown metric {metric!r}; choose one of {list(REWARD_METRICS)}")
+            raise ValueError(f"unknown metric {metric!r}; choose one of {list(REWARD_METRICS)}")
         if text is not None and metric == "continuation_quality":
             raise ValueError("continuation_quality always scores the completion given the prompt as its context; leave text out")
         text = TEXTS[0] if text is None else text
@@ -143,8 +143,10 @@ class StoryReward:
             raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
         if not (isinstance(guard, bool) or guard in GUARD_BOUNDS):
             raise ValueError(f"guard must be True, False or a corpus, one of {sorted(GUARD_BOUNDS)}; got {guard!r}")
-        if metric == "story_quality" and dtype is not None:
-            raise ValueError("story_quality scores in float32 only; leave dtype out")
+        if metric == "story_quality":
+            from storyeval.analysis.suite import check_dtype
+
+            check_dtype(dtype)
         self.metric, self.text, self.criterion = metric, text, criterion
         self.batch_size, self.device, self.dtype, self.guard = batch_size, device, dtype, guard is not False
         if metric == "story_quality":
@@ -247,8 +249,8 @@ def reward(metric: str, config: str | None = None, **options) -> StoryReward:
     Options: ``text`` (``"prompt+completion"``, the default, or ``"completion"``; not for continuation
     quality), ``criterion`` (continuation quality's output: ``"overall"``, ``"relevance"``,
     ``"interestingness"``), ``batch_size`` (16), ``device`` (``None``: CUDA when present; pass the
-    trainer's, ``trainer.accelerator.device``), ``dtype`` (``"float32"``, ``"bfloat16"``, ...; not for
-    story_quality), ``guard`` (False; see :func:`guard_factors`) and ``name`` (the name TRL logs the
+    trainer's, ``trainer.accelerator.device``), ``dtype`` (``"float32"``, ``"bfloat16"``, ...;
+    story_quality: float32 only), ``guard`` (False; see :func:`guard_factors`) and ``name`` (the name TRL logs the
     reward under; default ``<metric>_<config>``). The module's docstring says what is scored and the floor.
     """
     return StoryReward(metric, config, **options)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from storyeval.analysis.suite import check_dtype as check_suite_dtype
 from storyeval.inputs import text_problem, with_nan_at
 
 STORY, CONTINUATION, SUITE = "story", "continuation", "suite"
@@ -93,8 +94,8 @@ def score_rows(scorer, predictions: Sequence, contexts: Sequence | None = None, 
         raise ValueError("a story metric scores the story alone: pass contexts to continuation_quality or story_quality only")
     if kind == CONTINUATION and contexts is None:
         raise ValueError("continuation_quality scores a continuation given its context: pass contexts")
-    if kind == SUITE and dtype not in (None, "float32"):
-        raise ValueError(f"story_quality scores in float32 only, not {dtype!r}")
+    if kind == SUITE:
+        check_suite_dtype(dtype)
     predictions = _as_list(predictions, names[0])
     contexts = None if contexts is None else _as_list(contexts, names[1])
     problems = row_problems(predictions, contexts, names)

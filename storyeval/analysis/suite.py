@@ -98,11 +98,18 @@ def output_keys(config: str, with_contexts: bool) -> list[str]:
     return keys + ["combined"]
 
 
+def check_dtype(dtype) -> None:
+    """The suite scores in float32 only: None or float32 itself (the precision it uses anyway) pass, any other
+    precision is refused."""
+    if dtype is not None and str(dtype) not in ("float32", "torch.float32"):
+        raise ValueError(f"story_quality scores in float32 only, not {dtype!r}: pass dtype='float32' or leave it out")
+
+
 def check_config(config: str) -> str:
     if config == "default":
         return DEFAULT_SUITE_CONFIG
     if config not in SUITE_CONFIGS:
-        raise KeyError(f"unknown story_quality config {config!r}: choose one of {sorted(SUITE_CONFIGS) + ['default']}")
+        raise ValueError(f"unknown story_quality config {config!r}: choose one of {sorted(SUITE_CONFIGS) + ['default']}")
     return config
 
 

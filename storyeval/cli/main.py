@@ -51,6 +51,7 @@ from tqdm.auto import tqdm
 
 from storyeval.analysis import compare
 from storyeval.analysis.suite import DEFAULT_SUITE_CONFIG, SUITE_CONFIGS
+from storyeval.analysis.suite import check_dtype as check_suite_dtype
 from storyeval.checkpoints import resolution as checkpoints
 from storyeval.checkpoints.registry import CORPORA as REFERENCE_CORPORA
 from storyeval.checkpoints.registry import METRICS, metric_spec
@@ -105,7 +106,11 @@ def check_dtype(metric: str, config: str, dtype: str | None) -> None:
     if dtype is None:
         return
     if metric == SUITE:
-        raise InputError("--metric story_quality scores in float32: leave out --dtype")
+        try:
+            check_suite_dtype(dtype)
+        except ValueError:
+            raise InputError(f"--metric story_quality scores in float32, not {dtype}: pass --dtype float32 or leave it out") from None
+        return
     if dtype != "int8":
         return
     if metric not in STORY_METRICS:

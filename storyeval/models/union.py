@@ -112,8 +112,13 @@ class UnionModel(PreTrainedModel):
 
     @classmethod
     def from_encoder(cls, encoder_name_or_path: str, **union_kwargs) -> "UnionModel":
-        """A new UNION model around pretrained encoder weights (heads freshly initialised)."""
+        """A new UNION model around pretrained encoder weights (heads freshly initialised). Its config names the
+        encoder by :func:`~storyeval.checkpoints.backbones.published_backbone_name` (a Hub id for the known
+        backbones), never by the local folder it was read from."""
+        from storyeval.checkpoints.backbones import published_backbone_name
+
         encoder = AutoModel.from_pretrained(encoder_name_or_path)
+        encoder.config._name_or_path = published_backbone_name(str(encoder_name_or_path))
         model = cls(UnionConfig(encoder=encoder.config.to_dict(), **union_kwargs))
         weights = {k: v for k, v in encoder.state_dict().items() if not k.startswith("pooler.")}
         missing, unexpected = model.encoder.load_state_dict(weights, strict=False)

@@ -16,6 +16,7 @@ from pathlib import Path
 from huggingface_hub import DatasetCard, DatasetCardData, EvalResult, ModelCard, ModelCardData
 
 from storyeval.models import citations
+from storyeval_training.export.provenance import portable
 
 TEMPLATES = Path(__file__).resolve().parent / "card_templates"
 CORPORA = {"roc": "rocstories", "wp": "writingprompts"}
@@ -23,6 +24,7 @@ METRIC_DECIMALS = 4  # figures in the card's metadata, as in its tables
 
 
 def _render(card_class, card_data, template: str, folder: Path, **facts) -> None:
+    facts = {name: portable(value) for name, value in facts.items()}  # a card names no path of the machine that made it
     card = card_class.from_template(card_data, template_path=str(TEMPLATES / f"{template}.md"), **facts)
     card.text = card.text.rstrip("\n") + "\n"  # Jinja drops the template's final newline
     card.save(Path(folder) / "README.md")
@@ -372,7 +374,7 @@ def update_evaluation(folder: Path, metric: str, command: str, correlations: dic
     folder = Path(folder)
     if not folder.is_dir():
         raise FileNotFoundError(f"no checkpoint folder at {folder}")
-    (folder / "evaluation.json").write_text(json.dumps({"command": command, "correlations": correlations}, indent=2) + "\n")
+    (folder / "evaluation.json").write_text(json.dumps({"command": portable(command), "correlations": correlations}, indent=2) + "\n")
     rerender_card(folder, metric)
 
 

@@ -2,12 +2,20 @@
 
 Training loops store it in their results files and benchmarks in theirs, so a training
 time or a correlation can be traced to a CPU and a commit.
+
+What is published (a checkpoint's records, its card's commands, the suite's weights) names no path of the
+machine that made it: :func:`portable` rewrites a record's absolute paths as a reader can use them (a path
+in the checkout relative to it, a known backbone's copy by its Hub id, any other path by its last two parts
+under ``<local>/``), and :func:`data_identity` identifies a run's input data by what it is instead: the
+builder that wrote it, its splits and their hashes.
 """
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import platform
+import re
 import subprocess
 from collections.abc import Iterable
 from pathlib import Path
@@ -82,3 +90,121 @@ def _git(*args: str, cwd: Path | None = None) -> str:
     except OSError:
         return ""
     return completed.stdout.strip() if completed.returncode == 0 else ""
+
+
+# ---- published records name no path of this machine ---------------------------------------------------------------
+LOCAL = "<local>"  # what stands for this machine's own folders in a published record
+# an absolute path of two parts or more inside a string (a value, a command line, a name=path argument); not a URL's,
+# a relative path's, a lone "/" in prose or a token such as "</s>"
+_ABSOLUTE_PATH = re.compile(r"(?<![\w.:/~<`-])~?/[\w.+@-]+(?:/[\w.+@-]*)+")
+# the record file a training-data builder writes into its output folder (or, for the kinds builders, beside them),
+# by the module that writes it: named here as text, as those modules import this one
+BUILDER_RECORDS = {
+    "negatives_stats.json": "storyeval_training.data.build_negatives",
+    "plots_stats.json": "storyeval_training.data.plots.build_plots",
+    "adversarial_filter_history.json": "storyeval_training.data.plots.adversarial_filter",
+    "mix_pairs.json": "storyeval_training.data.mix_pairs",
+    "transfer.json": "storyeval_training.data.transfer",
+    "wp_kinds.json": "storyeval_training.data.wp_kinds",
+    "wp_machine_pairs.json": "storyeval_training.data.wp_machine_pairs",
+}
+
+
+def portable_path(path: str) -> str:
+    """``path`` as a published record names it: relative to the checkout inside it, a known backbone (one of its
+    local copies) by its Hub id, anything else by its last two parts under :data:`LOCAL`; a relative path as it is."""
+    from storyeval.checkpoints.backbones import published_backbone_name
+
+    if not path.startswith(("/", "~/")):
+        return path
+    resolved = Path(path).expanduser()
+    try:
+        return resolved.resolve().relative_to(CHECKOUT.resolve()).as_posix()
+    except ValueError:
+        pass
+    backbone = published_backbone_name(str(resolved))
+    if backbone != resolved.name:  # a copy of a backbone the Hub has
+        return backbone
+    return "/".join([LOCAL, *resolved.parts[-2:]])
+
+
+def portable(record):
+    """``record`` (JSON-like: dicts, lists, strings) with every absolute path in its strings made :func:`portable_path`,
+    in command lines and ``name=path`` arguments too."""
+    if isinstance(record, dict):
+        return {key: portable(value) for key, value in record.items()}
+    if isinstance(record, (list, tuple)):
+        return [portable(value) for value in record]
+    if isinstance(record, str):
+        return _ABSOLUTE_PATH.sub(lambda match: portable_path(match.group(0)), record)
+    return record
+
+
+def data_identity(path: str | Path) -> dict | None:
+    """What a run's input at ``path`` is, as a record can name it without the path: the builder whose record file
+    is in the folder (or beside it), and, for a folder ``datasets`` saved, each split's fingerprint (the hash
+    ``datasets`` keys its caches by), else the SHA-256 of its files. None where nothing is there."""
+    path = Path(path)
+    if path.is_file():
+        return {"sha256": _files_sha256([path], path.parent)}
+    if not path.is_dir():
+        return None
+    builder = next((module for name, module in BUILDER_RECORDS.items()
+                    if (path / name).is_file() or (path.parent / name).is_file()), None)
+    states = sorted(path.glob("*/state.json")) or sorted(path.glob("state.json"))
+    if states:
+        splits = {state.parent.name if state.parent != path else "train": json.loads(state.read_text())["_fingerprint"]
+                  for state in states}
+        return {"builder": builder, "splits": splits}
+    return {"builder": builder, "sha256": _files_sha256(sorted(p for p in path.rglob("*") if p.is_file()), path)}
+
+
+def _files_sha256(files: list[Path], root: Path) -> str:
+    digest = hashlib.sha256()
+    for file in files:
+        digest.update(file.relative_to(root).as_posix().encode() + b"\0")
+        with file.open("rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()
+
+
+# a run's arguments that name where it writes, not what it reads
+OUTPUT_ARGUMENTS = ("output_dir", "export_dir", "cache_dir", "resume_from_checkpoint", "scores_cache", "output")
+
+
+def input_identities(args: dict) -> dict:
+    """:func:`data_identity` of each argument of a run that names an input outside the checkout (``name=path`` pairs
+    by their name), keyed as the arguments are; what the published record keeps of them once their paths are made
+    portable."""
+    identities = {}
+    for key, value in args.items():
+        if key in OUTPUT_ARGUMENTS:
+            continue
+        for label, path in _named_paths(key, value):
+            if Path(path).expanduser().is_absolute() and portable_path(path).startswith(LOCAL):
+                if (identity := data_identity(Path(path).expanduser())) is not None:
+                    identities[label] = identity
+    return identities
+
+
+def _named_paths(key: str, value) -> list[tuple[str, str]]:
+    """(label, path) of each path an argument's value names: a string, a list of them, or ``name=path`` items."""
+    values = value if isinstance(value, (list, tuple)) else [value]
+    named = []
+    for item in values:
+        if isinstance(item, (list, tuple)) and len(item) == 2 and all(isinstance(part, str) for part in item):
+            item = f"{item[0]}={item[1]}"  # argparse's (name, path) pairs
+        if isinstance(item, str) and item.startswith(("/", "~/")):
+            named.append((key, item))
+        elif isinstance(item, str) and "=" in item and item.split("=", 1)[1].startswith(("/", "~/")):
+            name, path = item.split("=", 1)
+            named.append((f"{key}:{name}", path))
+    return named
+
+
+def published_record(record: dict) -> dict:
+    """A training record as a checkpoint publishes it: its inputs identified by :func:`input_identities` under
+    ``inputs`` (where its ``args`` name any), then every path made :func:`portable`."""
+    identities = input_identities(record.get("args") or {})
+    return portable({**record, **({"inputs": identities} if identities else {})})

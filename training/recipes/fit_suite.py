@@ -39,7 +39,7 @@ import numpy as np
 from storyeval.analysis.suite import COMBINATIONS, CONTINUATION_CRITERION, SUITE_CONFIGS, StoryQuality, check_config
 from storyeval.inputs import text_problem
 from storyeval_training.data.named_sets import pair_folder, set_names, techniques_per_set
-from storyeval_training.export.provenance import environment
+from storyeval_training.export.provenance import environment, portable
 
 logger = logging.getLogger("storyeval_training.recipes.fit_suite")
 
@@ -260,8 +260,8 @@ def parse_args(argv=None):
     args = p.parse_args(argv)
     try:
         args.config = check_config(args.config)
-    except KeyError as error:
-        p.error(str(error.args[0]))
+    except ValueError as error:
+        p.error(str(error))
     if args.from_report:
         if not args.export_weights or args.pairs or args.output:
             p.error("--from-report exports an earlier fit: give it --export-weights, and no --pairs or --output")
@@ -312,8 +312,9 @@ def export(path: Path, config: str, report: dict, default: str | None) -> dict:
         "without_contexts": own["without_contexts"]["weights"],
         "with_contexts": with_contexts,
         "with_contexts_fitted": fitted_with_contexts is not None,
-        "fitted": {key: report[key] for key in ("command", "pair_sets", "split", "seed")} | {"commit": report["environment"].get("commit", "unknown"),
-                                                                                              "objective": report.get("objective", "bradley-terry")},
+        # the package ships this file: its fitting command and pair sets name no path of the machine that fitted it
+        "fitted": portable({key: report[key] for key in ("command", "pair_sets", "split", "seed")})
+        | {"commit": report["environment"].get("commit", "unknown"), "objective": report.get("objective", "bradley-terry")},
     }
     path.write_text(json.dumps(entries, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     return entries[config]

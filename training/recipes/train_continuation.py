@@ -50,7 +50,7 @@ from storyeval.models.continuation.ngram_lm import NgramLM
 from storyeval_training import paths
 from storyeval_training.data import continuation_data
 from storyeval_training.data.builders import ROCStories, WritingPrompts, load_split
-from storyeval_training.export.provenance import environment
+from storyeval_training.export.provenance import environment, published_record
 from storyeval_training.loop import require_positive
 from storyeval_training.selection import improves
 
@@ -361,7 +361,7 @@ def train(args, rated_splits: datasets.DatasetDict | None = None) -> dict:
         scorer_config["learned_encoder"] = ENCODER_KIND
         shutil.copytree(args.encoder, output / ENCODER_FOLDER, dirs_exist_ok=True)
     (output / "scorer_config.json").write_text(json.dumps(scorer_config, indent=2) + "\n")
-    (output / "training_results.json").write_text(json.dumps(results, indent=2) + "\n")
+    (output / "training_results.json").write_text(json.dumps(published_record(results), indent=2) + "\n")
     return results
 
 

@@ -30,10 +30,12 @@ import datasets
 import torch
 from transformers import AutoTokenizer
 
+from storyeval.checkpoints.backbones import published_backbone_name
 from storyeval.checkpoints.resolution import OFFLINE_BACKBONE, backbone_path
 from storyeval.models import UnionModel
 from storyeval.models.continuation.encoder import encode_pairs, pad, save_encoder_config
 from storyeval_training.data import continuation_pairs
+from storyeval_training.export.provenance import published_record
 from storyeval_training.loop import LoopArguments, TrainingLoop, add_loop_arguments, check_loop_arguments
 from storyeval_training.recipes import train_union
 
@@ -183,6 +185,7 @@ def export(best_dir: Path, export_dir: Path, max_length: int, results: dict, bas
     """fp16 weights (only the adapters or top layers, and the head, where only those trained), the tokenizer,
     and ``encoder_config.json`` (the scoring window and the run's record)."""
     model = UnionModel.from_pretrained(best_dir)
+    model.config.encoder._name_or_path = published_backbone_name(model.config.encoder._name_or_path)
     if model.config.trained_top_layers is not None or model.config.lora_rank:
         model.save_trained_parameters(export_dir, base_model=base_model)
     else:
@@ -191,7 +194,8 @@ def export(best_dir: Path, export_dir: Path, max_length: int, results: dict, bas
     save_encoder_config(export_dir, max_length, trained_max_length=results["args"]["max_length"],
                         best_validation=results["best_validation"], selected_by=results["selected_by"],
                         leakage_dropped_story_cloze_stories=results["leakage_dropped_story_cloze_stories"])
-    (export_dir / "training_results.json").write_text(json.dumps({k: v for k, v in results.items() if k != "history"}, indent=2) + "\n")
+    record = published_record({k: v for k, v in results.items() if k != "history"})
+    (export_dir / "training_results.json").write_text(json.dumps(record, indent=2) + "\n")
 
 
 if __name__ == "__main__":

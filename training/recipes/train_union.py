@@ -21,11 +21,13 @@ import torch
 from transformers import AutoTokenizer
 
 from storyeval import text as textlib
+from storyeval.checkpoints.backbones import published_backbone_name
 from storyeval.checkpoints.resolution import OFFLINE_BACKBONE, backbone_path
 from storyeval.models import UnionModel
 from storyeval.scoring.sequence import normalize_story
 from storyeval_training.data import build_negatives
 from storyeval_training.export.model_card import write_union_card
+from storyeval_training.export.provenance import published_record
 from storyeval_training.loop import LoopArguments, TrainingLoop, add_loop_arguments, check_loop_arguments
 
 logger = logging.getLogger("storyeval_training.recipes.train_union")
@@ -389,6 +391,8 @@ def export(best_dir: Path, export_dir: Path, results: dict, keep_reconstruction_
     :mod:`storyeval.checkpoints.backbones` resolves, or a folder), without the reconstruction head.
     """
     model = UnionModel.from_pretrained(best_dir)
+    # a run continued from an older checkpoint may carry the folder its backbone was read from
+    model.config.encoder._name_or_path = published_backbone_name(model.config.encoder._name_or_path)
     if model.config.trained_top_layers is not None or model.config.lora_rank:
         model.save_trained_parameters(export_dir, base_model=model.config.base_model or base_model)
     else:
@@ -396,7 +400,8 @@ def export(best_dir: Path, export_dir: Path, results: dict, keep_reconstruction_
             model.drop_reconstruction_head()
         model.half().save_pretrained(export_dir)
     AutoTokenizer.from_pretrained(best_dir).save_pretrained(export_dir)
-    (export_dir / "training_results.json").write_text(json.dumps({k: v for k, v in results.items() if k != "history"}, indent=2) + "\n")
+    record = published_record({k: v for k, v in results.items() if k != "history"})
+    (export_dir / "training_results.json").write_text(json.dumps(record, indent=2) + "\n")
     if write_card is not None:  # None: the recipe writes its own card once the checkpoint ships
         write_card(export_dir, results)
 
