@@ -31,9 +31,10 @@ class StoryScores:
     def checkpoint(self, folder: str) -> tuple[dict[str, float], dict]:
         """story -> score of a UNION or plot-coherence checkpoint folder, and the fields its results record."""
         from storyeval.scoring.sequence import load_story_classifier
+        from storyeval_training.export.provenance import portable_path
 
         scorer = load_story_classifier(folder, device="cpu")
-        return self._scores(folder, scorer), {"path": folder, "settings": scorer.settings()}
+        return self._scores(folder, scorer), {"path": portable_path(str(folder)), "settings": scorer.settings()}
 
     def suite(self, config: str) -> tuple[dict[str, float], dict]:
         """story -> ``combined`` of a ``story_quality`` config (its parts scored as checkpoints), and its fields."""
