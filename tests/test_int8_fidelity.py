@@ -17,6 +17,10 @@ def test_each_record_is_its_results_file_and_its_bundled_weights(name):
     assert Path(measured["checkpoint"]).name == name and measured["stories"] == record.stories
     assert round(measured["agreement_with_float32"]["int8_openvino"]["spearman_with_float32"], 4) == record.spearman
     assert int8_runtime._safetensors_sha256(BUNDLED / name) == record.safetensors_sha256
+    if record.human_results is not None:
+        human = json.loads((RESULTS / record.human_results).read_text())["human_agreement"][name]
+        moves = [abs(move) for rows in human.values() for row in rows.values() for move in row.get("moved", {}).values()]
+        assert round(max(moves), 4) == record.human_move
 
 
 @pytest.mark.parametrize("name", ["union-roc-base", "union-wp-base", "plot-coherence-roc-base", "plot-coherence-wp-base"])
