@@ -482,6 +482,8 @@ class Int8Fidelity:
 MEASURED_FIDELITY: dict[str, Int8Fidelity] = {
     "union-roc-base": Int8Fidelity("17b9573261f44cd828f20257585334063ab0397edbbbb308b86611c8e6e0821f", "ROC", 1000, 0.9953,
                                    "union_roc_base_int8_drift_openvino.json", 0.0066, "union_roc_base_int8_human_openvino.json"),
+    "plot-coherence-roc-base": Int8Fidelity("7f2d6775b420b6710a8d2c08cf7656c55e16b44c2c9f06d7b5dd7fba52b749d6", "ROC", 1000, 0.9984,
+                                            "plot_coherence_roc_base_int8_drift_openvino.json"),
 }
 
 
