@@ -133,8 +133,17 @@ def test_int8_with_the_base_tier_is_refused_before_anything_loads_or_exports(tmp
     stories = tmp_path / "s.txt"
     stories.write_text(f"{STORY}\n")
     code, out, err = run_cli(["score", str(stories), "--config", "roc-base", "--dtype", "int8", "--quiet"], capsys)
-    assert_one_error_line(code, err, "dtype='int8' is not offered for mpnet checkpoints (the base tier)", "0.9953")
+    assert_one_error_line(code, err, "dtype='int8' is not offered for union-roc-base: its int8 copy keeps Spearman 0.9953", "1,000 ROC")
     assert "exporting" not in err
+
+
+def test_an_int8_refusal_names_the_checkpoint_asked_for(tmp_path, capsys, no_model):
+    """Not another checkpoint's figure: plot_coherence wp-base is refused under its own name."""
+    stories = tmp_path / "s.txt"
+    stories.write_text(f"{STORY}\n")
+    code, out, err = run_cli(["score", str(stories), "--metric", "plot_coherence", "--config", "wp-base", "--dtype", "int8", "--quiet"], capsys)
+    assert_one_error_line(code, err, "dtype='int8' is offered for mpnet checkpoints", "plot-coherence-wp-base was not measured")
+    assert "union-roc-base" not in err
 
 
 @pytest.mark.parametrize("metric, message", [

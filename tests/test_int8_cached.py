@@ -91,7 +91,7 @@ def test_an_export_made_before_it_could_be_found_learns_its_checkpoint(checkpoin
 def test_refused_encoders_unknown_cpus_and_bad_arguments(checkpoint, monkeypatch):
     exported(checkpoint)
     with monkeypatch.context() as patched:
-        patched.setattr(int8_runtime, "DRIFT_BOUND_MISSED", {"bert": "measured to miss"})
+        patched.setattr(int8_runtime, "MEASURED_ONLY", {"bert": "measured one by one"})  # and this one was not
         assert load_cached_int8_scorer(checkpoint) is None
     with monkeypatch.context() as patched:
         patched.setattr(int8_runtime, "cpu_has_int8_dot_product_by_flags", lambda: None)

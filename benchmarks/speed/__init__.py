@@ -3,6 +3,7 @@
 ``scoring_speed``, ``speed_ceiling``, ``baseline_scorer`` -- stories per second against a BERT-base-sized scorer
 ``cli_cold_start``       -- the storyeval command's start, import by import
 ``int8_speed``, ``int8_backends`` -- int8 scoring: speed, and drift from float32
+``int8_layers``          -- int8 schemes for one checkpoint, and which layers' int8 weights move its scores most
 ``device_parity``        -- the same scores on another device
 ``generation_speed``, ``negatives_throughput`` -- throughput of the plot generator and of the negatives pipeline
 

@@ -83,8 +83,9 @@ def speed(args, stories: list[str]) -> dict:
     rows, drift = {}, {}
     try:
         rows["float32"], reference = measure(args, args.metric, stories_path, "float32")
-        rows["bfloat16"], low = measure(args, args.metric, stories_path, "bfloat16")
-        drift["bfloat16"] = score_agreement(low, reference)
+        if not args.skip_bfloat16:
+            rows["bfloat16"], low = measure(args, args.metric, stories_path, "bfloat16")
+            drift["bfloat16"] = score_agreement(low, reference)
         for backend in args.backends:
             measure(args, args.metric, stories_path, "int8", backend, repeats=1)  # the export, outside the timed runs
             rows[row_name(backend)], scores = measure(args, args.metric, stories_path, "int8", backend)
@@ -117,7 +118,9 @@ def drift_only(args, stories: list[str]) -> dict:
 
     scorer = load_scorer(args.metric, args.checkpoint, device="cpu")
     reference = scorer.score(stories, batch_size=args.batch_size)
-    drift = {"bfloat16": score_agreement(scorer.score(stories, batch_size=args.batch_size, dtype="bfloat16"), reference)}
+    drift = {}
+    if not args.skip_bfloat16:
+        drift["bfloat16"] = score_agreement(scorer.score(stories, batch_size=args.batch_size, dtype="bfloat16"), reference)
     for backend in args.backends:
         scores = int8_scorer(args.checkpoint, backend, args.num_threads).score(stories, batch_size=args.batch_size)
         drift[row_name(backend)] = score_agreement(scores, reference)
@@ -168,6 +171,7 @@ def main(argv=None):
     parser.add_argument("--human-checkpoint", action="append", default=[], help="with --human: checkpoint folders (default: the bundled ones)")
     parser.add_argument("--backends", nargs="+", default=list(BACKENDS), choices=BACKENDS)
     parser.add_argument("--skip-bert-base", action="store_true")
+    parser.add_argument("--skip-bfloat16", action="store_true", help="leave out torch bfloat16 (speed and drift modes)")
     parser.add_argument("--repeats", type=int, default=3, help="fresh processes per scorer; the median is reported")
     parser.add_argument("--num-threads", type=int, default=0, help="threads for torch and the int8 sessions (0: torch's default)")
     parser.add_argument("--output", default=None, help="name of the results file (default: <metric>_int8_<mode>)")

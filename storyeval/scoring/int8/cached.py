@@ -96,7 +96,7 @@ def load_cached_int8_scorer(checkpoint: str | Path, num_threads: int | None = No
         encoder_type = config["encoder"]["model_type"]
     except (OSError, ValueError, KeyError, TypeError):
         return None  # not a folder this reads: the torch loader says what is wrong
-    if (encoder_type in int8_runtime.DRIFT_BOUND_MISSED or not (folder / "tokenizer.json").is_file()
+    if (int8_runtime.checkpoint_int8_problem(folder, encoder_type) is not None or not (folder / "tokenizer.json").is_file()
             or not int8_runtime.cpu_has_int8_dot_product_by_flags() or not _installed(runtime)):
         return None
     export = int8_runtime.find_export(folder, runtime)

@@ -5,9 +5,10 @@ with an int8 copy of the scoring model run by OpenVINO: the model is exported
 to ONNX, its linear weights compressed to int8 per output channel by NNCF, and
 OpenVINO's CPU plugin quantises activations dynamically in groups of 32 along
 each row for its int8 products. Any encoder the exporter traces can be exported,
-but ``dtype="int8"`` refuses the encoder types in :data:`DRIFT_BOUND_MISSED`
-(MPNet, the base tier), whose int8 copy was measured to move rankings past the
-project's bound; the MiniLM tier holds it. The scorer's text side,
+but ``dtype="int8"`` offers an MPNet checkpoint (the base tier) only where its own
+int8 copy was measured to hold the fidelity rule (:data:`MEASURED_FIDELITY`), and
+refuses the others, each with its own figure; the MiniLM tier is offered it as an
+architecture. The scorer's text side,
 windows, batches and order are :class:`storyeval.scoring.sequence.SequenceScorer`'s:
 only the model call differs. ``backend="ctranslate2"`` keeps the runtime that
 shipped first (BERT encoders only; it moves scores more, see speed.md).
@@ -35,6 +36,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import dataclasses
+import functools
 import hashlib
 import importlib.util
 import io
@@ -441,31 +443,89 @@ class Int8Model:
         return Int8Output(logits=torch.from_numpy(np.asarray(logits, dtype=np.float32).reshape(-1)))
 
 
-# encoders whose int8 copy was measured to miss the drift bound (Spearman >= 0.999 with float32 on the 1,000 ROC
-# test stories of benchmarks/speed/int8_speed.py), and the measurement; dtype="int8" refuses them
-DRIFT_BOUND_MISSED = {
-    "mpnet": "union-roc-base's int8 copy keeps Spearman 0.9953 with float32 on 1,000 ROC test stories, under the "
-             "0.999 bound (benchmarks/experiments/speed.md)",
+# The fidelity rule a checkpoint of a MEASURED_ONLY encoder must hold to be scored in int8 (issue 71): its int8 copy's
+# Spearman with float32 on 1,000 test stories of its corpus, and how far any Pearson, Spearman or Kendall
+# coefficient on a human-judged set may move (those sets are only checked, never used to choose anything)
+FIDELITY_SPEARMAN = 0.999
+FIDELITY_HUMAN_MOVE = 0.005
+# encoder types whose checkpoints are offered int8 one by one, each as measured (MEASURED_FIDELITY): the base tier.
+# The MiniLM (BERT) checkpoints are offered it as an architecture (speed.md)
+MEASURED_ONLY = {"mpnet": "the base tier"}
+
+
+@dataclasses.dataclass(frozen=True)
+class Int8Fidelity:
+    """What one checkpoint's int8 copy was measured to keep (``python -m benchmarks.speed.int8_speed``)."""
+
+    safetensors_sha256: str  # the weights measured: another model.safetensors under the same name is not this record
+    corpus: str  # whose test stories: "ROC" or "WP"
+    stories: int  # how many
+    spearman: float  # with float32 on them, to four places
+    results: str  # the results file they are read from, under benchmarks/results
+    human_move: float | None = None  # the largest move of a coefficient on the human sets, float32 to int8 (None: not measured)
+    human_results: str | None = None  # the results file it is read from
+
+    def problem(self) -> str | None:
+        """Why the rule refuses this copy, with its own figures, or None."""
+        missed = []
+        if self.spearman < FIDELITY_SPEARMAN or self.stories < 1000:
+            missed.append(f"keeps Spearman {self.spearman:.4f} with float32 on {self.stories:,} {self.corpus} test stories "
+                          f"(the bound: {FIDELITY_SPEARMAN} on 1,000)")
+        if self.human_move is None:
+            missed.append("was not measured on the human-judged sets")
+        elif self.human_move > FIDELITY_HUMAN_MOVE:
+            missed.append(f"moves a human-set coefficient by {self.human_move:.4f} (the bound: {FIDELITY_HUMAN_MOVE})")
+        return f"its int8 copy {' and '.join(missed)}" if missed else None
+
+
+# per checkpoint name, as the OpenVINO export above makes it (tests/test_int8_fidelity.py checks each against its results files)
+MEASURED_FIDELITY: dict[str, Int8Fidelity] = {
+    "union-roc-base": Int8Fidelity("17b9573261f44cd828f20257585334063ab0397edbbbb308b86611c8e6e0821f", "ROC", 1000, 0.9953,
+                                   "union_roc_base_int8_drift_openvino.json", 0.0066, "union_roc_base_int8_human_openvino.json"),
+    "plot-coherence-roc-base": Int8Fidelity("7f2d6775b420b6710a8d2c08cf7656c55e16b44c2c9f06d7b5dd7fba52b749d6", "ROC", 1000, 0.9984,
+                                            "plot_coherence_roc_base_int8_drift_openvino.json"),
 }
 
 
-def drift_bound_refusal(encoder_type: str) -> str:
-    """Why ``dtype="int8"`` refuses checkpoints with this encoder type (one of :data:`DRIFT_BOUND_MISSED`)."""
-    return f"dtype='int8' is not offered for {encoder_type} checkpoints (the base tier): {DRIFT_BOUND_MISSED[encoder_type]}"
-
-
-def checkpoint_int8_problem(folder: str | Path) -> str | None:
-    """Why ``dtype="int8"`` refuses the checkpoint in ``folder``, read from its config.json before any model loads
-    (loading a base-tier model takes seconds), or None: the loaded model is checked again by :func:`int8_model`."""
-    try:
-        config = json.loads((Path(folder) / "config.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+def checkpoint_int8_problem(folder: str | Path | None, encoder_type: str | None = None) -> str | None:
+    """Why ``dtype="int8"`` refuses the checkpoint in ``folder``, read from its files before any model loads
+    (loading a base-tier model takes seconds), or None. ``encoder_type``: the loaded model's, where known."""
+    if encoder_type is None and folder is not None:
+        try:
+            config = json.loads((Path(folder) / "config.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        encoder = config.get("encoder") if isinstance(config, dict) else None
+        encoder_type = encoder.get("model_type") if isinstance(encoder, dict) else None
+    if encoder_type not in MEASURED_ONLY:
         return None
-    encoder = config.get("encoder") if isinstance(config, dict) else None
-    encoder_type = encoder.get("model_type") if isinstance(encoder, dict) else None
-    if encoder_type in DRIFT_BOUND_MISSED:
-        return f"{drift_bound_refusal(encoder_type)}; score it in float32 or bfloat16"
-    return None
+    from storyeval.checkpoints.resolution import checkpoint_name
+
+    name = checkpoint_name(folder) if folder is not None else "this model"
+    record = MEASURED_FIDELITY.get(name)
+    if record is None or folder is None or _safetensors_sha256(Path(folder)) != record.safetensors_sha256:
+        return (f"dtype='int8' is offered for {encoder_type} checkpoints ({MEASURED_ONLY[encoder_type]}) only where their own "
+                f"int8 copy was measured to hold the fidelity rule, and {name} was not measured: score it in float32 or bfloat16")
+    problem = record.problem()
+    return None if problem is None else f"dtype='int8' is not offered for {name}: {problem}; score it in float32 or bfloat16"
+
+
+@functools.lru_cache(maxsize=16)
+def _file_sha256(path: str, size: int, mtime_ns: int) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _safetensors_sha256(folder: Path) -> str | None:
+    path = folder / "model.safetensors"
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    return _file_sha256(str(path), stat.st_size, stat.st_mtime_ns)
 
 
 def int8_model(model, tokenizer, device: torch.device, backend: str | None = None, num_threads: int | None = None,
@@ -473,17 +533,17 @@ def int8_model(model, tokenizer, device: torch.device, backend: str | None = Non
     """An int8 copy of ``model`` in ``backend``'s runtime with ``num_threads`` threads (default: torch's),
     or ``model`` itself, with a warning, on a CPU without the int8 instructions.
 
-    An encoder type in :data:`DRIFT_BOUND_MISSED` is refused, or with ``require_drift_bound=False`` (the
-    benchmarks measure it so) exported with a warning."""
+    A checkpoint that :func:`checkpoint_int8_problem` refuses is refused, or with ``require_drift_bound=False``
+    (the benchmarks measure it so) exported with a warning."""
     import torch
 
     if torch.device(device).type != "cpu":
         raise ValueError(f"dtype='int8' runs on the CPU only, not on {device}; pass device='cpu'")
-    encoder_type = model.config.encoder.model_type
-    if encoder_type in DRIFT_BOUND_MISSED:
-        message = drift_bound_refusal(encoder_type)
+    folder = getattr(model, "storyeval_checkpoint", (None, None))[0]
+    message = checkpoint_int8_problem(folder, model.config.encoder.model_type)
+    if message is not None:
         if require_drift_bound:
-            raise ValueError(f"{message}; score them in float32 or bfloat16")
+            raise ValueError(message)
         warnings.warn(message, RuntimeWarning, stacklevel=3)
     if num_threads is not None and (isinstance(num_threads, bool) or not isinstance(num_threads, int) or num_threads < 1):
         raise ValueError(f"num_threads must be a positive integer, got {num_threads!r}")

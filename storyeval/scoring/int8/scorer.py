@@ -28,8 +28,8 @@ class Int8Scorer(SequenceScorer):
     def model_in(self, dtype: torch.dtype, device: torch.device | None = None):
         key = (device or self.device, dtype)
         if dtype == INT8 and key not in self._models:
-            # this scorer is asked for int8 by name (the benchmarks measure with it): a checkpoint whose int8
-            # copy misses the drift bound gets a warning here, where dtype="int8" elsewhere refuses it
+            # this scorer is asked for int8 by name (the benchmarks measure with it): a checkpoint that dtype="int8"
+            # refuses elsewhere (its int8 copy misses the fidelity rule, or was not measured) gets a warning here
             self._models[key] = int8_model(self.model, self.tokenizer, key[0], self.backend, self.num_threads, require_drift_bound=False)
         return super().model_in(dtype, device)
 
