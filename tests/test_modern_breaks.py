@@ -110,6 +110,7 @@ def test_the_across_story_auc_skips_the_same_prompt_and_stories_of_other_lengths
 def test_the_no_regression_rule_names_every_measure_that_falls_more_than_its_tolerance():
     assert selection.regressions({"a": 0.80, "b": 0.70, "c": None}, {"a": 0.81, "b": 0.75, "c": 0.9}) == {"b": 0.05}
     assert selection.regressions({"a": 0.9}, {"a": 0.9}) == {}
+    assert selection.regressions({"a": 0.8133}, {"a": 0.8333}) == {}  # exactly 0.02 (3 of 150), whatever floats make of it
 
 
 def saved_check(folder):

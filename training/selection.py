@@ -90,5 +90,7 @@ def pairs_across_story_auc(higher, lower, metadata: dict) -> float | None:
 def regressions(candidate: dict[str, float], incumbent: dict[str, float], tolerance: float = NO_REGRESSION_TOLERANCE) -> dict[str, float]:
     """The no-regression rule: measure -> how far ``candidate`` falls below ``incumbent``, for every measure both have
     where it falls more than ``tolerance`` (an empty dict: the rule holds)."""
-    return {name: round(incumbent[name] - value, 4) for name, value in candidate.items()
-            if name in incumbent and value is not None and incumbent[name] is not None and incumbent[name] - value > tolerance}
+    # the difference is rounded as the figures are (four places), so a fall of exactly the tolerance passes
+    falls = {name: round(incumbent[name] - value, 4) for name, value in candidate.items()
+             if name in incumbent and value is not None and incumbent[name] is not None}
+    return {name: fall for name, fall in falls.items() if fall > tolerance}
