@@ -76,22 +76,22 @@ STORY_FEATURES = datasets.Features({
 AS_WRITTEN = {"tokenize": False, "delexicalize": False, "max_words": 0}
 
 
-def _hash_percent(seed: int, name: str, key: str) -> int:
-    return int.from_bytes(hashlib.blake2b(f"{seed}:{name}:{key}".encode(), digest_size=8).digest(), "big") % 100
+def _selection_split(group: str, seed: int) -> str:
+    """validation for VALIDATION_PERCENT of the prompts (a seeded hash, so a prompt's stories stay together), else train."""
+    digest = hashlib.blake2b(f"{seed}:modern-validation:{group}".encode(), digest_size=8).digest()
+    return "validation" if int.from_bytes(digest, "big") % 100 < VALIDATION_PERCENT else "train"
 
 
 def modern_split(builder_split: str, generator: str, group: str, seed: int) -> str:
     """test: the held-out generator and the builders' held-out splits; else validation or train by the prompt's hash."""
     if generator == HELD_OUT_GENERATOR or builder_split != "train":
         return "test"
-    return "validation" if _hash_percent(seed, "modern-validation", group) < VALIDATION_PERCENT else "train"
+    return _selection_split(group, seed)
 
 
 def human_split(builder_split: str, group: str, seed: int) -> str | None:
     """Human stories teach, never test: the builders' training split only, by the same prompt hash."""
-    if builder_split != "train":
-        return None
-    return "validation" if _hash_percent(seed, "modern-validation", group) < VALIDATION_PERCENT else "train"
+    return _selection_split(group, seed) if builder_split == "train" else None
 
 
 def words(sentences: list[str]) -> int:
@@ -218,9 +218,10 @@ def build(cache_dir=None, seed: int = 42, max_human_stories: int = 2000) -> tupl
             units.add(story["split"], f"{story['id']}/{view}", story["group"], story["generator"], "machine", view, sentences)
     for story in human:
         counts[f"stories/{story['split']}/{story['generator']}"] += 1
-        chosen = views(story["sentences"], random.Random(f"{seed}:view:{story['id']}"))
         if story["corpus"] == "roc":  # a ROC story is one window already
             chosen = {"roc": story["sentences"]}
+        else:
+            chosen = views(story["sentences"], random.Random(f"{seed}:view:{story['id']}"))
         for view, sentences in chosen.items():
             units.add(story["split"], f"{story['id']}/{view}", story["group"], story["generator"], "human", view, sentences)
     stories = units.dataset()
