@@ -215,3 +215,21 @@ def test_explain_cases_from_the_check_target_both_sentences_of_a_swap_and_both_c
         assert case["targets"] and all(1 <= t < len(case["sentences"]) for t in case["targets"])
         if case["kind"] in ("swap", "repeat"):
             assert len(case["targets"]) == 2
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--max-human-stories", "-1"], "--max-human-stories must not be negative"),
+    ([], "exists: choose a new folder"),
+])
+def test_the_builder_refuses_bad_options_before_reading_anything(tmp_path, capsys, argv, message):
+    with pytest.raises(SystemExit):
+        modern_breaks.parse_args(["--output-dir", str(tmp_path), *argv])
+    assert message in capsys.readouterr().err
+
+
+def test_explain_names_a_breaks_folder_that_is_not_a_check(tmp_path, capsys):
+    from benchmarks.agreement import explain_hit_rate
+
+    with pytest.raises(SystemExit):
+        explain_hit_rate.main(["--breaks-dir", str(tmp_path)])
+    assert "no stories/ (a modern_breaks output folder)" in capsys.readouterr().err
