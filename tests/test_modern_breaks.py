@@ -217,13 +217,13 @@ def test_explain_cases_from_the_check_target_both_sentences_of_a_swap_and_both_c
             assert len(case["targets"]) == 2
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--max-human-stories", "-1"], "--max-human-stories must not be negative"),
-    ([], "exists: choose a new folder"),
+@pytest.mark.parametrize("folder, argv, message", [
+    ("new", ["--max-human-stories", "-1"], "--max-human-stories must not be negative"),
+    (".", [], "exists: choose a new folder"),
 ])
-def test_the_builder_refuses_bad_options_before_reading_anything(tmp_path, capsys, argv, message):
+def test_the_builder_refuses_bad_options_before_reading_anything(tmp_path, capsys, folder, argv, message):
     with pytest.raises(SystemExit):
-        modern_breaks.parse_args(["--output-dir", str(tmp_path), *argv])
+        modern_breaks.parse_args(["--output-dir", str(tmp_path / folder), *argv])
     assert message in capsys.readouterr().err
 
 
