@@ -77,6 +77,21 @@ def test_fit_report_export_and_reexport(tmp_path):
         fit_suite.main(["--config", "roc-base", "--from-report", str(tmp_path / "fit.json"), "--export-weights", str(again)])
 
 
+def test_the_default_rule_of_an_across_story_fit_compares_the_worst_measure(tmp_path):
+    def fit(worst_learned):
+        return {"weights": {"union": 0.5, "plot_coherence": 0.5}, "pairs": {"cut": {"fit": 10, "check": 10}},
+                "check_accuracy_min": {"mean": 0.7, "learned": 0.9}, "check_worst_measure": {"mean": 0.6, "learned": worst_learned}}
+
+    report = {"config": "wp-base", "objective": "min-kind", "across_story_sets": ["cut"], "command": "c", "pair_sets": {},
+              "split": "validation", "seed": 42, "environment": {"commit": "abc"},
+              "fits": {"own": {"parts": ["union:wp-base", "plot_coherence:wp-base", "continuation_quality:deltascore"],
+                               "without_contexts": fit(0.6), "with_contexts": None}}}
+    # the pair accuracies alone would make the learned weights the default; across stories they gain nothing
+    assert fit_suite.export(tmp_path / "w.json", "wp-base", report, None)["default"] == "mean"
+    report["fits"]["own"]["without_contexts"] = fit(0.7)
+    assert fit_suite.export(tmp_path / "w.json", "wp-base", report, None)["default"] == "learned"
+
+
 def test_a_min_kind_fit_with_contexts_on_fewer_kinds_is_not_exported(tmp_path):
     def fit(weights, kinds):
         return {"weights": weights, "pairs": {kind: {"fit": 10, "check": 10} for kind in kinds},
@@ -196,3 +211,51 @@ def test_the_min_kind_objective_keeps_every_kind_above_chance_where_one_part_alo
 def test_no_pair_with_a_context_leaves_the_with_contexts_fit_empty():
     rows = kind_rows(20, "union", "plot_coherence")
     assert fit_suite.evaluate_parts({"a": rows}, ("union", "plot_coherence"), True, objective="min-kind") is None
+
+
+def across_rows(n, seed=0):
+    """(intact, broken) pairs of one length, each of its own story: within each pair part ``union`` ranks the intact copy
+    higher by a hair, but its level follows the story (so across stories it is near chance); ``plot_coherence`` gives every
+    intact story 60-70 and every broken copy 40-50, so it ranks intact stories above other stories' broken copies too."""
+    rng = random.Random(seed)
+    rows = []
+    for i in range(n):
+        level = rng.random() * 100
+        rows.append({"id": f"s{i}/wp/cut", "human": "word " * 20, "negative": "word " * 20, "half": "fit" if i % 2 else "check",
+                     "with_context": False,
+                     "human_percentiles": {"union": level + 0.5, "plot_coherence": 60 + rng.random() * 10},
+                     "negative_percentiles": {"union": level, "plot_coherence": 40 + rng.random() * 10}})
+    return rows
+
+
+def test_across_story_sets_join_the_worst_measure_that_the_min_kind_fit_raises():
+    sets = {"cut": across_rows(200)}
+    within_only = fit_suite.evaluate_parts(sets, ("union", "plot_coherence"), False, objective="min-kind")
+    assert "check_worst_measure" not in within_only  # both parts hold every pair: any weighting is as good
+    report = fit_suite.evaluate_parts(sets, ("union", "plot_coherence"), False, objective="min-kind", across_sets=("cut",))
+    auc = report["check_across_story_auc"]["cut"]
+    assert auc["learned"] == 1.0 > auc["mean"]  # union's story level blurs the plain mean across stories
+    assert report["weights"]["plot_coherence"] > report["weights"]["union"]
+    assert report["check_worst_measure"]["learned"] == 1.0 and report["check_worst_measure"]["mean"] == auc["mean"]
+    union_alone = fit_suite.weighted_across_auc([r for r in sets["cut"] if r["half"] == "check"],
+                                                fit_suite.across_matches([r for r in sets["cut"] if r["half"] == "check"]),
+                                                {"union": 1.0})
+    assert 0.3 < union_alone < 0.7
+
+
+def test_across_story_matches_leave_out_a_pairs_own_story_and_other_lengths():
+    rows = [{"id": "a/wp/cut", "human": "w " * 20, "negative": "w " * 12}, {"id": "a/wp/swap", "human": "w " * 20, "negative": "w " * 20},
+            {"id": "b/wp/cut", "human": "w " * 20, "negative": "w " * 21}]
+    matches = fit_suite.across_matches(rows)
+    # a's intact stories meet b's broken copy (21 words, within 10%) only; b's meets a's 20-word copy, not the 12-word one
+    assert matches.tolist() == [[False, False, True], [False, False, True], [False, True, False]]
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--across-story-sets", "nope", "--objective", "min-kind"], "not a --pairs set"),
+    (["--across-story-sets", "a"], "give --objective min-kind"),
+])
+def test_across_story_sets_bad_options(tmp_path, capsys, extra, message):
+    with pytest.raises(SystemExit):
+        fit_suite.parse_args(["--config", "roc", "--pairs", f"a={tmp_path}", "--output", str(tmp_path / "fit.json"), *extra])
+    assert message in capsys.readouterr().err

@@ -60,17 +60,30 @@ def across_story_auc(intact, broken, caliper: float = LENGTH_CALIPER, slack: int
     share of those comparisons the intact story wins (a tie counts half), and their number; None when there are none.
     Computed over the whole matrix with numpy: a few hundred stories a side make at most a few hundred thousand cells.
     """
+    (i_scores, i_words, i_groups), (b_scores, b_words, b_groups) = intact, broken
+    matched = across_story_matches((i_words, i_groups), (b_words, b_groups), caliper, slack)
+    return matched_auc(i_scores, b_scores, matched), int(matched.sum())
+
+
+def matched_auc(higher, lower, matched) -> float | None:
+    """The share of the comparisons ``matched`` marks (a boolean matrix, :func:`across_story_matches`) in which the
+    ``higher`` story scores above the ``lower`` one (a tie counts half); None where it marks none."""
     import numpy as np
 
-    (i_scores, i_words, i_groups), (b_scores, b_words, b_groups) = intact, broken
-    i_words, b_words = np.asarray(i_words, float)[:, None], np.asarray(b_words, float)[None, :]
+    if not matched.any():
+        return None
+    return float(_outcomes(np.asarray(higher, float)[:, None], np.asarray(lower, float)[None, :])[matched].mean())
+
+
+def across_story_matches(intact, broken, caliper: float = LENGTH_CALIPER, slack: int = LENGTH_SLACK_WORDS):
+    """The (intact, broken) comparisons :func:`across_story_auc` makes, as a boolean matrix: ``intact`` and ``broken``
+    are (words, groups) sequences; a cell is True where the groups differ and the lengths are within the caliper.
+    Apart, so that a search scoring many weightings of the same stories builds it once."""
+    import numpy as np
+
+    i_words, b_words = np.asarray(intact[0], float)[:, None], np.asarray(broken[0], float)[None, :]
     matched = np.abs(i_words - b_words) <= np.maximum(caliper * np.maximum(i_words, b_words), slack)
-    matched &= np.asarray(i_groups, object)[:, None] != np.asarray(b_groups, object)[None, :]
-    count = int(matched.sum())
-    if not count:
-        return None, 0
-    wins = _outcomes(np.asarray(i_scores, float)[:, None], np.asarray(b_scores, float)[None, :])
-    return float(wins[matched].mean()), count
+    return matched & (np.asarray(intact[1], object)[:, None] != np.asarray(broken[1], object)[None, :])
 
 
 def across_metadata(rows) -> dict:

@@ -17,6 +17,10 @@ WP kinds of ``storyeval_training.data.wp_kinds``), and the weights are those who
 is highest on the fit halves (:func:`fit_min_kind`); the default rule then compares the check halves' minima. With
 no pair that has a context, or with pairs that have one in fewer kinds than the whole stories (a worst case over
 some kinds only), the export gives continuation quality no weight and the story parts their whole-story weights.
+``--across-story-sets`` (with ``min-kind``) names sets of (intact story, broken copy) pairs, the modern-text check's
+say: their across-story AUC (each intact story against the *other* pairs' broken copies of about its length,
+:func:`storyeval_training.selection.across_story_auc`) joins their pair accuracy in the worst that the fit raises and
+the default rule compares (``check_worst_measure``): a suite users rank different stories with is checked across them.
 
 ``--add-part metric:config`` weighs a candidate part beside the config's own: the report then has the checks with
 and without it. ``--export-weights`` writes the fit whose parts are the config's (as ``SUITE_CONFIGS`` has them
@@ -40,6 +44,7 @@ from storyeval.analysis.suite import COMBINATIONS, CONTINUATION_CRITERION, SUITE
 from storyeval.inputs import text_problem
 from storyeval_training.data.named_sets import pair_folder, set_names, techniques_per_set
 from storyeval_training.export.provenance import environment, portable
+from storyeval_training.selection import across_metadata, across_story_matches, matched_auc
 
 logger = logging.getLogger("storyeval_training.recipes.fit_suite")
 
@@ -66,8 +71,8 @@ def read_pairs(folder: Path, split: str, techniques: list[str] | None, max_pairs
     loaded = datasets.load_from_disk(str(folder))
     if not isinstance(loaded, datasets.DatasetDict) or split not in loaded:
         raise ValueError(f"{folder} has no {split!r} split (it has {list(loaded) if isinstance(loaded, datasets.DatasetDict) else 'none'})")
-    rows = [dict(zip(("human", "negative", "context", "techniques"), values))
-            for values in zip(*(loaded[split][column] for column in ("human", "negative", "context", "techniques")))]
+    columns = ("id", "human", "negative", "context", "techniques")
+    rows = [dict(zip(columns, values)) for values in zip(*(loaded[split][column] for column in columns))]
     if techniques:
         rows = [row for row in rows if set(row["techniques"]) & set(techniques)]
     if not rows:
@@ -179,9 +184,11 @@ def fit_weights(pair_sets: dict[str, list[dict]], metrics: tuple[str, ...]) -> d
             "coefficients": dict(zip(metrics, raw.tolist()))}
 
 
-def fit_min_kind(pair_sets: dict[str, list[dict]], metrics: tuple[str, ...], steps: int = 100) -> dict:
+def fit_min_kind(pair_sets: dict[str, list[dict]], metrics: tuple[str, ...], steps: int = 100,
+                 across: dict[str, np.ndarray] | None = None) -> dict:
     """The weights whose lowest pair accuracy over the sets (kinds) is highest on the fit halves; ties go to the higher
-    mean over the sets, then to the weights nearest the plain mean.
+    mean over the sets, then to the weights nearest the plain mean. ``across`` (set -> its :func:`across_matches`)
+    adds those sets' across-story AUCs to the measures whose lowest is raised.
 
     A grid over the simplex, 1/``steps`` apart, searched whole: the objective is a minimum of step functions, which
     a gradient-based solver cannot follow, and a suite has two or three parts (5,151 points for three).
@@ -192,11 +199,28 @@ def fit_min_kind(pair_sets: dict[str, list[dict]], metrics: tuple[str, ...], ste
             continue
         weights = dict(zip(metrics, [c / steps for c in counts] + [(steps - sum(counts)) / steps]))
         accuracies = [pair_accuracy(rows, weights) for rows in pair_sets.values() if rows]
+        accuracies += [auc for name, matches in (across or {}).items()
+                       if (auc := weighted_across_auc(pair_sets[name], matches, weights)) is not None]
         spread = sum((w - 1 / len(metrics)) ** 2 for w in weights.values())
         key = (min(accuracies), float(np.mean(accuracies)), -spread)
         if best_key is None or key > best_key:
             best, best_key = weights, key
     return {"weights": {m: round(w, 4) for m, w in best.items()}, "fit_min_accuracy": best_key[0], "fit_mean_accuracy": best_key[1]}
+
+
+def across_matches(rows: list[dict]) -> np.ndarray:
+    """Which (human story of one pair, negative of another) comparisons the across-story AUC of ``rows`` makes."""
+    meta = across_metadata({side: [row[side] for row in rows] for side in ("id", "human", "negative")})
+    return across_story_matches((meta["words"][0], meta["stories"]), (meta["words"][1], meta["stories"]))
+
+
+def weighted_across_auc(rows: list[dict], matches: np.ndarray, weights: dict[str, float]) -> float | None:
+    """Across-story AUC of the weighted percentiles: pairs' human stories above the other pairs' negatives."""
+    metrics = tuple(weights)
+    vector = np.array([weights[m] for m in metrics])
+    sides = [np.array([[row[f"{side}_percentiles"][m] for m in metrics] for row in rows]).reshape(-1, len(metrics)) @ vector
+             for side in ("human", "negative")]
+    return matched_auc(*sides, matches)
 
 
 def pair_accuracy(rows: list[dict], weights: dict[str, float]) -> float:
@@ -207,25 +231,35 @@ def pair_accuracy(rows: list[dict], weights: dict[str, float]) -> float:
 
 
 def evaluate_parts(pair_sets: dict[str, list[dict]], metrics: tuple[str, ...], with_context: bool,
-                   objective: str = "bradley-terry") -> dict | None:
+                   objective: str = "bradley-terry", across_sets: tuple[str, ...] = ()) -> dict | None:
     """Fit on the fit halves by ``objective``; pair accuracy of the plain mean and of the fit on each set's check half,
-    their mean and their minimum. None where no pair of any set can be scored so (no pair has a context)."""
+    their mean and their minimum; for ``across_sets``, their check halves' across-story AUCs too, and the worst of
+    every accuracy and AUC. None where no pair of any set can be scored so (no pair has a context)."""
     usable_sets = {name: [row for row in rows if (row["with_context"] or not with_context) and usable(row, metrics)]
                    for name, rows in pair_sets.items()}
     usable_sets = {name: rows for name, rows in usable_sets.items() if rows}
     if not usable_sets:
         return None
-    fit_halves = {name: [r for r in rows if r["half"] == "fit"] for name, rows in usable_sets.items()}
-    fit = fit_min_kind(fit_halves, metrics) if objective == "min-kind" else fit_weights(fit_halves, metrics)
+    halves = {h: {name: [r for r in rows if r["half"] == h] for name, rows in usable_sets.items()} for h in ("fit", "check")}
+    across = {h: {name: across_matches(halves[h][name]) for name in across_sets if name in usable_sets} for h in halves}
+    fit = (fit_min_kind(halves["fit"], metrics, across=across["fit"]) if objective == "min-kind"
+           else fit_weights(halves["fit"], metrics))
     rules = {"mean": {m: 1 / len(metrics) for m in metrics}, "learned": fit["weights"]}
-    checks = {name: {rule: pair_accuracy([r for r in rows if r["half"] == "check"], weights) for rule, weights in rules.items()}
-              for name, rows in usable_sets.items()}
+    checks = {name: {rule: pair_accuracy(rows, weights) for rule, weights in rules.items()} for name, rows in halves["check"].items()}
+    across_checks = {name: {rule: weighted_across_auc(halves["check"][name], matches, weights) for rule, weights in rules.items()}
+                     for name, matches in across["check"].items()}
+    extra = {}
+    if across_checks:
+        extra = {"check_across_story_auc": across_checks,
+                 "check_worst_measure": {rule: min([checks[name][rule] for name in checks]
+                                                   + [a[rule] for a in across_checks.values() if a[rule] is not None]) for rule in rules}}
     return {
         "parts": list(metrics), **fit,
         "pairs": {name: {h: sum(r["half"] == h for r in rows) for h in ("fit", "check")} for name, rows in usable_sets.items()},
         "check_accuracy": checks,
         "check_accuracy_mean": {rule: float(np.mean([checks[name][rule] for name in checks])) for rule in rules},
         "check_accuracy_min": {rule: min(checks[name][rule] for name in checks) for rule in rules},
+        **extra,
     }
 
 
@@ -243,6 +277,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--objective", choices=OBJECTIVES, default="bradley-terry",
                    help="bradley-terry: a logistic fit over every set's pairs, each set weighted equally; min-kind: the weights "
                         "whose worst set is best (each set a kind of pair that must hold), and the default rule compares minima")
+    p.add_argument("--across-story-sets", nargs="+", default=[], metavar="NAME",
+                   help="with --objective min-kind: --pairs sets of (intact story, broken copy) pairs whose across-story AUC "
+                        "(length-matched, against other pairs' broken copies) joins their pair accuracy in the worst measure")
     p.add_argument("--seed", type=int, default=42)
     p.add_argument("--batch-size", type=int, default=16)
     p.add_argument("--output", default=None, help="the report (JSON); must not exist")
@@ -276,6 +313,11 @@ def parse_args(argv=None):
         args.techniques = techniques_per_set(args.techniques, set_names(args.pairs))
     except ValueError as error:
         p.error(str(error))
+    unknown = sorted(set(args.across_story_sets) - set(set_names(args.pairs)))
+    if unknown:
+        p.error(f"--across-story-sets {', '.join(unknown)}: not a --pairs set ({', '.join(set_names(args.pairs))})")
+    if args.across_story_sets and args.objective != "min-kind":
+        p.error("--across-story-sets selects on the worst measure: give --objective min-kind")
     if args.max_pairs_per_set is not None and args.max_pairs_per_set < 2:
         p.error("--max-pairs-per-set must be at least 2")
     own = SUITE_CONFIGS[args.config]
@@ -294,7 +336,7 @@ def export(path: Path, config: str, report: dict, default: str | None) -> dict:
         raise ValueError(f"no fit in the report has {config}'s parts {parts}: it has {[f['parts'] for f in report['fits'].values()]}")
     own = matching[0]
     if default is None:
-        by = "check_accuracy_min" if report.get("objective") == "min-kind" else "check_accuracy_mean"
+        by = rule_measure(report.get("objective", "bradley-terry"), bool(report.get("across_story_sets")))
         learned, mean = own["without_contexts"][by]["learned"], own["without_contexts"][by]["mean"]
         default = "learned" if learned >= mean + DEFAULT_RULE_MARGIN else "mean"
     fitted_with_contexts = own["with_contexts"]
@@ -320,6 +362,14 @@ def export(path: Path, config: str, report: dict, default: str | None) -> dict:
     return entries[config]
 
 
+def rule_measure(objective: str, across: bool) -> str:
+    """The check measure the default rule (and the log) compares: the mean over sets, their minimum, or (with
+    across-story sets) the worst of every pair accuracy and across-story AUC."""
+    if objective != "min-kind":
+        return "check_accuracy_mean"
+    return "check_worst_measure" if across else "check_accuracy_min"
+
+
 def main(argv=None) -> None:
     import sys
 
@@ -337,19 +387,22 @@ def main(argv=None) -> None:
     suite = StoryQuality(args.config, parts=[*own, *args.add_part])
     score_parts(suite, pair_sets, args.batch_size, Path(args.scores_cache) if args.scores_cache else None)
     candidates = {"own": own} | ({"with_added": (*own, *args.add_part)} if args.add_part else {})
-    check_key = "check_accuracy_min" if args.objective == "min-kind" else "check_accuracy_mean"
+    check_key = rule_measure(args.objective, bool(args.across_story_sets))
+    across_sets = tuple(args.across_story_sets)
     fits = {}
     for label, parts in candidates.items():
         story_metrics = tuple(m for m, _ in parts if m != "continuation_quality")
         all_metrics = tuple(m for m, _ in parts)
         fits[label] = {"parts": [f"{m}:{c}" for m, c in parts],
-                       "without_contexts": evaluate_parts(pair_sets, story_metrics, False, args.objective),
-                       "with_contexts": evaluate_parts(pair_sets, all_metrics, True, args.objective)}
+                       "without_contexts": evaluate_parts(pair_sets, story_metrics, False, args.objective, across_sets),
+                       "with_contexts": evaluate_parts(pair_sets, all_metrics, True, args.objective, across_sets)}
         # each story part alone: what the suite adds over its best part
-        fits[label]["single_parts"] = {m: evaluate_parts(pair_sets, (m,), False)[check_key]["mean"] for m in story_metrics}
+        fits[label]["single_parts"] = {m: evaluate_parts(pair_sets, (m,), False, across_sets=across_sets)[check_key]["mean"]
+                                       for m in story_metrics}
     report = {
         "command": "python -m storyeval_training.recipes.fit_suite " + " ".join(sys.argv[1:] if argv is None else argv),
         "config": args.config, "split": args.split, "seed": args.seed, "objective": args.objective,
+        "across_story_sets": list(across_sets),
         "pair_sets": {name: {"folder": str(folder), "pairs": len(pair_sets[name]), "techniques": args.techniques.get(name)}
                       for name, folder in args.pairs},
         "fits": fits, "environment": run_environment,
@@ -362,8 +415,10 @@ def main(argv=None) -> None:
             if row is None:
                 logger.info("%s %s: no pair has a context", label, mode)
                 continue
+            # a fit with contexts has no across-story sets where their pairs have none: its minimum is logged then
+            key = check_key if check_key in row else "check_accuracy_min"
             logger.info("%s %s: weights %s; check accuracy (%s) plain mean %.3f, learned %.3f", label, mode, row["weights"],
-                        check_key, row[check_key]["mean"], row[check_key]["learned"])
+                        key, row[key]["mean"], row[key]["learned"])
     if args.export_weights:
         entry = export(Path(args.export_weights), args.config, report, args.default)
         logger.info("wrote %s's weights (default %s) to %s", args.config, entry["default"], args.export_weights)
