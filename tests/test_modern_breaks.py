@@ -153,11 +153,6 @@ def test_the_benchmark_refuses_bad_options_before_scoring(tmp_path, tiny_checkpo
     assert message in capsys.readouterr().err
 
 
-def test_the_benchmark_names_a_folder_that_is_not_a_check(tmp_path, tiny_checkpoint):
-    with pytest.raises(FileNotFoundError, match="no stories/"):
-        benchmark.main(["--breaks-dir", str(tmp_path), "--checkpoint", f"a={tiny_checkpoint}"])
-
-
 def test_the_across_story_loss_orders_intact_stories_above_other_stories_copies_only_among_marked_pairs():
     import torch
 
@@ -233,3 +228,13 @@ def test_explain_names_a_breaks_folder_that_is_not_a_check(tmp_path, capsys):
     with pytest.raises(SystemExit):
         explain_hit_rate.main(["--breaks-dir", str(tmp_path)])
     assert "no stories/ (a modern_breaks output folder)" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--suite", "s=wp-base"], "no stories/ (a modern_breaks output folder holds"),
+    (["--suite", "s=nope"], "unknown story_quality config 'nope'"),
+])
+def test_the_check_benchmark_names_a_folder_that_is_not_a_check_or_an_unknown_suite(tmp_path, capsys, argv, message):
+    with pytest.raises(SystemExit) as stopped:
+        benchmark.main(["--breaks-dir", str(tmp_path), *argv])
+    assert stopped.value.code == 2 and message in capsys.readouterr().err

@@ -110,3 +110,15 @@ def test_the_kinds_benchmark_reports_each_kind_and_the_minimum(tmp_path, tiny_ch
     result = payload["checkpoints"]["tiny"]
     assert result["min"] == min(v["accuracy"] for v in result["per_kind"].values()) and set(result["per_kind"]) == set(benchmark.KINDS)
     assert payload["length_rule"]["min"] == 0.5  # every pair has two stories of equal length
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--suite", "s=wp-base"], "no origin/ pairs (a wp_kinds output folder holds"),
+    (["--suite", "s=nope"], "unknown story_quality config 'nope'"),
+])
+def test_the_kinds_benchmark_names_a_folder_that_is_not_the_builders_or_an_unknown_suite(tmp_path, capsys, argv, message):
+    from benchmarks.agreement import wp_kinds as benchmark
+
+    with pytest.raises(SystemExit) as stopped:
+        benchmark.main(["--kinds-dir", str(tmp_path), *argv])
+    assert stopped.value.code == 2 and message in capsys.readouterr().err

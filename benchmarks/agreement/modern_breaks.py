@@ -140,9 +140,12 @@ def main(argv=None):
 
     from .story_scores import StoryScores
 
-    for config in suites.values():
-        check_config(config)
-    rows = read_stories(args.breaks_dir, args.split, args.views, args.max_units_per_view, args.seed)
+    try:  # a folder that is not a check, or an unknown suite: one line, before any model loads
+        for config in suites.values():
+            check_config(config)
+        rows = read_stories(args.breaks_dir, args.split, args.views, args.max_units_per_view, args.seed)
+    except (FileNotFoundError, ValueError) as error:
+        parser.error(str(error))
     stories = sorted({r["text"] for r in rows})
     payload = {"machine": machine(), "command": command_line(__name__, argv), "split": args.split, "stories": len(stories),
                "checkpoints": {}}

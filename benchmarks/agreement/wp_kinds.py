@@ -68,15 +68,17 @@ def main(argv=None):
         parser.error("give --checkpoint label=folder and/or --suite label=config (each at least once)")
     if args.max_pairs_per_kind is not None and args.max_pairs_per_kind < 1:
         parser.error("--max-pairs-per-kind must be positive")
-    kinds = read_kinds(args.kinds_dir, args.split, args.max_pairs_per_kind, args.seed)
-
     from storyeval.analysis.suite import check_config
     from storyeval_training.selection import length_spearman
 
     from .story_scores import StoryScores
 
-    for label, config in suites.items():
-        check_config(config)
+    try:  # a folder that is not the builder's output, or an unknown suite: one line, before any model loads
+        for config in suites.values():
+            check_config(config)
+        kinds = read_kinds(args.kinds_dir, args.split, args.max_pairs_per_kind, args.seed)
+    except (FileNotFoundError, ValueError) as error:
+        parser.error(str(error))
     stories = sorted({story for pairs in kinds.values() for pair in pairs for story in pair})
     words = {story: len(story.split()) for story in stories}
     payload = {"machine": machine(), "command": command_line(__name__, argv), "split": args.split, "stories": len(stories),
