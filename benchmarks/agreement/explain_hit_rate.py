@@ -165,6 +165,7 @@ def main(argv=None):
 
     from storyeval.checkpoints.resolution import resolve_checkpoint
     from storyeval.scoring.sequence import load_scorer
+    from storyeval_training.export.provenance import portable_path
 
     command = command_line(__name__, argv)
     if args.breaks_dir:
@@ -177,7 +178,7 @@ def main(argv=None):
         scorer = load_scorer(metric, path)
         started = time.perf_counter()
         results = score_cases(cases, scorer, args.batch_size)
-        payload["checkpoints"][label] = {"metric": metric, "path": str(path), "seconds": round(time.perf_counter() - started, 2), **results}
+        payload["checkpoints"][label] = {"metric": metric, "path": portable_path(str(path)), "seconds": round(time.perf_counter() - started, 2), **results}
         for mode, groups in results.items():
             print(f"{label} ({mode}): " + ", ".join(f"{key} {g['hit_rate']:.3f} (chance {g['chance']:.3f}, last {g['last_sentence']:.3f}, "
                                                     f"n={g['cases']})" for key, g in groups.items()))
