@@ -174,3 +174,18 @@ def test_real_wp_release_loads(shared_data, tmp_path):
     train = load_split(WritingPrompts, "train", cache_dir=str(tmp_path), data_dir=str(shared_data / "wp"))
     assert 2000 < len(train) < 2399
     assert all(1 <= len(row["sentences"]) for row in train.select(range(50)))
+
+
+def test_the_negatives_builder_refuses_an_existing_folder_and_ends_a_missing_data_folder_in_one_line(tmp_path, monkeypatch, capsys):
+    from storyeval_training.data import build_negatives
+
+    (tmp_path / "pairs").mkdir()
+    with pytest.raises(SystemExit) as stopped:
+        build_negatives.main(["--dataset", "roc", "--output-dir", str(tmp_path / "pairs")])
+    assert stopped.value.code == 2 and "exists: choose a new folder" in capsys.readouterr().err
+    assert list((tmp_path / "pairs").iterdir()) == []
+    monkeypatch.setenv("STORYEVAL_DATA", str(tmp_path / "nowhere"))
+    with pytest.raises(SystemExit) as stopped:
+        build_negatives.main(["--dataset", "roc", "--splits", "train", "--output-dir", str(tmp_path / "new"), "--cache-dir", str(tmp_path / "c")])
+    assert str(stopped.value.code).startswith("error: storyeval data folder not found at") and "STORYEVAL_DATA" in str(stopped.value.code)
+    assert not (tmp_path / "new").exists()

@@ -6,10 +6,16 @@ beside a source checkout.
 """
 from __future__ import annotations
 
+import functools
 import os
+import sys
 from pathlib import Path
 
 _CHECKOUT_DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
+
+
+class DataFolderMissing(FileNotFoundError):
+    """The data root is not where it was looked for."""
 
 
 def data_dir() -> Path:
@@ -17,8 +23,20 @@ def data_dir() -> Path:
     env = os.environ.get("STORYEVAL_DATA")
     path = Path(env) if env else _CHECKOUT_DATA
     if not path.is_dir():
-        raise FileNotFoundError(
+        raise DataFolderMissing(
             f"storyeval data folder not found at {path}. Set STORYEVAL_DATA to the folder "
             "that holds roc/, wp/, human/ and lexicon/."
         )
     return path
+
+
+def one_line_data_errors(main):
+    """A console script's ``main`` that ends a missing data folder in one line (exit status 1), not a traceback:
+    the first thing a new user on another layout meets."""
+    @functools.wraps(main)
+    def wrapper(argv=None):
+        try:
+            return main(argv)
+        except DataFolderMissing as error:
+            sys.exit(f"error: {error}")
+    return wrapper

@@ -151,9 +151,12 @@ def parse_args(argv=None):
     args = parser.parse_args(argv)
     if args.num_proc < 1 or (args.limit is not None and args.limit < 1):
         parser.error("--num-proc and --limit must be at least 1")
+    if Path(args.output_dir).exists():  # save_to_disk would write over an earlier build's pairs and its stats
+        parser.error(f"--output-dir {args.output_dir} exists: choose a new folder")
     return args
 
 
+@paths.one_line_data_errors
 def main(argv=None):
     args = parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")

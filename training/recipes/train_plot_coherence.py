@@ -122,6 +122,7 @@ def run_pairs(args) -> tuple[datasets.DatasetDict, int]:
     return build_pairs(groups, root / "human", args.seed, args.negatives)
 
 
+@paths.one_line_data_errors
 def main(argv=None) -> None:
     # a console script exits with main()'s return value: returning the results dict made a good run exit with status 1
     train(argv)

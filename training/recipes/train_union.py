@@ -25,6 +25,7 @@ from storyeval.checkpoints.backbones import published_backbone_name
 from storyeval.checkpoints.resolution import OFFLINE_BACKBONE, backbone_path
 from storyeval.models import UnionModel
 from storyeval.scoring.sequence import normalize_story
+from storyeval_training import paths
 from storyeval_training.data import build_negatives
 from storyeval_training.export.model_card import write_union_card
 from storyeval_training.export.provenance import published_record
@@ -263,6 +264,7 @@ def evaluate(model, dataloader, accelerator) -> dict:
     return results
 
 
+@paths.one_line_data_errors
 def main(argv=None) -> None:
     train(parse_args(argv))
 
