@@ -188,6 +188,7 @@ def test_a_ranker_with_across_story_kinds_selects_on_the_worst_of_accuracies_and
 @pytest.mark.parametrize("argv, message", [
     (["--across-story-kinds", "nope"], "--across-story-kinds nope: not a --pairs kind"),
     (["--across-story-weight", "1"], "needs --across-story-kinds"),
+    (["--raw-kinds", "nope"], "--raw-kinds nope: not a --pairs kind"),
 ])
 def test_across_story_options_name_what_is_wrong(tmp_path, capsys, argv, message):
     from test_wp_kinds import kind_folder
@@ -238,3 +239,14 @@ def test_the_check_benchmark_names_a_folder_that_is_not_a_check_or_an_unknown_su
     with pytest.raises(SystemExit) as stopped:
         benchmark.main(["--breaks-dir", str(tmp_path), *argv])
     assert stopped.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_raw_kinds_are_normalised_as_scoring_normalises_and_the_builders_pairs_are_left_as_they_are():
+    from storyeval.text import normalize_story
+    from storyeval_training.recipes import train_ranker
+
+    raw = datasets.Dataset.from_dict({"human": ['Tom said "hello." He left.'], "negative": ['Tom said "bye." He left.']})
+    out = train_ranker.normalised(raw, delexicalize=True)[0]
+    assert out["human"] == normalize_story('Tom said "hello." He left.') and out["human"].startswith("[MALE] said ``")
+    # why only raw kinds: a normalised closing quote read again turns into an opening one
+    assert normalize_story(out["human"]) != out["human"]

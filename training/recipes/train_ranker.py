@@ -36,6 +36,7 @@ from torch import nn
 from transformers.utils import ModelOutput
 
 from storyeval.checkpoints.resolution import OFFLINE_BACKBONE
+from storyeval.text import normalize_story
 from storyeval_training.data.named_sets import pair_folder, set_names
 from storyeval_training.loop import LoopArguments, TrainingLoop, add_loop_arguments, check_loop_arguments
 from storyeval_training.recipes import train_union
@@ -62,6 +63,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="kinds of (intact story, broken copy) pairs: also measured, and selected, on across-story AUC")
     p.add_argument("--across-story-weight", type=float, default=0.0,
                    help="weight of the loss over intact stories and other stories' broken copies in a batch (--across-story-kinds)")
+    p.add_argument("--raw-kinds", nargs="+", default=[], metavar="KIND",
+                   help="kinds whose pairs are raw text (the plot paper's released pairs keep names and their own spacing): "
+                        "normalised as scoring normalises a story; the builders' pairs are already in that form")
     p.add_argument("--export-dir", default=None, help="also export the best model here (its card is written when it ships)")
     return p
 
@@ -77,9 +81,10 @@ def parse_args(argv=None):
     train_union.check_partial_training_arguments(p, args)
     if args.max_eval_pairs_per_kind < 0:
         p.error("--max-eval-pairs-per-kind must not be negative (0: all)")
-    unknown = sorted(set(args.across_story_kinds) - set(kinds))
-    if unknown:
-        p.error(f"--across-story-kinds {', '.join(unknown)}: not a --pairs kind ({', '.join(kinds)})")
+    for option in ("across_story_kinds", "raw_kinds"):
+        unknown = sorted(set(getattr(args, option)) - set(kinds))
+        if unknown:
+            p.error(f"--{option.replace('_', '-')} {', '.join(unknown)}: not a --pairs kind ({', '.join(kinds)})")
     if args.across_story_weight < 0 or (args.across_story_weight and len(args.across_story_kinds) == 0):
         p.error("--across-story-weight must not be negative, and needs --across-story-kinds")
     args.kinds = kinds
@@ -99,6 +104,14 @@ def load_kinds(args) -> dict[str, datasets.DatasetDict]:
 
 def sample(rows: datasets.Dataset, limit: int | None, seed: int) -> datasets.Dataset:
     return rows.shuffle(seed=seed).select(range(min(limit, len(rows)))) if limit else rows
+
+
+def normalised(rows: datasets.Dataset, delexicalize: bool) -> datasets.Dataset:
+    """Both sides of raw pairs in the form scoring gives a story. Only for raw kinds: the normalisation is not
+    idempotent (a closing '' read again becomes an opening ``), so normalised pairs are left as they are."""
+    # not from the cache: its key would not change with the normalisation code, and a sample is cheap
+    return rows.map(lambda row: {side: normalize_story(row[side], delexicalize) for side in ("human", "negative")},
+                    desc="normalising raw pairs", load_from_cache_file=False)
 
 
 def to_pair_examples(batch: dict, tokenizer, max_length: int, kind: int, across: bool = False) -> dict:
@@ -213,6 +226,8 @@ def train(args) -> dict:
             fn_kwargs = {"tokenizer": tokenizer, "max_length": args.max_length, "kind": index, "across": name in args.across_story_kinds}
             chosen = {"train": sample(pairs["train"], args.max_train_pairs_per_kind, args.seed),
                       "validation": sample(pairs["validation"], args.max_eval_pairs_per_kind or None, args.seed)}
+            if name in args.raw_kinds:
+                chosen = {split: normalised(rows, model.config.delexicalize) for split, rows in chosen.items()}
             if name in args.across_story_kinds:
                 across[name] = across_metadata(chosen["validation"])
             tokenised = {split: rows.map(to_pair_examples, batched=True, fn_kwargs=fn_kwargs, remove_columns=rows.column_names,
