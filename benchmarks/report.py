@@ -233,7 +233,7 @@ def guard_correlation_table(reader: ResultsReader) -> list[str]:
 
 
 # the modern-text check of the shipped configs (benchmarks/agreement/modern_breaks.py), one row per config in any of these
-MODERN = ("modern_breaks", "modern_breaks_plot")
+MODERN = ("modern_breaks", "modern_breaks_plot", "modern_breaks_suites")
 
 
 def _worst(per_kind: dict, measure: str) -> str:
