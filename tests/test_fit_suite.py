@@ -89,7 +89,8 @@ def test_the_default_rule_of_an_across_story_fit_compares_the_worst_measure(tmp_
     # the pair accuracies alone would make the learned weights the default; across stories they gain nothing
     assert fit_suite.export(tmp_path / "w.json", "wp-base", report, None)["default"] == "mean"
     report["fits"]["own"]["without_contexts"] = fit(0.7)
-    assert fit_suite.export(tmp_path / "w.json", "wp-base", report, None)["default"] == "learned"
+    entry = fit_suite.export(tmp_path / "w.json", "wp-base", report, None)
+    assert entry["default"] == "learned" and entry["fitted"]["across_story_sets"] == ["cut"]
 
 
 def test_a_min_kind_fit_with_contexts_on_fewer_kinds_is_not_exported(tmp_path):

@@ -356,7 +356,8 @@ def export(path: Path, config: str, report: dict, default: str | None) -> dict:
         "with_contexts_fitted": fitted_with_contexts is not None,
         # the package ships this file: its fitting command and pair sets name no path of the machine that fitted it
         "fitted": portable({key: report[key] for key in ("command", "pair_sets", "split", "seed")})
-        | {"commit": report["environment"].get("commit", "unknown"), "objective": report.get("objective", "bradley-terry")},
+        | {"commit": report["environment"].get("commit", "unknown"), "objective": report.get("objective", "bradley-terry")}
+        | ({"across_story_sets": report["across_story_sets"]} if report.get("across_story_sets") else {}),
     }
     path.write_text(json.dumps(entries, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     return entries[config]
