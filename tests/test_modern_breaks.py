@@ -250,3 +250,40 @@ def test_raw_kinds_are_normalised_as_scoring_normalises_and_the_builders_pairs_a
     assert out["human"] == normalize_story('Tom said "hello." He left.') and out["human"].startswith("[MALE] said ``")
     # why only raw kinds: a normalised closing quote read again turns into an opening one
     assert normalize_story(out["human"]) != out["human"]
+
+
+def test_the_no_regression_rule_makes_an_evaluation_that_gave_up_a_kind_ineligible():
+    from storyeval_training.recipes import train_ranker
+
+    start = {"pair_accuracy_a": 0.80, "pair_accuracy_b": 0.50, "across_story_auc_b": 0.40, "worst_kind_measure": 0.40, "loss": 0.6}
+    lifted = {"pair_accuracy_a": 0.78, "pair_accuracy_b": 0.60, "across_story_auc_b": 0.55, "worst_kind_measure": 0.55, "loss": 0.5}
+    kept = train_ranker.with_rule(lifted, start, "worst_kind_measure")
+    assert kept["regressions_from_start"] == {} and kept["worst_measure_without_regression"] == 0.55  # a fall of 0.02 is allowed
+    gave_up = train_ranker.with_rule({**lifted, "pair_accuracy_a": 0.70}, start, "worst_kind_measure")
+    assert gave_up["regressions_from_start"] == {"pair_accuracy_a": 0.1} and gave_up["worst_measure_without_regression"] == -1.0
+
+
+def test_a_ranker_run_under_the_no_regression_rule_measures_the_start_first_and_resumes_with_it(tmp_path):
+    from conftest import save_tiny_checkpoint
+    from test_wp_kinds import kind_folder
+
+    from storyeval_training.recipes import train_ranker
+
+    start = save_tiny_checkpoint(tmp_path / "start", max_length=32, window_stride=16)
+    kinds = {name: kind_folder(tmp_path / name, validation=4) for name in ("origin", "wp-swap")}
+    argv = [*[arg for name, folder in kinds.items() for arg in ("--pairs", f"{name}={folder}")], "--model-name-or-path", str(start),
+            "--max-length", "32", "--max-train-pairs-per-kind", "4", "--max-train-steps", "4", "--eval-steps", "2",
+            "--checkpointing-steps", "2", "--per-device-train-batch-size", "2", "--across-story-kinds", "wp-swap",
+            "--no-regression", "--output-dir", str(tmp_path / "run"), "--export-dir", str(tmp_path / "export")]
+    results = train_ranker.train(train_ranker.parse_args([*argv, "--stop-after-steps", "2"]))
+    first_start = json.loads((tmp_path / "run" / "start_validation.json").read_text())
+    assert results["selected_by"] == "worst_measure_without_regression" and results["start_validation"] == first_start
+    for metrics in results["history"]:
+        rule = train_ranker.with_rule(metrics, first_start, "worst_kind_measure")
+        assert metrics["worst_measure_without_regression"] == rule["worst_measure_without_regression"]
+    assert results["beats_start"] == (results["best_validation"]["worst_measure_without_regression"] > first_start["worst_kind_measure"])
+    assert (tmp_path / "export").exists() == results["beats_start"]
+    # resumed: the start is read back, not measured again on weights that have trained
+    (tmp_path / "run" / "start_validation.json").write_text(json.dumps({**first_start, "marker": 1}))
+    resumed = train_ranker.train(train_ranker.parse_args([*argv, "--resume-from-checkpoint", "latest"]))
+    assert resumed["start_validation"]["marker"] == 1 and resumed["completed_steps"] == 4

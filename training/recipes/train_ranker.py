@@ -22,10 +22,17 @@ and the kept checkpoint has the highest **worst** of every kind's pair accuracy 
 (``worst_kind_measure``). ``--across-story-weight`` adds the same order to the loss: Bradley-Terry over every
 (higher story of one pair, lower story of another) of those kinds in a batch, whose stories are of similar length
 (batches are grouped by length).
+
+``--no-regression`` applies the no-regression rule in selection: the starting model is measured on the same
+validation pairs before the first step (``start_validation.json`` in the output folder, which a resumed run reads
+back), and an evaluation where any kind's pair accuracy or across-story AUC falls more than 0.02 below the start's
+is not eligible (``worst_measure_without_regression`` is then -1). Where no eligible evaluation beats the start's
+worst measure, the run says so and exports nothing: the checkpoint it would replace is still the better one.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,12 +47,15 @@ from storyeval.text import normalize_story
 from storyeval_training.data.named_sets import pair_folder, set_names
 from storyeval_training.loop import LoopArguments, TrainingLoop, add_loop_arguments, check_loop_arguments
 from storyeval_training.recipes import train_union
-from storyeval_training.selection import across_metadata, pairs_across_story_auc
+from storyeval_training.selection import NO_REGRESSION_TOLERANCE, across_metadata, pairs_across_story_auc, regressions
 
 logger = logging.getLogger("storyeval_training.recipes.train_ranker")
 
 SELECT_BY = "min_kind_pair_accuracy"
 SELECT_BY_ACROSS = "worst_kind_measure"  # with --across-story-kinds: the worst of pair accuracies and across-story AUCs
+SELECT_BY_NO_REGRESSION = "worst_measure_without_regression"  # with --no-regression: that worst, or INELIGIBLE
+INELIGIBLE = -1.0  # below any accuracy or AUC, so an evaluation that broke the rule is never kept over one that did not
+START_VALIDATION = "start_validation.json"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -66,6 +76,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--raw-kinds", nargs="+", default=[], metavar="KIND",
                    help="kinds whose pairs are raw text (the plot paper's released pairs keep names and their own spacing): "
                         "normalised as scoring normalises a story; the builders' pairs are already in that form")
+    p.add_argument("--no-regression", action="store_true",
+                   help="select only evaluations where no kind's pair accuracy or across-story AUC falls more than 0.02 below "
+                        "the starting model's on the same validation pairs; export nothing if none beats the start")
     p.add_argument("--export-dir", default=None, help="also export the best model here (its card is written when it ships)")
     return p
 
@@ -211,6 +224,36 @@ def evaluate(model, loader, accelerator, kind_names: list[str], across: dict[str
 
 
 
+def kind_measures(metrics: dict) -> dict[str, float]:
+    """The per-kind measures the no-regression rule compares: every pair accuracy and across-story AUC."""
+    return {name: value for name, value in metrics.items() if name.startswith(("pair_accuracy_", "across_story_auc_"))}
+
+
+def start_validation(ranker, validation, collator, accelerator, args, evaluate_model) -> dict:
+    """The starting model's validation measures: read back from the output folder on a resumed run, else measured
+    now (before the loop starts, with torch's RNG put back so that training draws as it would without it)."""
+    path = Path(args.output_dir) / START_VALIDATION
+    if path.is_file():
+        return json.loads(path.read_text())
+    from torch.utils.data import DataLoader
+
+    loader = accelerator.prepare(DataLoader(validation, batch_size=args.per_device_eval_batch_size, collate_fn=collator))
+    state = torch.get_rng_state()
+    metrics = evaluate_model(ranker.to(accelerator.device), loader)
+    torch.set_rng_state(state)
+    if accelerator.is_main_process:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(metrics, indent=2) + "\n")
+    return metrics
+
+
+def with_rule(metrics: dict, start: dict, measure: str) -> dict:
+    """``metrics`` with the no-regression rule against ``start``: the falls beyond the tolerance, and the selection
+    measure (``measure``, or INELIGIBLE where anything fell)."""
+    falls = regressions(kind_measures(metrics), kind_measures(start))
+    return {**metrics, "regressions_from_start": falls, SELECT_BY_NO_REGRESSION: INELIGIBLE if falls else metrics[measure]}
+
+
 def main(argv=None) -> None:
     train(parse_args(argv))
 
@@ -242,6 +285,15 @@ def train(args) -> dict:
     ranker = PairwiseRanker(model, args.across_story_weight)
     select_by = SELECT_BY_ACROSS if across else SELECT_BY
 
+    def evaluate_model(m, loader) -> dict:
+        return evaluate(m, loader, accelerator, names, across)
+
+    start, measure = None, select_by
+    if args.no_regression:
+        start = start_validation(ranker, validation, PairCollator(tokenizer), accelerator, args, evaluate_model)
+        logger.info("start %s", json.dumps(start))
+        select_by = SELECT_BY_NO_REGRESSION
+
     def save_best(wrapper, folder: Path) -> None:
         wrapper.model.save_pretrained(folder)
         tokenizer.save_pretrained(folder)
@@ -249,12 +301,22 @@ def train(args) -> dict:
     run = loop.train(ranker, train_set, PairCollator(tokenizer),
                      lengths=[max(len(h), len(n)) for h, n in zip(train_set["human_input_ids"], train_set["negative_input_ids"])],
                      eval_sets={"validation": validation},
-                     evaluate=lambda m, loaders: evaluate(m, loaders["validation"], accelerator, names, across),
+                     evaluate=lambda m, loaders: (with_rule(evaluate_model(m, loaders["validation"]), start, measure) if start
+                                                  else evaluate_model(m, loaders["validation"])),
                      select_by=select_by, save_best=save_best)
     args.pairs = [f"{name}={folder}" for name, folder in args.pairs]  # as typed, for the JSON record
-    results = loop.results(run, args, selected_by=select_by, pairs_per_kind=counts)
+    fields = {"selected_by": select_by, "pairs_per_kind": counts}
+    export = True
+    if start is not None:
+        # the start itself is the incumbent: a run that kept no kind within the rule, or did not beat its worst, replaces nothing
+        export = run.best is not None and run.best[select_by] > start[measure]
+        fields.update(start_validation=start, beats_start=export)
+        if not export:
+            logger.warning("no evaluation kept every kind within %.2f of the start and beat its %s (%.4f): nothing exported",
+                           NO_REGRESSION_TOLERANCE, measure, start[measure])
+    results = loop.results(run, args, **fields)
     loop.write_results(results)
-    if accelerator.is_main_process and args.export_dir:
+    if accelerator.is_main_process and args.export_dir and export:
         train_union.export(loop.output_dir / "best", Path(args.export_dir), results, write_card=None,
                            base_model=args.base_model_name or args.model_name_or_path)
     accelerator.end_training()
