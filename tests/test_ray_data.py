@@ -9,6 +9,7 @@ import json
 import logging
 import math
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -34,6 +35,7 @@ STORIES = [
     "Joe baked bread for the first time. It burned. He tried again the next day and it came out perfect.",
 ]
 UNSCORABLE = {5: "", 11: "?!"}  # rows with no letters
+RAY_INTERNAL_FAILURE = "You have likely discovered a bug in Ray"  # what Ray's core prints when one of its own checks aborts
 
 
 def rows(count: int) -> list[dict]:
@@ -391,19 +393,25 @@ def test_a_real_sigint_after_the_first_part_exits_130_in_one_line_and_a_rerun_sk
     out, err = tmp_path / "stdout.txt", tmp_path / "stderr.txt"
     command = [sys.executable, "-m", "storyeval.cli", "score-shards", str(source), "-o", str(output), "--actors", "1",
                "--rows-per-batch", "4", "--quiet"]
-    with out.open("w") as stdout, err.open("w") as stderr:
-        job = subprocess.Popen(command, stdout=stdout, stderr=stderr, start_new_session=True)
-        try:
-            deadline = time.monotonic() + 300
-            while not (output / "shard_00.parquet").exists():
-                assert job.poll() is None, f"the job ended before its first part: {err.read_text()}"
-                assert time.monotonic() < deadline, "no part written in 300 s"
-                time.sleep(0.02)
-            os.killpg(job.pid, signal.SIGINT)
-            assert job.wait(timeout=120) == 130, err.read_text()
-        finally:
-            if job.poll() is None:
-                job.kill()
+    for attempt in range(2):
+        shutil.rmtree(output, ignore_errors=True)
+        with out.open("w") as stdout, err.open("w") as stderr:
+            job = subprocess.Popen(command, stdout=stdout, stderr=stderr, start_new_session=True)
+            try:
+                deadline = time.monotonic() + 300
+                while not (output / "shard_00.parquet").exists() and job.poll() is None:
+                    assert time.monotonic() < deadline, "no part written in 300 s"
+                    time.sleep(0.02)
+                if job.poll() is None:
+                    os.killpg(job.pid, signal.SIGINT)
+                    assert job.wait(timeout=120) == 130, err.read_text()
+                    break
+            finally:
+                if job.poll() is None:
+                    job.kill()
+        # Ray's own core aborting under a loaded machine ("Check failed ... discovered a bug in Ray"), before any
+        # signal was sent, is not what this test is about: one more try; anything else fails here
+        assert RAY_INTERNAL_FAILURE in err.read_text() and attempt == 0, f"the job ended before its first part: {err.read_text()}"
     kept = sorted(path.name for path in output.iterdir())
     assert kept[0] == "shard_00.parquet" and len(kept) < 4, kept  # stopped mid-job, whole parts only
     errors = err.read_text()
