@@ -223,7 +223,6 @@ def evaluate(model, loader, accelerator, kind_names: list[str], across: dict[str
     return metrics
 
 
-
 def kind_measures(metrics: dict) -> dict[str, float]:
     """The per-kind measures the no-regression rule compares: every pair accuracy and across-story AUC."""
     return {name: value for name, value in metrics.items() if name.startswith(("pair_accuracy_", "across_story_auc_"))}
@@ -231,9 +230,10 @@ def kind_measures(metrics: dict) -> dict[str, float]:
 
 def start_validation(ranker, validation, collator, accelerator, args, evaluate_model) -> dict:
     """The starting model's validation measures: read back from the output folder on a resumed run, else measured
-    now (before the loop starts, with torch's RNG put back so that training draws as it would without it)."""
+    now (before the loop starts, with torch's RNG put back so that training draws as it would without it); a fresh
+    run in a used folder measures its own start."""
     path = Path(args.output_dir) / START_VALIDATION
-    if path.is_file():
+    if args.resume_from_checkpoint and path.is_file():
         return json.loads(path.read_text())
     from torch.utils.data import DataLoader
 
