@@ -94,10 +94,16 @@ def across_metadata(rows) -> dict:
             "stories": [pair_id.split("/")[0] for pair_id in rows["id"]]}
 
 
+def pairs_across_matches(metadata: dict):
+    """:func:`across_story_matches` of pairs' higher stories against the lower stories of the other pairs, from their
+    :func:`across_metadata`."""
+    return across_story_matches((metadata["words"][0], metadata["stories"]), (metadata["words"][1], metadata["stories"]))
+
+
 def pairs_across_story_auc(higher, lower, metadata: dict) -> float | None:
     """:func:`across_story_auc` of pairs' higher stories against the lower stories of the other pairs, from the two
     sides' scores in the pairs' order and their :func:`across_metadata`."""
-    return across_story_auc((higher, metadata["words"][0], metadata["stories"]), (lower, metadata["words"][1], metadata["stories"]))[0]
+    return matched_auc(higher, lower, pairs_across_matches(metadata))
 
 
 def regressions(candidate: dict[str, float], incumbent: dict[str, float], tolerance: float = NO_REGRESSION_TOLERANCE) -> dict[str, float]:

@@ -44,7 +44,7 @@ from storyeval.analysis.suite import COMBINATIONS, CONTINUATION_CRITERION, SUITE
 from storyeval.inputs import text_problem
 from storyeval_training.data.named_sets import pair_folder, set_names, techniques_per_set
 from storyeval_training.export.provenance import environment, portable
-from storyeval_training.selection import across_metadata, across_story_matches, matched_auc
+from storyeval_training.selection import across_metadata, matched_auc, pairs_across_matches
 
 logger = logging.getLogger("storyeval_training.recipes.fit_suite")
 
@@ -210,8 +210,7 @@ def fit_min_kind(pair_sets: dict[str, list[dict]], metrics: tuple[str, ...], ste
 
 def across_matches(rows: list[dict]) -> np.ndarray:
     """Which (human story of one pair, negative of another) comparisons the across-story AUC of ``rows`` makes."""
-    meta = across_metadata({side: [row[side] for row in rows] for side in ("id", "human", "negative")})
-    return across_story_matches((meta["words"][0], meta["stories"]), (meta["words"][1], meta["stories"]))
+    return pairs_across_matches(across_metadata({side: [row[side] for row in rows] for side in ("id", "human", "negative")}))
 
 
 def weighted_across_auc(rows: list[dict], matches: np.ndarray, weights: dict[str, float]) -> float | None:
