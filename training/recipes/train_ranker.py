@@ -43,7 +43,6 @@ from torch import nn
 from transformers.utils import ModelOutput
 
 from storyeval.checkpoints.resolution import OFFLINE_BACKBONE
-from storyeval.text import normalize_story
 from storyeval_training.data.named_sets import pair_folder, set_names
 from storyeval_training.loop import LoopArguments, TrainingLoop, add_loop_arguments, check_loop_arguments
 from storyeval_training.recipes import train_union
@@ -120,11 +119,9 @@ def sample(rows: datasets.Dataset, limit: int | None, seed: int) -> datasets.Dat
 
 
 def normalised(rows: datasets.Dataset, delexicalize: bool) -> datasets.Dataset:
-    """Both sides of raw pairs in the form scoring gives a story. Only for raw kinds: the normalisation is not
-    idempotent (a closing '' read again becomes an opening ``), so normalised pairs are left as they are."""
-    # not from the cache: its key would not change with the normalisation code, and a sample is cheap
-    return rows.map(lambda row: {side: normalize_story(row[side], delexicalize) for side in ("human", "negative")},
-                    desc="normalising raw pairs", load_from_cache_file=False)
+    """Raw pairs in the form scoring gives a story. Only for raw kinds: the normalisation is not idempotent (a
+    closing '' read again becomes an opening ``), so normalised pairs are left as they are."""
+    return train_union.normalise_pairs(rows, delexicalize, "normalising raw pairs")
 
 
 def to_pair_examples(batch: dict, tokenizer, max_length: int, kind: int, across: bool = False) -> dict:

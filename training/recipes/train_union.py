@@ -184,12 +184,14 @@ def load_selection_pairs(folder: str, delexicalize: bool) -> datasets.Dataset:
     pairs = load_pair_folder(folder, "--selection-pairs-dir")
     if "validation" not in pairs or len(pairs["validation"]) == 0:
         raise ValueError(f"--selection-pairs-dir {folder}: needs a non-empty validation split, has {dict(pairs.num_rows)}")
-    columns = ("human", "negative", "original")
-    # not from the cache: its key would not change with the normalisation code, and one split is cheap
-    return pairs["validation"].map(
-        lambda row: {c: normalize_story(row[c], delexicalize) for c in columns}, desc="normalising selection pairs",
-        load_from_cache_file=False,
-    )
+    return normalise_pairs(pairs["validation"], delexicalize, "normalising selection pairs")
+
+
+def normalise_pairs(rows: datasets.Dataset, delexicalize: bool, desc: str) -> datasets.Dataset:
+    """Every story of ``rows`` (human, negative and, where there is one, original) normalised as scoring normalises a story."""
+    columns = [c for c in ("human", "negative", "original") if c in rows.column_names]
+    # not from the cache: its key would not change with the normalisation code, and a split or a sample is cheap
+    return rows.map(lambda row: {c: normalize_story(row[c], delexicalize) for c in columns}, desc=desc, load_from_cache_file=False)
 
 
 def drop_selection_stories(train: datasets.Dataset, selection: datasets.Dataset) -> tuple[datasets.Dataset, int]:
