@@ -260,3 +260,14 @@ def test_across_story_sets_bad_options(tmp_path, capsys, extra, message):
     with pytest.raises(SystemExit):
         fit_suite.parse_args(["--config", "roc", "--pairs", f"a={tmp_path}", "--output", str(tmp_path / "fit.json"), *extra])
     assert message in capsys.readouterr().err
+
+
+def test_a_missing_pairs_folder_or_split_ends_in_one_line_before_any_scoring(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        fit_suite.parse_args(["--config", "roc", "--pairs", f"a={tmp_path / 'none'}", "--output", str(tmp_path / "fit.json")])
+    assert "--pairs a=" in capsys.readouterr().err
+    pairs = write_pairs(tmp_path / "pairs", n=2)
+    with pytest.raises(SystemExit) as stopped:
+        fit_suite.main(["--config", "roc", "--pairs", f"a={pairs}", "--split", "test", "--output", str(tmp_path / "fit.json")])
+    assert str(stopped.value.code).startswith("error:") and "no 'test' split" in str(stopped.value.code)
+    assert not (tmp_path / "fit.json").exists()

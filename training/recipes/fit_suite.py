@@ -42,7 +42,7 @@ import numpy as np
 
 from storyeval.analysis.suite import COMBINATIONS, CONTINUATION_CRITERION, SUITE_CONFIGS, StoryQuality, check_config
 from storyeval.inputs import text_problem
-from storyeval_training.data.named_sets import pair_folder, set_names, techniques_per_set
+from storyeval_training.data.named_sets import checked_pair_folders, pair_folder, set_names, techniques_per_set
 from storyeval_training.export.provenance import environment, portable
 from storyeval_training.selection import across_metadata, matched_auc, pairs_across_matches
 
@@ -322,6 +322,10 @@ def parse_args(argv=None):
     own = SUITE_CONFIGS[args.config]
     if any(part in own for part in args.add_part):
         p.error(f"--add-part names a part {args.config} already has: {list(own)}")
+    try:  # last: every other mistake is named first, without reading anything
+        checked_pair_folders(args.pairs)
+    except ValueError as error:
+        p.error(str(error))
     return args
 
 
@@ -381,8 +385,11 @@ def main(argv=None) -> None:
         logger.info("wrote %s's weights (default %s) to %s", args.config, entry["default"], args.export_weights)
         return
     run_environment = environment()  # before scoring: the commit the run started from
-    pair_sets = {name: read_pairs(folder, args.split, args.techniques.get(name), args.max_pairs_per_set, args.seed)
-                 for name, folder in args.pairs}
+    try:
+        pair_sets = {name: read_pairs(folder, args.split, args.techniques.get(name), args.max_pairs_per_set, args.seed)
+                     for name, folder in args.pairs}
+    except ValueError as error:  # a set without --split, or with no pair of the asked techniques: one line, nothing scored
+        sys.exit(f"error: {error}")
     own = SUITE_CONFIGS[args.config]
     suite = StoryQuality(args.config, parts=[*own, *args.add_part])
     score_parts(suite, pair_sets, args.batch_size, Path(args.scores_cache) if args.scores_cache else None)
