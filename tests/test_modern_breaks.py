@@ -189,6 +189,8 @@ def test_a_ranker_with_across_story_kinds_selects_on_the_worst_of_accuracies_and
     (["--across-story-kinds", "nope"], "--across-story-kinds nope: not a --pairs kind"),
     (["--across-story-weight", "1"], "needs --across-story-kinds"),
     (["--raw-kinds", "nope"], "--raw-kinds nope: not a --pairs kind"),
+    (["--validation-techniques", "nope=machine"], "no --pairs set is named 'nope'"),
+    (["--validation-techniques", "a"], "expected NAME=T1,T2"),
 ])
 def test_across_story_options_name_what_is_wrong(tmp_path, capsys, argv, message):
     from test_wp_kinds import kind_folder
@@ -199,6 +201,23 @@ def test_across_story_options_name_what_is_wrong(tmp_path, capsys, argv, message
     with pytest.raises(SystemExit):
         train_ranker.parse_args(["--pairs", f"a={good}", "--output-dir", str(tmp_path / "run"), *argv])
     assert message in capsys.readouterr().err
+
+
+def test_validation_techniques_narrow_selection_to_the_pairs_the_check_tests_and_refuse_a_kind_left_empty(tmp_path):
+    from test_wp_kinds import kind_folder
+
+    from storyeval_training.recipes import train_ranker
+
+    folder = kind_folder(tmp_path / "mixed", validation=4)
+    pairs = datasets.load_from_disk(str(folder))
+    tags = [["swap", "human"], ["swap", "machine"], ["swap", "human"], ["swap", "machine"]]
+    pairs["validation"] = pairs["validation"].remove_columns("techniques").add_column("techniques", tags)
+    pairs.save_to_disk(str(tmp_path / "tagged"))
+    argv = ["--pairs", f"a={tmp_path / 'tagged'}", "--output-dir", str(tmp_path / "run")]
+    kinds = train_ranker.load_kinds(train_ranker.parse_args([*argv, "--validation-techniques", "a=machine"]))
+    assert kinds["a"]["validation"]["id"] == ["101", "103"] and len(kinds["a"]["train"]) == 6  # training pairs untouched
+    with pytest.raises(ValueError, match=r"a \(validation\)"):
+        train_ranker.load_kinds(train_ranker.parse_args([*argv, "--validation-techniques", "a=nobody"]))
 
 
 def test_explain_cases_from_the_check_target_both_sentences_of_a_swap_and_both_copies_of_a_repeat(tmp_path):

@@ -25,7 +25,7 @@ from pathlib import Path
 import datasets
 
 from storyeval import text as textlib
-from storyeval_training.data.named_sets import checked_pair_folders, pair_folder, per_set, techniques_per_set
+from storyeval_training.data.named_sets import checked_pair_folders, pair_folder, per_set, techniques_per_set, with_techniques
 from storyeval_training.data.technique_counts import technique_counts
 from storyeval_training.export.provenance import environment
 
@@ -38,10 +38,7 @@ RECORD = "mix_pairs.json"
 def load_set(name: str, folder: Path, techniques: list[str] | None) -> datasets.DatasetDict:
     pairs = datasets.load_from_disk(str(folder))
     if techniques:
-        wanted = set(techniques)
-        pairs = datasets.DatasetDict({split: rows.filter(lambda row: bool(wanted & set(row["techniques"])),
-                                                         desc=f"keeping {name}'s techniques")
-                                      for split, rows in pairs.items()})
+        pairs = datasets.DatasetDict({split: with_techniques(rows, techniques, name) for split, rows in pairs.items()})
         if not any(len(rows) for rows in pairs.values()):
             raise ValueError(f"--techniques {name}={','.join(techniques)}: no pair of {folder} was made by them")
     return pairs

@@ -8,6 +8,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+import datasets
+
 
 def named_value(value: str, what: str) -> tuple[str, str]:
     """``NAME=<what>`` split in two; an empty side is refused."""
@@ -54,6 +56,12 @@ def per_set(option: str, values: list[str], names: list[str], what: str) -> dict
     return by_name
 
 
-def techniques_per_set(values: list[str], names: list[str]) -> dict[str, list[str]]:
+def techniques_per_set(values: list[str], names: list[str], option: str = "techniques") -> dict[str, list[str]]:
     """``--techniques NAME=T1,T2``: the techniques (perturbations, or generators) each named set keeps."""
-    return {name: listed.split(",") for name, listed in per_set("techniques", values, names, "T1,T2").items()}
+    return {name: listed.split(",") for name, listed in per_set(option, values, names, "T1,T2").items()}
+
+
+def with_techniques(rows: datasets.Dataset, techniques: list[str], name: str) -> datasets.Dataset:
+    """The pairs of ``rows`` made by any of ``techniques`` (their ``techniques`` column)."""
+    wanted = set(techniques)
+    return rows.filter(lambda row: bool(wanted & set(row["techniques"])), desc=f"keeping {name}'s techniques")

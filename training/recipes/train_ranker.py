@@ -28,6 +28,10 @@ validation pairs before the first step (``start_validation.json`` in the output 
 back), and an evaluation where any kind's pair accuracy or across-story AUC falls more than 0.02 below the start's
 is not eligible (``worst_measure_without_regression`` is then -1). Where no eligible evaluation beats the start's
 worst measure, the run says so and exports nothing: the checkpoint it would replace is still the better one.
+
+``--validation-techniques KIND=T1,T2`` selects on the validation pairs of KIND made by those techniques only, so that
+selection sees the population the test measures: modern_breaks' ROC-length validation pairs hold three human ROC
+stories for each modern one, its test split only modern ones (``machine``).
 """
 from __future__ import annotations
 
@@ -43,7 +47,7 @@ from torch import nn
 from transformers.utils import ModelOutput
 
 from storyeval.checkpoints.resolution import OFFLINE_BACKBONE
-from storyeval_training.data.named_sets import pair_folder, set_names
+from storyeval_training.data.named_sets import pair_folder, set_names, techniques_per_set, with_techniques
 from storyeval_training.loop import LoopArguments, TrainingLoop, add_loop_arguments, check_loop_arguments
 from storyeval_training.recipes import train_union
 from storyeval_training.selection import NO_REGRESSION_TOLERANCE, across_metadata, pairs_across_story_auc, regressions
@@ -75,6 +79,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--raw-kinds", nargs="+", default=[], metavar="KIND",
                    help="kinds whose pairs are raw text (the plot paper's released pairs keep names and their own spacing): "
                         "normalised as scoring normalises a story; the builders' pairs are already in that form")
+    p.add_argument("--validation-techniques", action="append", default=[], metavar="KIND=T1,T2",
+                   help="select on KIND's validation pairs made by these techniques only (modern_breaks' pairs: 'machine', "
+                        "the modern stories its check tests, not the human stories trained beside them); repeatable")
     p.add_argument("--no-regression", action="store_true",
                    help="select only evaluations where no kind's pair accuracy or across-story AUC falls more than 0.02 below "
                         "the starting model's on the same validation pairs; export nothing if none beats the start")
@@ -87,6 +94,7 @@ def parse_args(argv=None):
     args = p.parse_args(argv)
     try:
         kinds = set_names(args.pairs)
+        args.validation_techniques = techniques_per_set(args.validation_techniques, kinds, "validation-techniques")
     except ValueError as error:
         p.error(str(error))
     check_loop_arguments(p, args, positive=("max_length", "train_top_layers", "max_train_pairs_per_kind", "lora_rank", "lora_alpha"))
@@ -105,8 +113,12 @@ def parse_args(argv=None):
 
 
 def load_kinds(args) -> dict[str, datasets.DatasetDict]:
-    """Each kind's pairs; refused before training when a kind has no training or no validation pairs."""
+    """Each kind's pairs (validation narrowed by ``--validation-techniques``); refused before training when a kind has no
+    training or no validation pairs."""
     kinds = {name: train_union.load_pair_folder(str(folder), f"--pairs {name}") for name, folder in args.pairs}
+    for name, techniques in args.validation_techniques.items():
+        if "validation" in kinds[name]:
+            kinds[name]["validation"] = with_techniques(kinds[name]["validation"], techniques, name)
     empty = [f"{name} ({split})" for name, pairs in kinds.items() for split in ("train", "validation")
              if split not in pairs or len(pairs[split]) == 0]
     if empty:
