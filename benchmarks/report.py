@@ -233,7 +233,7 @@ def guard_correlation_table(reader: ResultsReader) -> list[str]:
 
 
 # the modern-text check of the shipped configs (benchmarks/agreement/modern_breaks.py), one row per config in any of these
-MODERN = ("modern_breaks", "modern_breaks_plot", "modern_breaks_suites")
+MODERN = ("modern_breaks", "modern_breaks_plot", "modern_breaks_suites", "modern_breaks_suites_base_roc", "modern_breaks_suites_base_wp")
 
 
 def _worst(per_kind: dict, measure: str) -> str:
@@ -247,11 +247,14 @@ def modern_files(results_dir: Path) -> list[str]:
 
 def modern_table(reader: ResultsReader, names: list[str]) -> list[str]:
     """Per config and view: the worst kind of break on each measure, the held-out generator's worst, and the length signal."""
-    rows = {label: result for name in names for label, result in reader.file(name)["checkpoints"].items()}  # a later file's row wins
+    rows: dict[str, dict] = {}  # label -> view -> figures; a config's views may come from several files, a later file's view wins
+    for name in names:
+        for label, result in reader.file(name)["checkpoints"].items():
+            rows.setdefault(label, {}).update(result["views"])
     lines = ["| config | view (stories) | within-pair accuracy, worst kind | across-story AUC, worst kind "
              "| held-out generator: within / AUC, worst | Spearman with length |", "|---|---|---|---|---|---|"]
-    for label, result in rows.items():
-        for view, r in result["views"].items():
+    for label, views in rows.items():
+        for view, r in views.items():
             held = r["generators"][r["held_out_generator"]]
             lines.append(f"| `{label}` | {view} ({r['units']}) | {_worst(r['per_kind'], 'within')} | {_worst(r['per_kind'], 'auc')} "
                          f"| {held['worst']['within']:.3f} / {held['worst']['auc']:.3f} ({r['held_out_generator']}) | {r['length_spearman']:.2f} |")

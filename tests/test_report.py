@@ -116,3 +116,7 @@ def test_the_modern_text_table_gives_each_configs_worst_kind_per_view_and_measur
     (tmp_path / "modern.json").write_text(json.dumps({"machine": {"commit": "abc1234"}, "checkpoints": {"union-wp-base": {"views": {"wp": view}}}}))
     lines = report.modern_table(report.ResultsReader(tmp_path), ["modern"])
     assert lines[2] == "| `union-wp-base` | wp (150) | 0.500 (cut) | 0.300 (cut) | 0.400 / 0.350 (claude-instant) | 0.12 |"
+    # a config measured view by view, in two files: one row per view
+    (tmp_path / "later.json").write_text(json.dumps({"machine": {"commit": "def5678"}, "checkpoints": {"union-wp-base": {"views": {"roc": view}}}}))
+    lines = report.modern_table(report.ResultsReader(tmp_path), ["modern", "later"])
+    assert [line.split(" | ")[1] for line in lines[2:]] == ["wp (150)", "roc (150)"]
