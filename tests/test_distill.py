@@ -261,6 +261,7 @@ def test_across_story_sets_add_their_auc_to_the_worst_that_selects(scored, tmp_p
     (["--selection-pairs", "a=nowhere"], "no saved DatasetDict"),
     (["--selection-pairs", "a=X", "--max-selection-pairs-per-set", "0"], "must be positive: --max-selection-pairs-per-set 0"),
     (["--selection-pairs", "a=X", "--across-story-sets", "b"], "--across-story-sets b: not a --selection-pairs set (a)"),
+    (["--selection-pairs", "a=X", "--selection-techniques", "b=machine"], "no --pairs set is named 'b'"),
 ])
 def test_selection_pairs_options_are_checked_before_training(scored, tmp_path, capsys, extra, message):
     folder, cache, _ = scored
@@ -270,6 +271,30 @@ def test_selection_pairs_options_are_checked_before_training(scored, tmp_path, c
         distill.parse_args(["--student", str(student), "--transfer-dir", str(folder), "--teacher-scores", str(cache),
                             "--output-dir", str(tmp_path / "run"), *[str(pairs) if a == "X" else a.replace("=X", f"={pairs}") for a in extra]])
     assert message in capsys.readouterr().err
+
+
+def test_selection_techniques_narrow_a_set_to_the_pairs_a_check_tests(tmp_path):
+    from types import SimpleNamespace
+
+    from transformers import AutoTokenizer
+
+    folder = selection_pairs(tmp_path / "pairs")
+    pairs = datasets.load_from_disk(str(folder))
+    tags = [["cut", "machine" if i % 2 else "human"] for i in range(4)]
+    pairs["validation"] = pairs["validation"].remove_columns("techniques").add_column("techniques", tags)
+    pairs.save_to_disk(str(tmp_path / "tagged"))
+    tokenizer = AutoTokenizer.from_pretrained(save_tiny_checkpoint(tmp_path / "student", max_length=32, window_stride=16))
+    config = SimpleNamespace(delexicalize=False, max_length=32)
+
+    def examples(techniques):
+        args = SimpleNamespace(selection_techniques=techniques, max_selection_pairs_per_set=None, seed=0)
+        return distill.selection_examples("a", tmp_path / "tagged", args, config, tokenizer)
+
+    assert len(examples({})[0]) == 8  # both stories of every pair
+    narrowed, across = examples({"a": ["machine"]})
+    assert len(narrowed) == 4 and across["stories"] == ["1", "3"]
+    with pytest.raises(ValueError, match="--selection-techniques a=nobody: no validation pair"):
+        examples({"a": ["nobody"]})
 
 
 def test_two_transfer_files_teach_one_student_each_checked_against_its_own_cache(scored, teacher, tmp_path):

@@ -20,7 +20,8 @@ highest mean of the two (``selection_score``). With several kinds of pairs (``--
 repeatable, e.g. the WP kinds of :mod:`storyeval_training.data.wp_kinds`), the pair accuracy in that mean is the
 worst kind's, so that a student that fails one kind is not selected for the others; ``--across-story-sets`` adds those
 sets' across-story AUCs to that worst (a student must rank an intact story above other stories' broken copies too,
-not only above its own). ``--evaluate-only`` gives any checkpoint's figures on both (the
+not only above its own), and ``--selection-techniques`` narrows a set to the pairs a check tests (the modern-text
+check's ``machine`` pairs). ``--evaluate-only`` gives any checkpoint's figures on both (the
 student's starting point, say) by the same code, without training, into ``<output-dir>/selection_signals.json``.
 """
 from __future__ import annotations
@@ -43,7 +44,7 @@ from transformers.utils import ModelOutput
 
 from storyeval.models import UnionModel
 from storyeval.text import normalize_story
-from storyeval_training.data.named_sets import checked_pair_folders, pair_folder
+from storyeval_training.data.named_sets import checked_pair_folders, pair_folder, techniques_per_set, with_techniques
 from storyeval_training.data.transfer import STORIES_FILE, TEACHER_FIELDS, file_sha256, read_cache, read_stories, teacher_fields, training_commit
 from storyeval_training.loop import LoopArguments, TrainingLoop, add_loop_arguments, check_loop_arguments
 from storyeval_training.recipes import train_union
@@ -73,6 +74,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--across-story-sets", nargs="+", default=[], metavar="NAME",
                    help="--selection-pairs sets of (intact story, broken copy) pairs whose across-story AUC (length-matched, "
                         "storyeval_training.selection) also selects: the worst of every set's pair accuracy and these AUCs")
+    p.add_argument("--selection-techniques", action="append", default=[], metavar="NAME=T1,T2",
+                   help="select on set NAME's pairs made by these techniques only (the modern-text check's pairs: 'machine', "
+                        "the modern stories its test split holds; its validation split is mostly human ROC stories); repeatable")
     p.add_argument("--loss", choices=["mse", "kl"], default="mse")
     p.add_argument("--hard-label-weight", type=float, default=0.0, help="weight of the stories' own labels beside the teacher's")
     p.add_argument("--length-neutral-targets", action="store_true",
@@ -105,6 +109,7 @@ def parse_args(argv=None):
         p.error(f"--selection-pairs-dir {args.selection_pairs_dir}: no saved DatasetDict there (dataset_dict.json)")
     try:
         names = checked_pair_folders(args.selection_pairs, "--selection-pairs")
+        args.selection_techniques = techniques_per_set(args.selection_techniques, names, "selection-techniques")
     except ValueError as error:
         p.error(str(error))
     unknown = sorted(set(args.across_story_sets) - set(names))
@@ -243,10 +248,16 @@ def selection_key(name: str) -> str:
     return "selection" if name == "selection" else f"selection_{name}"
 
 
-def selection_examples(folder: Path, args, config, tokenizer) -> tuple[datasets.Dataset, dict]:
-    """A selection set's validation pairs (a seeded sample with --max-selection-pairs-per-set), tokenised as scoring does,
-    and what their across-story AUC needs (:func:`storyeval_training.selection.across_metadata`)."""
+def selection_examples(name: str, folder: Path, args, config, tokenizer) -> tuple[datasets.Dataset, dict]:
+    """A selection set's validation pairs (those of --selection-techniques, then a seeded sample with
+    --max-selection-pairs-per-set), tokenised as scoring does, and what their across-story AUC needs
+    (:func:`storyeval_training.selection.across_metadata`)."""
     pairs = train_union.load_selection_pairs(str(folder), config.delexicalize)
+    if name in args.selection_techniques:
+        pairs = with_techniques(pairs, args.selection_techniques[name], name)
+        if len(pairs) == 0:
+            raise ValueError(f"--selection-techniques {name}={','.join(args.selection_techniques[name])}: "
+                             f"no validation pair of {folder} was made by them")
     if args.max_selection_pairs_per_set and len(pairs) > args.max_selection_pairs_per_set:
         pairs = pairs.shuffle(seed=args.seed).select(range(args.max_selection_pairs_per_set))
     examples = pairs.map(train_union.to_examples, batched=True, remove_columns=pairs.column_names,
@@ -309,7 +320,7 @@ def train(args) -> dict:
         train_set, heldout, counts = transfer_examples(args, config.delexicalize, tokenizer, config.max_length)
         selections, across = {}, {}
         for name, folder in selection_sets(args):
-            selections[name], metadata = selection_examples(folder, args, config, tokenizer)
+            selections[name], metadata = selection_examples(name, folder, args, config, tokenizer)
             if name in args.across_story_sets:
                 across[name] = metadata
     heldout_words = heldout["words"]
