@@ -177,8 +177,9 @@ def test_a_ranker_with_across_story_kinds_selects_on_the_worst_of_accuracies_and
         *[arg for name, folder in kinds.items() for arg in ("--pairs", f"{name}={folder}")], "--model-name-or-path", str(start),
         "--max-length", "32", "--max-train-pairs-per-kind", "4", "--max-train-steps", "4", "--eval-steps", "2",
         "--per-device-train-batch-size", "2", "--across-story-kinds", "wp-swap", "--across-story-weight", "0.5",
-        "--output-dir", str(tmp_path / "run")]))
+        "--max-train-pairs", "origin=6", "--output-dir", str(tmp_path / "run")]))
     assert results["selected_by"] == "worst_kind_measure"
+    assert {name: counts["train"] for name, counts in results["pairs_per_kind"].items()} == {"origin": 6, "wp-swap": 4}
     for metrics in results["history"]:
         assert "across_story_auc_wp-swap" in metrics and "across_story_auc_origin" not in metrics
         assert metrics["worst_kind_measure"] == min(metrics["pair_accuracy_origin"], metrics["pair_accuracy_wp-swap"],
@@ -191,6 +192,8 @@ def test_a_ranker_with_across_story_kinds_selects_on_the_worst_of_accuracies_and
     (["--raw-kinds", "nope"], "--raw-kinds nope: not a --pairs kind"),
     (["--validation-techniques", "nope=machine"], "no --pairs set is named 'nope'"),
     (["--validation-techniques", "a"], "expected NAME=T1,T2"),
+    (["--max-train-pairs", "a=0"], "--max-train-pairs a=0: expected a positive whole number"),
+    (["--max-train-pairs", "b=5"], "no --pairs set is named 'b'"),
 ])
 def test_across_story_options_name_what_is_wrong(tmp_path, capsys, argv, message):
     from test_wp_kinds import kind_folder

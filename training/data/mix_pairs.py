@@ -25,7 +25,7 @@ from pathlib import Path
 import datasets
 
 from storyeval import text as textlib
-from storyeval_training.data.named_sets import checked_pair_folders, pair_folder, per_set, techniques_per_set, with_techniques
+from storyeval_training.data.named_sets import checked_pair_folders, counts_per_set, pair_folder, techniques_per_set, with_techniques
 from storyeval_training.data.technique_counts import technique_counts
 from storyeval_training.export.provenance import environment
 
@@ -92,13 +92,9 @@ def parse_args(argv=None):
     try:
         names = checked_pair_folders(args.pairs)
         args.techniques = techniques_per_set(args.techniques, names)
-        max_train_pairs = per_set("max-train-pairs", args.max_train_pairs, names, "N")
+        args.max_train_pairs = counts_per_set("max-train-pairs", args.max_train_pairs, names)
     except ValueError as error:
         p.error(str(error))
-    for name, number in max_train_pairs.items():
-        if not number.isdigit() or int(number) < 1:
-            p.error(f"--max-train-pairs {name}={number}: expected a positive whole number")
-    args.max_train_pairs = {name: int(number) for name, number in max_train_pairs.items()}
     args.pairs = dict(args.pairs)
     if Path(args.output_dir).exists():
         p.error(f"--output-dir {args.output_dir} exists: choose a new folder")

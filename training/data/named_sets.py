@@ -1,7 +1,8 @@
-"""The ``NAME=VALUE`` options of the tools that read several named pair folders (``mix_pairs``, ``fit_suite``).
+"""The ``NAME=VALUE`` options of the tools that read several named pair folders (``mix_pairs``, ``fit_suite``,
+``train_ranker``, ``distill``).
 
-``--pairs NAME=FOLDER`` names a set; ``--techniques NAME=T1,T2`` (and ``mix_pairs``' ``--max-train-pairs
-NAME=N``) refer back to it. One parser for both tools, so they accept and refuse the same spellings.
+``--pairs NAME=FOLDER`` names a set; ``--techniques NAME=T1,T2`` and ``--max-train-pairs NAME=N`` (and their
+kin) refer back to it. One parser for every tool, so they accept and refuse the same spellings.
 """
 from __future__ import annotations
 
@@ -59,6 +60,15 @@ def per_set(option: str, values: list[str], names: list[str], what: str) -> dict
 def techniques_per_set(values: list[str], names: list[str], option: str = "techniques") -> dict[str, list[str]]:
     """``--techniques NAME=T1,T2``: the techniques (perturbations, or generators) each named set keeps."""
     return {name: listed.split(",") for name, listed in per_set(option, values, names, "T1,T2").items()}
+
+
+def counts_per_set(option: str, values: list[str], names: list[str]) -> dict[str, int]:
+    """``--<option> NAME=N`` values by set name; N must be a positive whole number."""
+    counts = per_set(option, values, names, "N")
+    for name, number in counts.items():
+        if not number.isdigit() or int(number) < 1:
+            raise ValueError(f"--{option} {name}={number}: expected a positive whole number")
+    return {name: int(number) for name, number in counts.items()}
 
 
 def with_techniques(rows: datasets.Dataset, techniques: list[str], name: str) -> datasets.Dataset:

@@ -8,7 +8,8 @@ Each ``--pairs NAME=FOLDER`` is a kind: a saved ``DatasetDict`` of (``human``: t
 higher, ``negative``: the other), e.g. from :mod:`storyeval_training.data.wp_kinds`. The loss is
 Bradley-Terry's: ``-log sigmoid(s(higher) - s(lower))`` on the model's logits, so the score is a ranking
 learned from every kind's order, not a classifier of one kind's origin. ``--max-train-pairs-per-kind``
-balances the kinds. Every evaluation measures the pair accuracy of each kind on its own held-out
+balances the kinds, and ``--max-train-pairs KIND=N`` gives one kind another cap (more of its pairs weigh it more in
+the loss). Every evaluation measures the pair accuracy of each kind on its own held-out
 validation pairs; the best checkpoint is the one whose **lowest** per-kind accuracy is highest
 (``min_kind_pair_accuracy``), so that no kind can fail while the mean looks good. A kind with no
 validation pairs is refused before anything trains. The model, its options (``--lora-rank``,
@@ -47,7 +48,7 @@ from torch import nn
 from transformers.utils import ModelOutput
 
 from storyeval.checkpoints.resolution import OFFLINE_BACKBONE
-from storyeval_training.data.named_sets import pair_folder, set_names, techniques_per_set, with_techniques
+from storyeval_training.data.named_sets import counts_per_set, pair_folder, set_names, techniques_per_set, with_techniques
 from storyeval_training.loop import LoopArguments, TrainingLoop, add_loop_arguments, check_loop_arguments
 from storyeval_training.recipes import train_union
 from storyeval_training.selection import NO_REGRESSION_TOLERANCE, across_metadata, pairs_across_story_auc, regressions
@@ -71,6 +72,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-length", type=int, default=512, help="tokens per story in training (the scoring window too)")
     train_union.add_partial_training_arguments(p)
     p.add_argument("--max-train-pairs-per-kind", type=int, default=None, help="at most N training pairs of each kind (a seeded sample)")
+    p.add_argument("--max-train-pairs", action="append", default=[], metavar="KIND=N",
+                   help="at most N training pairs of KIND instead (more pairs weigh a kind more in the loss); repeatable")
     p.add_argument("--max-eval-pairs-per-kind", type=int, default=200, help="validation pairs of each kind evaluated (0: all)")
     p.add_argument("--across-story-kinds", nargs="+", default=[], metavar="KIND",
                    help="kinds of (intact story, broken copy) pairs: also measured, and selected, on across-story AUC")
@@ -95,6 +98,7 @@ def parse_args(argv=None):
     try:
         kinds = set_names(args.pairs)
         args.validation_techniques = techniques_per_set(args.validation_techniques, kinds, "validation-techniques")
+        args.max_train_pairs = counts_per_set("max-train-pairs", args.max_train_pairs, kinds)
     except ValueError as error:
         p.error(str(error))
     check_loop_arguments(p, args, positive=("max_length", "train_top_layers", "max_train_pairs_per_kind", "lora_rank", "lora_alpha"))
@@ -276,7 +280,7 @@ def train(args) -> dict:
         train_parts, eval_parts, counts, across = [], [], {}, {}
         for index, (name, pairs) in enumerate(kinds.items()):
             fn_kwargs = {"tokenizer": tokenizer, "max_length": args.max_length, "kind": index, "across": name in args.across_story_kinds}
-            chosen = {"train": sample(pairs["train"], args.max_train_pairs_per_kind, args.seed),
+            chosen = {"train": sample(pairs["train"], args.max_train_pairs.get(name, args.max_train_pairs_per_kind), args.seed),
                       "validation": sample(pairs["validation"], args.max_eval_pairs_per_kind or None, args.seed)}
             if name in args.raw_kinds:
                 chosen = {split: normalised(rows, model.config.delexicalize) for split, rows in chosen.items()}
