@@ -87,9 +87,10 @@ def machine() -> dict:
 
 
 def write_results(name: str, payload: dict, folder: Path | None = None) -> Path:
-    """``<folder>/<name>.json`` (default: RESULTS, read at call time, so tests can point it elsewhere)."""
+    """``<folder>/<name>.json`` (default: RESULTS, read at call time, so tests can point it elsewhere), with every
+    absolute path in it made portable: results are published, and a checkpoint's or a run's folder names this machine."""
     folder = RESULTS if folder is None else folder
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{name}.json"
-    path.write_text(json.dumps(payload, indent=2) + "\n")
+    path.write_text(json.dumps(portable(payload), indent=2) + "\n")
     return path

@@ -339,7 +339,9 @@ def test_device_parity_counts_flipped_pairs_and_refuses_bad_input_before_scoring
            "--batch-size", "2", "--output-dir", str(tmp_path), "--output", "parity"]
     device_parity.main(run)
     result = json.loads((tmp_path / "parity.json").read_text())
-    float32 = result["checkpoints"][str(tiny_checkpoint)]["dtypes"]["float32"]
+    from storyeval_training.export.provenance import portable_path
+
+    float32 = result["checkpoints"][portable_path(str(tiny_checkpoint))]["dtypes"]["float32"]  # results name no machine path
     assert result["stories"] == 3 and float32["max_abs_difference"] == 0.0 and float32["order_changes_vs_cpu_float32"] == 0.0
     with pytest.raises(SystemExit):  # an existing results file is not overwritten
         device_parity.main(run)

@@ -11,7 +11,7 @@ from conftest import CHECKOUT
 from storyeval.checkpoints.backbones import published_backbone_name
 from storyeval_training.export import provenance
 
-PUBLISHED = ("hub_cards", "metrics", "spaces", "storyeval")
+PUBLISHED = ("hub_cards", "metrics", "spaces", "storyeval", "benchmarks")
 # an absolute path of a machine: a system folder at the start of a path (not after a placeholder such as <local>),
 # an installed package's folder, or a Windows drive
 MACHINE_PATH = re.compile(r"(?<![\w.>-])/(?:work|home|root|tmp|Users|mnt|opt|srv|var)/|site-packages|dist-packages|\b[A-Z]:\\\\")
@@ -59,13 +59,22 @@ def test_portable_rewrites_paths_in_values_commands_and_named_arguments():
                  "pairs": ["origin=/work/runs/k1/kinds/origin"], "output_dir": "/tmp/run", "seed": 42},
         "command": "python -m benchmarks.agreement.union_correlation --checkpoint x=/work/runs/export --output out",
         "tokens": ["</s>", "https://github.com/a/b", "a/b/c", "`/` or `~`"],
+        "by_folder": {"/work/runs/wp/export": 1.0, 3: "x"},
     }
     assert provenance.portable(record) == {
         "args": {"model_name_or_path": "sentence-transformers/all-mpnet-base-v2", "student": "hub_cards/union-roc",
                  "pairs": ["origin=<local>/kinds/origin"], "output_dir": "<local>/tmp/run", "seed": 42},
         "command": "python -m benchmarks.agreement.union_correlation --checkpoint x=<local>/runs/export --output out",
         "tokens": ["</s>", "https://github.com/a/b", "a/b/c", "`/` or `~`"],
+        "by_folder": {"<local>/wp/export": 1.0, 3: "x"},
     }
+
+
+def test_benchmark_results_are_written_with_no_path_of_the_machine(tmp_path):
+    from benchmarks.common import write_results
+
+    path = write_results("probe", {"checkpoints": {"m": {"path": "/work/runs/m6-export"}}, "by": {"/tmp/runs/x": 1}}, tmp_path)
+    assert json.loads(path.read_text()) == {"checkpoints": {"m": {"path": "<local>/runs/m6-export"}}, "by": {"<local>/runs/x": 1}}
 
 
 def test_a_published_record_identifies_its_input_data_by_builder_split_and_hash(tmp_path):

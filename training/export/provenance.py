@@ -130,9 +130,9 @@ def portable_path(path: str) -> str:
 
 def portable(record):
     """``record`` (JSON-like: dicts, lists, strings) with every absolute path in its strings made :func:`portable_path`,
-    in command lines and ``name=path`` arguments too."""
+    in command lines, ``name=path`` arguments and dict keys (results keyed by checkpoint folder) too."""
     if isinstance(record, dict):
-        return {key: portable(value) for key, value in record.items()}
+        return {portable(key): portable(value) for key, value in record.items()}
     if isinstance(record, (list, tuple)):
         return [portable(value) for value in record]
     if isinstance(record, str):
