@@ -219,7 +219,7 @@ def test_validation_techniques_narrow_selection_to_the_pairs_the_check_tests_and
     argv = ["--pairs", f"a={tmp_path / 'tagged'}", "--output-dir", str(tmp_path / "run")]
     kinds = train_ranker.load_kinds(train_ranker.parse_args([*argv, "--validation-techniques", "a=machine"]))
     assert kinds["a"]["validation"]["id"] == ["101", "103"] and len(kinds["a"]["train"]) == 6  # training pairs untouched
-    with pytest.raises(ValueError, match=r"a \(validation\)"):
+    with pytest.raises(ValueError, match=r"a \(validation, --validation-techniques a=nobody\)"):
         train_ranker.load_kinds(train_ranker.parse_args([*argv, "--validation-techniques", "a=nobody"]))
 
 

@@ -123,8 +123,9 @@ def load_kinds(args) -> dict[str, datasets.DatasetDict]:
     for name, techniques in args.validation_techniques.items():
         if "validation" in kinds[name]:
             kinds[name]["validation"] = with_techniques(kinds[name]["validation"], techniques, name)
-    empty = [f"{name} ({split})" for name, pairs in kinds.items() for split in ("train", "validation")
-             if split not in pairs or len(pairs[split]) == 0]
+    narrowed = {name: f", --validation-techniques {name}={','.join(techniques)}" for name, techniques in args.validation_techniques.items()}
+    empty = [f"{name} ({split}{narrowed.get(name, '') if split == 'validation' else ''})" for name, pairs in kinds.items()
+             for split in ("train", "validation") if split not in pairs or len(pairs[split]) == 0]
     if empty:
         raise ValueError(f"kinds with no pairs to train on or select on: {', '.join(empty)}")
     return kinds
