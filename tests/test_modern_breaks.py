@@ -221,6 +221,11 @@ def test_validation_techniques_narrow_selection_to_the_pairs_the_check_tests_and
     assert kinds["a"]["validation"]["id"] == ["101", "103"] and len(kinds["a"]["train"]) == 6  # training pairs untouched
     with pytest.raises(ValueError, match=r"a \(validation, --validation-techniques a=nobody\)"):
         train_ranker.load_kinds(train_ranker.parse_args([*argv, "--validation-techniques", "a=nobody"]))
+    for bad in (["--validation-techniques", "a=nobody"], ["--pairs", f"b={tmp_path / 'none'}"]):  # as a user meets them: one line
+        with pytest.raises(SystemExit) as stopped:
+            train_ranker.main([*argv, *bad])
+        assert str(stopped.value.code).startswith("error: ")
+    assert not (tmp_path / "run").exists()
 
 
 def test_explain_cases_from_the_check_target_both_sentences_of_a_swap_and_both_copies_of_a_repeat(tmp_path):

@@ -39,6 +39,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -269,15 +270,21 @@ def with_rule(metrics: dict, start: dict, measure: str) -> dict:
 
 
 def main(argv=None) -> None:
-    train(parse_args(argv))
+    args = parse_args(argv)
+    try:  # a missing folder, or a kind left without pairs: one line, before any model loads
+        kinds = load_kinds(args)
+    except (FileNotFoundError, ValueError) as error:
+        sys.exit(f"error: {error}")
+    train(args, kinds)
 
 
-def train(args) -> dict:
+def train(args, kinds: dict[str, datasets.DatasetDict] | None = None) -> dict:
+    """Train and select; ``kinds`` are :func:`load_kinds`' (loaded here when not given)."""
     loop = TrainingLoop(LoopArguments.from_namespace(args))
     accelerator = loop.accelerator
     model, tokenizer = train_union.build_model(args)
     with accelerator.main_process_first():
-        kinds = load_kinds(args)
+        kinds = load_kinds(args) if kinds is None else kinds
         train_parts, eval_parts, counts, across = [], [], {}, {}
         for index, (name, pairs) in enumerate(kinds.items()):
             fn_kwargs = {"tokenizer": tokenizer, "max_length": args.max_length, "kind": index, "across": name in args.across_story_kinds}
