@@ -255,6 +255,7 @@ def test_across_story_matches_leave_out_a_pairs_own_story_and_other_lengths():
 @pytest.mark.parametrize("extra, message", [
     (["--across-story-sets", "nope", "--objective", "min-kind"], "not a --pairs set"),
     (["--across-story-sets", "a"], "give --objective min-kind"),
+    (["--no-regression"], "give --objective min-kind"),
 ])
 def test_across_story_sets_bad_options(tmp_path, capsys, extra, message):
     with pytest.raises(SystemExit):
@@ -271,3 +272,48 @@ def test_a_missing_pairs_folder_or_split_ends_in_one_line_before_any_scoring(tmp
         fit_suite.main(["--config", "roc", "--pairs", f"a={pairs}", "--split", "test", "--output", str(tmp_path / "fit.json")])
     assert str(stopped.value.code).startswith("error:") and "no 'test' split" in str(stopped.value.code)
     assert not (tmp_path / "fit.json").exists()
+
+
+def threshold_rows(thresholds, old: bool):
+    """Pairs each ranked right only on one side of a plot-coherence weight: an ``old`` pair while the weight is below its
+    threshold, a new one while it is above (the margin of weights (1 - w, w) is threshold - w, or w - threshold)."""
+    rows = []
+    for i, t in enumerate(thresholds):
+        union, plot = (t, t - 1) if old else (-t, 1 - t)
+        rows.append({"half": "fit", "with_context": False, "human_percentiles": {"union": 50 + 10 * union, "plot_coherence": 50 + 10 * plot},
+                     "negative_percentiles": {"union": 50.0, "plot_coherence": 50.0}})
+    return rows
+
+
+def test_no_regression_keeps_the_fit_from_giving_up_a_kind_the_current_weights_hold():
+    # the plain mean ranks every old pair right and two new ones of ten; raising the worst kind means giving up old pairs
+    sets = {"old": threshold_rows([0.515 + 0.02 * i for i in range(10)], old=True),
+            "new": threshold_rows([0.405, 0.455, 0.555, 0.605, 0.655, 0.705, 0.755, 0.805, 0.855, 0.905], old=False)}
+    metrics = ("union", "plot_coherence")
+    mean = {"union": 0.5, "plot_coherence": 0.5}
+    assert fit_suite.kind_measures(sets, mean) == {"old": 1.0, "new": 0.2}
+    free = fit_suite.fit_min_kind(sets, metrics)
+    assert free["fit_min_accuracy"] > 0.2 and fit_suite.pair_accuracy(sets["old"], free["weights"]) < 0.98
+    kept = fit_suite.fit_min_kind(sets, metrics, incumbent=mean)
+    assert fit_suite.pair_accuracy(sets["old"], kept["weights"]) == 1.0 and kept["fit_min_accuracy"] == 0.2
+    assert kept["incumbent"] == mean and kept["eligible_weightings"] >= 1
+
+
+def test_the_current_weights_are_the_configs_default_combination():
+    assert fit_suite.current_weights("roc-base", ("union", "plot_coherence"), False) == {"union": 0.5, "plot_coherence": 0.5}
+    added = fit_suite.current_weights("roc-base", ("union", "plot_coherence", "continuation_quality"), True)
+    assert added == pytest.approx({"union": 1 / 3, "plot_coherence": 1 / 3, "continuation_quality": 1 / 3})
+    learned = fit_suite.current_weights("wp-base", ("union", "plot_coherence"), False)  # wp-base's default is learned
+    assert learned == pytest.approx({"union": 0.85, "plot_coherence": 0.15})
+
+
+def test_a_fit_that_falls_on_a_check_half_does_not_become_the_default(tmp_path):
+    fit = {"weights": {"union": 0.3, "plot_coherence": 0.7}, "pairs": {"cut": {"fit": 10, "check": 10}},
+           "check_accuracy_min": {"mean": 0.5, "learned": 0.7}, "check_regressions_against_incumbent": {"old": 0.05}}
+    report = {"config": "roc-base", "objective": "min-kind", "command": "c", "pair_sets": {}, "split": "validation", "seed": 42,
+              "environment": {"commit": "abc"},
+              "fits": {"own": {"parts": ["union:roc-base", "plot_coherence:roc-base", "continuation_quality:deltascore"],
+                               "without_contexts": fit, "with_contexts": None}}}
+    assert fit_suite.export(tmp_path / "w.json", "roc-base", report, None)["default"] == "mean"
+    fit["check_regressions_against_incumbent"] = {}
+    assert fit_suite.export(tmp_path / "w.json", "roc-base", report, None)["default"] == "learned"

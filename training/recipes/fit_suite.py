@@ -22,6 +22,10 @@ say: their across-story AUC (each intact story against the *other* pairs' broken
 :func:`storyeval_training.selection.across_story_auc`) joins their pair accuracy in the worst that the fit raises and
 the default rule compares (``check_worst_measure``): a suite users rank different stories with is checked across them.
 
+``--no-regression`` (with ``min-kind``) is the rule every selection keeps: weights that fall more than 0.02 below the
+config's current combination on any set's measure, on the fit halves, are not eligible (the current combination
+always is), and a fit that falls so on a check half does not become the default.
+
 ``--add-part metric:config`` weighs a candidate part beside the config's own: the report then has the checks with
 and without it. ``--export-weights`` writes the fit whose parts are the config's (as ``SUITE_CONFIGS`` has them
 now) into the suite's weights file; with ``--from-report`` it takes that fit from an earlier report instead of
@@ -44,7 +48,7 @@ from storyeval.analysis.suite import COMBINATIONS, CONTINUATION_CRITERION, SUITE
 from storyeval.inputs import text_problem
 from storyeval_training.data.named_sets import checked_pair_folders, pair_folder, set_names, techniques_per_set
 from storyeval_training.export.provenance import environment, portable
-from storyeval_training.selection import across_metadata, matched_auc, pairs_across_matches
+from storyeval_training.selection import across_metadata, matched_auc, pairs_across_matches, regressions
 
 logger = logging.getLogger("storyeval_training.recipes.fit_suite")
 
@@ -184,28 +188,41 @@ def fit_weights(pair_sets: dict[str, list[dict]], metrics: tuple[str, ...]) -> d
             "coefficients": dict(zip(metrics, raw.tolist()))}
 
 
+def kind_measures(pair_sets: dict[str, list[dict]], weights: dict[str, float], across: dict[str, np.ndarray] | None = None) -> dict[str, float]:
+    """set -> pair accuracy of ``weights``, and ``set/auc`` -> across-story AUC for the sets in ``across``."""
+    measures = {name: pair_accuracy(rows, weights) for name, rows in pair_sets.items() if rows}
+    for name, matches in (across or {}).items():
+        if (auc := weighted_across_auc(pair_sets[name], matches, weights)) is not None:
+            measures[f"{name}/auc"] = auc
+    return measures
+
+
 def fit_min_kind(pair_sets: dict[str, list[dict]], metrics: tuple[str, ...], steps: int = 100,
-                 across: dict[str, np.ndarray] | None = None) -> dict:
+                 across: dict[str, np.ndarray] | None = None, incumbent: dict[str, float] | None = None) -> dict:
     """The weights whose lowest pair accuracy over the sets (kinds) is highest on the fit halves; ties go to the higher
     mean over the sets, then to the weights nearest the plain mean. ``across`` (set -> its :func:`across_matches`)
-    adds those sets' across-story AUCs to the measures whose lowest is raised.
+    adds those sets' across-story AUCs to the measures whose lowest is raised. With ``incumbent`` (the weights the
+    config uses now), only weights that fall no more than the no-regression tolerance below it on any measure are
+    eligible; the incumbent always is, so a fit that finds nothing better keeps it.
 
     A grid over the simplex, 1/``steps`` apart, searched whole: the objective is a minimum of step functions, which
     a gradient-based solver cannot follow, and a suite has two or three parts (5,151 points for three).
     """
-    best, best_key = None, None
-    for counts in itertools.product(range(steps + 1), repeat=len(metrics) - 1):
-        if sum(counts) > steps:
+    grid = (dict(zip(metrics, [c / steps for c in counts] + [(steps - sum(counts)) / steps]))
+            for counts in itertools.product(range(steps + 1), repeat=len(metrics) - 1) if sum(counts) <= steps)
+    floor = kind_measures(pair_sets, incumbent, across) if incumbent else None
+    best, best_key, eligible = None, None, 0
+    for weights in itertools.chain([incumbent] if incumbent else [], grid):
+        measures = kind_measures(pair_sets, weights, across)
+        if floor is not None and regressions(measures, floor):
             continue
-        weights = dict(zip(metrics, [c / steps for c in counts] + [(steps - sum(counts)) / steps]))
-        accuracies = [pair_accuracy(rows, weights) for rows in pair_sets.values() if rows]
-        accuracies += [auc for name, matches in (across or {}).items()
-                       if (auc := weighted_across_auc(pair_sets[name], matches, weights)) is not None]
+        eligible += 1
         spread = sum((w - 1 / len(metrics)) ** 2 for w in weights.values())
-        key = (min(accuracies), float(np.mean(accuracies)), -spread)
+        key = (min(measures.values()), float(np.mean(list(measures.values()))), -spread)
         if best_key is None or key > best_key:
             best, best_key = weights, key
-    return {"weights": {m: round(w, 4) for m, w in best.items()}, "fit_min_accuracy": best_key[0], "fit_mean_accuracy": best_key[1]}
+    return {"weights": {m: round(w, 4) for m, w in best.items()}, "fit_min_accuracy": best_key[0], "fit_mean_accuracy": best_key[1]} | (
+        {"incumbent": incumbent, "eligible_weightings": eligible} if incumbent else {})
 
 
 def across_matches(rows: list[dict]) -> np.ndarray:
@@ -230,10 +247,13 @@ def pair_accuracy(rows: list[dict], weights: dict[str, float]) -> float:
 
 
 def evaluate_parts(pair_sets: dict[str, list[dict]], metrics: tuple[str, ...], with_context: bool,
-                   objective: str = "bradley-terry", across_sets: tuple[str, ...] = ()) -> dict | None:
+                   objective: str = "bradley-terry", across_sets: tuple[str, ...] = (),
+                   incumbent: dict[str, float] | None = None) -> dict | None:
     """Fit on the fit halves by ``objective``; pair accuracy of the plain mean and of the fit on each set's check half,
     their mean and their minimum; for ``across_sets``, their check halves' across-story AUCs too, and the worst of
-    every accuracy and AUC. None where no pair of any set can be scored so (no pair has a context)."""
+    every accuracy and AUC. None where no pair of any set can be scored so (no pair has a context). ``incumbent``
+    (min-kind only): the weights the config uses now, which the fit may not fall below (:func:`fit_min_kind`); the
+    check halves' falls beyond the tolerance are reported as ``check_regressions_against_incumbent``."""
     usable_sets = {name: [row for row in rows if (row["with_context"] or not with_context) and usable(row, metrics)]
                    for name, rows in pair_sets.items()}
     usable_sets = {name: rows for name, rows in usable_sets.items() if rows}
@@ -241,7 +261,7 @@ def evaluate_parts(pair_sets: dict[str, list[dict]], metrics: tuple[str, ...], w
         return None
     halves = {h: {name: [r for r in rows if r["half"] == h] for name, rows in usable_sets.items()} for h in ("fit", "check")}
     across = {h: {name: across_matches(halves[h][name]) for name in across_sets if name in usable_sets} for h in halves}
-    fit = (fit_min_kind(halves["fit"], metrics, across=across["fit"]) if objective == "min-kind"
+    fit = (fit_min_kind(halves["fit"], metrics, across=across["fit"], incumbent=incumbent) if objective == "min-kind"
            else fit_weights(halves["fit"], metrics))
     rules = {"mean": {m: 1 / len(metrics) for m in metrics}, "learned": fit["weights"]}
     checks = {name: {rule: pair_accuracy(rows, weights) for rule, weights in rules.items()} for name, rows in halves["check"].items()}
@@ -252,6 +272,9 @@ def evaluate_parts(pair_sets: dict[str, list[dict]], metrics: tuple[str, ...], w
         extra = {"check_across_story_auc": across_checks,
                  "check_worst_measure": {rule: min([checks[name][rule] for name in checks]
                                                    + [a[rule] for a in across_checks.values() if a[rule] is not None]) for rule in rules}}
+    if incumbent:
+        extra["check_regressions_against_incumbent"] = regressions(kind_measures(halves["check"], fit["weights"], across["check"]),
+                                                                   kind_measures(halves["check"], incumbent, across["check"]))
     return {
         "parts": list(metrics), **fit,
         "pairs": {name: {h: sum(r["half"] == h for r in rows) for h in ("fit", "check")} for name, rows in usable_sets.items()},
@@ -279,6 +302,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--across-story-sets", nargs="+", default=[], metavar="NAME",
                    help="with --objective min-kind: --pairs sets of (intact story, broken copy) pairs whose across-story AUC "
                         "(length-matched, against other pairs' broken copies) joins their pair accuracy in the worst measure")
+    p.add_argument("--no-regression", action="store_true",
+                   help="with --objective min-kind: only weights that fall no more than 0.02 below the config's current "
+                        "combination on any set's measure (on the fit halves) are eligible; with none better, it is kept")
     p.add_argument("--seed", type=int, default=42)
     p.add_argument("--batch-size", type=int, default=16)
     p.add_argument("--output", default=None, help="the report (JSON); must not exist")
@@ -317,6 +343,8 @@ def parse_args(argv=None):
         p.error(f"--across-story-sets {', '.join(unknown)}: not a --pairs set ({', '.join(set_names(args.pairs))})")
     if args.across_story_sets and args.objective != "min-kind":
         p.error("--across-story-sets selects on the worst measure: give --objective min-kind")
+    if args.no_regression and args.objective != "min-kind":
+        p.error("--no-regression keeps the min-kind fit's measures from falling: give --objective min-kind")
     if args.max_pairs_per_set is not None and args.max_pairs_per_set < 2:
         p.error("--max-pairs-per-set must be at least 2")
     own = SUITE_CONFIGS[args.config]
@@ -341,7 +369,9 @@ def export(path: Path, config: str, report: dict, default: str | None) -> dict:
     if default is None:
         by = rule_measure(report.get("objective", "bradley-terry"), bool(report.get("across_story_sets")))
         learned, mean = own["without_contexts"][by]["learned"], own["without_contexts"][by]["mean"]
-        default = "learned" if learned >= mean + DEFAULT_RULE_MARGIN else "mean"
+        # under --no-regression, weights that fall on a check half are not the default however their worst measure does
+        held = not own["without_contexts"].get("check_regressions_against_incumbent")
+        default = "learned" if learned >= mean + DEFAULT_RULE_MARGIN and held else "mean"
     fitted_with_contexts = own["with_contexts"]
     if (fitted_with_contexts and report.get("objective") == "min-kind"
             and set(fitted_with_contexts["pairs"]) != set(own["without_contexts"]["pairs"])):
@@ -364,6 +394,22 @@ def export(path: Path, config: str, report: dict, default: str | None) -> dict:
     }
     path.write_text(json.dumps(entries, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     return entries[config]
+
+
+def current_weights(config: str, metrics: tuple[str, ...], with_context: bool) -> dict[str, float]:
+    """The weights ``config``'s default combination gives ``metrics`` now (a part it does not have weighs 0): what a
+    ``--no-regression`` fit may not fall below."""
+    from storyeval.analysis.suite import learned_weights
+
+    entry = learned_weights().get(config)
+    own = {metric for metric, _ in SUITE_CONFIGS[config]} & set(metrics)
+    if entry and entry["default"] == "learned":
+        stored = entry["with_contexts" if with_context else "without_contexts"]
+        weights = {m: float(stored.get(m, 0.0)) if m in own else 0.0 for m in metrics}
+    else:
+        weights = {m: 1 / len(own) if m in own else 0.0 for m in metrics}
+    total = sum(weights.values())
+    return {m: w / total for m, w in weights.items()} if total else {m: 1 / len(metrics) for m in metrics}
 
 
 def rule_measure(objective: str, across: bool) -> str:
@@ -397,18 +443,25 @@ def main(argv=None) -> None:
     check_key = rule_measure(args.objective, bool(args.across_story_sets))
     across_sets = tuple(args.across_story_sets)
     fits = {}
+
+    def incumbent(metrics: tuple[str, ...], with_context: bool) -> dict[str, float] | None:
+        return current_weights(args.config, metrics, with_context) if args.no_regression else None
+
     for label, parts in candidates.items():
         story_metrics = tuple(m for m, _ in parts if m != "continuation_quality")
         all_metrics = tuple(m for m, _ in parts)
         fits[label] = {"parts": [f"{m}:{c}" for m, c in parts],
-                       "without_contexts": evaluate_parts(pair_sets, story_metrics, False, args.objective, across_sets),
-                       "with_contexts": evaluate_parts(pair_sets, all_metrics, True, args.objective, across_sets)}
+                       "without_contexts": evaluate_parts(pair_sets, story_metrics, False, args.objective, across_sets,
+                                                          incumbent(story_metrics, False)),
+                       "with_contexts": evaluate_parts(pair_sets, all_metrics, True, args.objective, across_sets,
+                                                       incumbent(all_metrics, True))}
         # each story part alone: what the suite adds over its best part
         fits[label]["single_parts"] = {m: evaluate_parts(pair_sets, (m,), False, across_sets=across_sets)[check_key]["mean"]
                                        for m in story_metrics}
     report = {
         "command": "python -m storyeval_training.recipes.fit_suite " + " ".join(sys.argv[1:] if argv is None else argv),
         "config": args.config, "split": args.split, "seed": args.seed, "objective": args.objective,
+        "no_regression": args.no_regression,
         "across_story_sets": list(across_sets),
         "pair_sets": {name: {"folder": str(folder), "pairs": len(pair_sets[name]), "techniques": args.techniques.get(name)}
                       for name, folder in args.pairs},
