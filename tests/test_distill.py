@@ -261,7 +261,7 @@ def test_across_story_sets_add_their_auc_to_the_worst_that_selects(scored, tmp_p
     (["--selection-pairs", "a=nowhere"], "no saved DatasetDict"),
     (["--selection-pairs", "a=X", "--max-selection-pairs-per-set", "0"], "must be positive: --max-selection-pairs-per-set 0"),
     (["--selection-pairs", "a=X", "--across-story-sets", "b"], "--across-story-sets b: not a --selection-pairs set (a)"),
-    (["--selection-pairs", "a=X", "--selection-techniques", "b=machine"], "no --pairs set is named 'b'"),
+    (["--selection-pairs", "a=X", "--selection-techniques", "b=machine"], "no --selection-pairs set is named 'b'"),
 ])
 def test_selection_pairs_options_are_checked_before_training(scored, tmp_path, capsys, extra, message):
     folder, cache, _ = scored

@@ -43,8 +43,8 @@ def checked_pair_folders(pairs: list[tuple[str, Path]], option: str = "--pairs")
     return names
 
 
-def per_set(option: str, values: list[str], names: list[str], what: str) -> dict[str, str]:
-    """``--<option> NAME=<what>`` values by set name; a NAME that no ``--pairs`` set has is refused."""
+def per_set(option: str, values: list[str], names: list[str], what: str, sets_option: str = "--pairs") -> dict[str, str]:
+    """``--<option> NAME=<what>`` values by set name; a NAME that no set of ``sets_option`` has is refused."""
     by_name = {}
     for value in values:
         try:
@@ -52,14 +52,15 @@ def per_set(option: str, values: list[str], names: list[str], what: str) -> dict
         except argparse.ArgumentTypeError as error:
             raise ValueError(f"--{option} {value!r}: {error}") from None
         if name not in names:
-            raise ValueError(f"--{option} {value!r}: no --pairs set is named {name!r} ({names})")
+            raise ValueError(f"--{option} {value!r}: no {sets_option} set is named {name!r} ({names})")
         by_name[name] = rest
     return by_name
 
 
-def techniques_per_set(values: list[str], names: list[str], option: str = "techniques") -> dict[str, list[str]]:
+def techniques_per_set(values: list[str], names: list[str], option: str = "techniques",
+                       sets_option: str = "--pairs") -> dict[str, list[str]]:
     """``--techniques NAME=T1,T2``: the techniques (perturbations, or generators) each named set keeps."""
-    return {name: listed.split(",") for name, listed in per_set(option, values, names, "T1,T2").items()}
+    return {name: listed.split(",") for name, listed in per_set(option, values, names, "T1,T2", sets_option).items()}
 
 
 def counts_per_set(option: str, values: list[str], names: list[str]) -> dict[str, int]:

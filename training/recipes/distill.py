@@ -109,7 +109,7 @@ def parse_args(argv=None):
         p.error(f"--selection-pairs-dir {args.selection_pairs_dir}: no saved DatasetDict there (dataset_dict.json)")
     try:
         names = checked_pair_folders(args.selection_pairs, "--selection-pairs")
-        args.selection_techniques = techniques_per_set(args.selection_techniques, names, "selection-techniques")
+        args.selection_techniques = techniques_per_set(args.selection_techniques, names, "selection-techniques", "--selection-pairs")
     except ValueError as error:
         p.error(str(error))
     unknown = sorted(set(args.across_story_sets) - set(names))
