@@ -145,7 +145,7 @@ def test_the_benchmark_reports_both_measures_per_kind_view_and_generator(tmp_pat
 @pytest.mark.parametrize("argv, message", [
     (["--baseline", "nope"], "--baseline nope: not one of the labels"),
     (["--max-units-per-view", "0"], "--max-units-per-view must be positive"),
-    (["--suite", "sq"], "--suite expects label=config"),
+    (["--suite", "sq"], "--suite expects label=config[:combination]"),
 ])
 def test_the_benchmark_refuses_bad_options_before_scoring(tmp_path, tiny_checkpoint, capsys, argv, message):
     with pytest.raises(SystemExit):
@@ -261,6 +261,8 @@ def test_explain_names_a_breaks_folder_that_is_not_a_check(tmp_path, capsys):
 @pytest.mark.parametrize("argv, message", [
     (["--suite", "s=wp-base"], "no stories/ (a modern_breaks output folder holds"),
     (["--suite", "s=nope"], "unknown story_quality config 'nope'"),
+    (["--suite", "s=roc-base:median"], "unknown combination 'median'"),
+    (["--suite", "s=roc:learned"], "story_quality config 'roc' has no learned weights"),
 ])
 def test_the_check_benchmark_names_a_folder_that_is_not_a_check_or_an_unknown_suite(tmp_path, capsys, argv, message):
     with pytest.raises(SystemExit) as stopped:
@@ -314,3 +316,10 @@ def test_a_ranker_run_under_the_no_regression_rule_measures_the_start_first_and_
     (tmp_path / "run" / "start_validation.json").write_text(json.dumps({**first_start, "marker": 1}))
     resumed = train_ranker.train(train_ranker.parse_args([*argv, "--resume-from-checkpoint", "latest"]))
     assert resumed["start_validation"]["marker"] == 1 and resumed["completed_steps"] == 4
+
+
+def test_a_suite_is_measured_by_its_default_combination_or_the_one_named():
+    from benchmarks.agreement.story_scores import parse_suites
+
+    assert parse_suites(["sq=roc-base", "mean=roc-base:mean", "fit=wp-base:learned", "d=default"]) == {
+        "sq": ("roc-base", None), "mean": ("roc-base", "mean"), "fit": ("wp-base", "learned"), "d": ("roc", None)}

@@ -28,6 +28,8 @@ from pathlib import Path
 
 from benchmarks.common import BUNDLED, add_checkpoint_options, checked_checkpoints, command_line, machine, write_results
 
+from .story_scores import SUITE_HELP, parse_suites
+
 # every shipped config that scores a story alone (continuation_quality scores a continuation given its context)
 SHIPPED_CHECKPOINTS = ("union-wp-base", "union-roc-base", "union-roc", "union-wp",
                        "plot-coherence-roc-base", "plot-coherence-wp-base", "plot-coherence-roc")
@@ -118,31 +120,29 @@ def main(argv=None):
     parser.add_argument("--views", nargs="+", default=["wp", "roc"], choices=["wp", "roc"])
     parser.add_argument("--max-units-per-view", type=int, default=None, help="a seeded sample of intact stories per view")
     parser.add_argument("--seed", type=int, default=42)
-    parser.add_argument("--suite", action="append", default=[], metavar="LABEL=CONFIG", help="a story_quality config (repeatable)")
+    parser.add_argument("--suite", action="append", default=[], metavar="LABEL=CONFIG[:COMBINATION]", help=SUITE_HELP)
     parser.add_argument("--baseline", default=None, help="a label: list where each other row falls more than 0.02 below it")
     add_checkpoint_options(parser, batch_size=16, required=False, help="label=folder (repeatable); default: every shipped config")
     parser.add_argument("--output", default="modern_breaks")
     args = parser.parse_args(argv)
     checkpoints = checked_checkpoints(parser, args) if args.checkpoint else {}
-    suites = dict(value.split("=", 1) for value in args.suite if "=" in value)
-    if len(suites) != len(args.suite):
-        parser.error("--suite expects label=config")
+    try:  # an unknown suite or combination: one line, before any model loads
+        suites = parse_suites(args.suite)
+    except ValueError as error:
+        parser.error(str(error))
     if not (checkpoints or suites):
         checkpoints = {name: str(BUNDLED / name) for name in SHIPPED_CHECKPOINTS}
-        suites = {f"story-quality-{config}": config for config in SHIPPED_SUITES}
+        suites = {f"story-quality-{config}": (config, None) for config in SHIPPED_SUITES}
     if args.baseline and args.baseline not in {*checkpoints, *suites}:
         parser.error(f"--baseline {args.baseline}: not one of the labels {sorted({*checkpoints, *suites})}")
     if args.max_units_per_view is not None and args.max_units_per_view < 1:
         parser.error("--max-units-per-view must be positive")
-    from storyeval.analysis.suite import check_config
     from storyeval_training.data.modern_breaks import HELD_OUT_GENERATOR
     from storyeval_training.selection import regressions
 
     from .story_scores import StoryScores
 
-    try:  # a folder that is not a check, or an unknown suite: one line, before any model loads
-        for config in suites.values():
-            check_config(config)
+    try:  # a folder that is not a check: one line, before any model loads
         rows = read_stories(args.breaks_dir, args.split, args.views, args.max_units_per_view, args.seed)
     except (FileNotFoundError, ValueError) as error:
         parser.error(str(error))
@@ -151,7 +151,7 @@ def main(argv=None):
                "checkpoints": {}}
     scores = StoryScores(stories, args.batch_size)
     measured = itertools.chain(((label, lambda folder=folder: scores.checkpoint(folder)) for label, folder in checkpoints.items()),
-                               ((label, lambda config=config: scores.suite(config)) for label, config in suites.items()))
+                               ((label, lambda spec=spec: scores.suite(*spec)) for label, spec in suites.items()))
     for label, score in measured:
         score_of, fields = score()
         payload["checkpoints"][label] = {**fields, "views": report(rows, score_of, HELD_OUT_GENERATOR)}

@@ -9,6 +9,26 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+SUITE_HELP = ("LABEL=CONFIG[:COMBINATION]: a story_quality config, by its default combination or the one named "
+              "(mean, learned); repeatable")
+
+
+def parse_suites(values: list[str]) -> dict[str, tuple[str, str | None]]:
+    """``--suite LABEL=CONFIG[:COMBINATION]`` values: label -> (config, combination or None for the config's default).
+    A malformed value, an unknown config or a combination the config lacks raises ValueError, before any model loads."""
+    from storyeval.analysis.suite import check_combination, check_config
+
+    suites = {}
+    for value in values:
+        label, sep, spec = value.partition("=")
+        if not sep or not label or not spec:
+            raise ValueError(f"--suite expects label=config[:combination], got {value!r}")
+        config, _, combination = spec.partition(":")
+        config = check_config(config)
+        check_combination(config, combination or None)
+        suites[label] = (config, combination or None)
+    return suites
+
 
 def checkpoint_key(folder: str) -> str:
     return hashlib.sha256(b"".join((Path(folder) / name).read_bytes() for name in ("config.json", "model.safetensors"))).hexdigest()
@@ -36,12 +56,13 @@ class StoryScores:
         scorer = load_story_classifier(folder, device="cpu")
         return self._scores(folder, scorer), {"path": portable_path(str(folder)), "settings": scorer.settings()}
 
-    def suite(self, config: str) -> tuple[dict[str, float], dict]:
-        """story -> ``combined`` of a ``story_quality`` config (its parts scored as checkpoints), and its fields."""
+    def suite(self, config: str, combination: str | None = None) -> tuple[dict[str, float], dict]:
+        """story -> ``combined`` of a ``story_quality`` config by ``combination`` (None: the config's default; its parts
+        scored as checkpoints), and its fields."""
         from storyeval.analysis.suite import StoryQuality, check_config
 
         suite = StoryQuality(check_config(config))
-        combination = suite.combination(None)
+        combination = suite.combination(combination)
         result = {}
         for metric, folder, scorer, reference in suite.parts(with_contexts=False):
             scores = self._scores(folder, scorer)

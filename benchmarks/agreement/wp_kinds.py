@@ -20,6 +20,8 @@ from pathlib import Path
 
 from benchmarks.common import add_checkpoint_options, checked_checkpoints, command_line, machine, write_results
 
+from .story_scores import SUITE_HELP, parse_suites
+
 KINDS = ("origin", "damage", "strength")
 
 
@@ -58,24 +60,24 @@ def main(argv=None):
     parser.add_argument("--split", default="test", choices=["validation", "test"])
     parser.add_argument("--max-pairs-per-kind", type=int, default=None, help="a seeded sample of each kind's pairs")
     parser.add_argument("--seed", type=int, default=42)
-    parser.add_argument("--suite", action="append", default=[], metavar="LABEL=CONFIG", help="a story_quality config (repeatable)")
+    parser.add_argument("--suite", action="append", default=[], metavar="LABEL=CONFIG[:COMBINATION]", help=SUITE_HELP)
     add_checkpoint_options(parser, batch_size=16, required=False)
     parser.add_argument("--output", default="wp_kinds")
     args = parser.parse_args(argv)
     checkpoints = checked_checkpoints(parser, args) if args.checkpoint else {}
-    suites = dict(value.split("=", 1) for value in args.suite if "=" in value)
-    if len(suites) != len(args.suite) or not (checkpoints or suites):
+    try:  # an unknown suite or combination: one line, before any model loads
+        suites = parse_suites(args.suite)
+    except ValueError as error:
+        parser.error(str(error))
+    if not (checkpoints or suites):
         parser.error("give --checkpoint label=folder and/or --suite label=config (each at least once)")
     if args.max_pairs_per_kind is not None and args.max_pairs_per_kind < 1:
         parser.error("--max-pairs-per-kind must be positive")
-    from storyeval.analysis.suite import check_config
     from storyeval_training.selection import length_spearman
 
     from .story_scores import StoryScores
 
-    try:  # a folder that is not the builder's output, or an unknown suite: one line, before any model loads
-        for config in suites.values():
-            check_config(config)
+    try:  # a folder that is not the builder's output: one line, before any model loads
         kinds = read_kinds(args.kinds_dir, args.split, args.max_pairs_per_kind, args.seed)
     except (FileNotFoundError, ValueError) as error:
         parser.error(str(error))
@@ -96,8 +98,8 @@ def main(argv=None):
 
     for label, folder in checkpoints.items():
         report(label, *scores.checkpoint(folder))
-    for label, config in suites.items():
-        report(label, *scores.suite(config))
+    for label, spec in suites.items():
+        report(label, *scores.suite(*spec))
     print("wrote", write_results(args.output, payload))
 
 
