@@ -70,6 +70,12 @@ def test_portable_rewrites_paths_in_values_commands_and_named_arguments():
     }
 
 
+def test_portable_leaves_a_portable_record_as_it_is():
+    once = provenance.portable({"command": "x --breaks-dir /work/runs/modern --output y", "/work/runs/m6-export": ["/tmp/a/b"]})
+    assert once == {"command": "x --breaks-dir <local>/runs/modern --output y", "<local>/runs/m6-export": ["<local>/a/b"]}
+    assert provenance.portable(once) == once
+
+
 def test_benchmark_results_are_written_with_no_path_of_the_machine(tmp_path):
     from benchmarks.common import write_results
 
