@@ -381,3 +381,31 @@ def test_length_neutral_targets_keep_the_teachers_order_within_a_length_and_drop
     assert np.mean(targets) == pytest.approx(np.mean(logits))
     assert all(targets[k + 1] - targets[k] == pytest.approx(1.0) for k in range(0, len(words), 2))  # same-length order kept
     assert distill.length_neutral(datasets.Dataset.from_dict({"teacher_logits": [1.0, 2.0], "words": [5, 5]}))[1] == 0.0
+
+
+def test_under_the_no_regression_rule_the_start_is_measured_first_and_a_student_that_does_not_beat_it_is_not_exported(scored, tmp_path):
+    folder, cache, _ = scored
+    student = save_tiny_checkpoint(tmp_path / "student", max_length=32, window_stride=16)
+    first, second = selection_pairs(tmp_path / "a"), selection_pairs(tmp_path / "b")
+    argv = ["--student", str(student), "--transfer-dir", str(folder), "--teacher-scores", str(cache),
+            "--selection-pairs", f"origin={first}", "--selection-pairs", f"damage={second}", "--max-selection-pairs-per-set", "3",
+            "--max-transfer-stories", "12", "--max-train-steps", "2", "--eval-steps", "2", "--per-device-train-batch-size", "4",
+            "--no-regression", "--output-dir", str(tmp_path / "run"), "--export-dir", str(tmp_path / "export")]
+    results = distill.train(distill.parse_args(argv))
+    start = json.loads((tmp_path / "run" / "start_validation.json").read_text())
+    assert results["start_validation"] == start and results["selected_by"] == "worst_measure_without_regression"
+    best = results["best_validation"]
+    falls = {name: round(start[name] - best[name], 4) for name in start if name.startswith("selection_pair_accuracy")}
+    assert best["regressions_from_start"] == {name: fall for name, fall in falls.items() if fall > 0.02}
+    assert results["beats_start"] == (best["worst_measure_without_regression"] > start["selection_score"])
+    assert (tmp_path / "export").exists() == results["beats_start"]
+
+
+def test_no_regression_with_evaluate_only_is_refused(scored, tmp_path, capsys):
+    folder, cache, _ = scored
+    student = save_tiny_checkpoint(tmp_path / "student", max_length=32, window_stride=16)
+    with pytest.raises(SystemExit):
+        distill.parse_args(["--student", str(student), "--transfer-dir", str(folder), "--teacher-scores", str(cache),
+                            "--selection-pairs-dir", str(selection_pairs(tmp_path / "a")), "--no-regression", "--evaluate-only",
+                            "--output-dir", str(tmp_path / "run")])
+    assert "--evaluate-only trains nothing" in capsys.readouterr().err

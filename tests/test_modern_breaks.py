@@ -282,13 +282,14 @@ def test_raw_kinds_are_normalised_as_scoring_normalises_and_the_builders_pairs_a
 
 
 def test_the_no_regression_rule_makes_an_evaluation_that_gave_up_a_kind_ineligible():
-    from storyeval_training.recipes import train_ranker
+    from storyeval_training.recipes.train_ranker import KIND_MEASURES
+    from storyeval_training.selection import with_rule
 
     start = {"pair_accuracy_a": 0.80, "pair_accuracy_b": 0.50, "across_story_auc_b": 0.40, "worst_kind_measure": 0.40, "loss": 0.6}
     lifted = {"pair_accuracy_a": 0.78, "pair_accuracy_b": 0.60, "across_story_auc_b": 0.55, "worst_kind_measure": 0.55, "loss": 0.5}
-    kept = train_ranker.with_rule(lifted, start, "worst_kind_measure")
+    kept = with_rule(lifted, start, "worst_kind_measure", KIND_MEASURES)
     assert kept["regressions_from_start"] == {} and kept["worst_measure_without_regression"] == 0.55  # a fall of 0.02 is allowed
-    gave_up = train_ranker.with_rule({**lifted, "pair_accuracy_a": 0.70}, start, "worst_kind_measure")
+    gave_up = with_rule({**lifted, "pair_accuracy_a": 0.70}, start, "worst_kind_measure", KIND_MEASURES)
     assert gave_up["regressions_from_start"] == {"pair_accuracy_a": 0.1} and gave_up["worst_measure_without_regression"] == -1.0
 
 
@@ -297,6 +298,7 @@ def test_a_ranker_run_under_the_no_regression_rule_measures_the_start_first_and_
     from test_wp_kinds import kind_folder
 
     from storyeval_training.recipes import train_ranker
+    from storyeval_training.selection import with_rule
 
     start = save_tiny_checkpoint(tmp_path / "start", max_length=32, window_stride=16)
     kinds = {name: kind_folder(tmp_path / name, validation=4) for name in ("origin", "wp-swap")}
@@ -308,7 +310,7 @@ def test_a_ranker_run_under_the_no_regression_rule_measures_the_start_first_and_
     first_start = json.loads((tmp_path / "run" / "start_validation.json").read_text())
     assert results["selected_by"] == "worst_measure_without_regression" and results["start_validation"] == first_start
     for metrics in results["history"]:
-        rule = train_ranker.with_rule(metrics, first_start, "worst_kind_measure")
+        rule = with_rule(metrics, first_start, "worst_kind_measure", train_ranker.KIND_MEASURES)
         assert metrics["worst_measure_without_regression"] == rule["worst_measure_without_regression"]
     assert results["beats_start"] == (results["best_validation"]["worst_measure_without_regression"] > first_start["worst_kind_measure"])
     assert (tmp_path / "export").exists() == results["beats_start"]

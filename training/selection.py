@@ -113,3 +113,42 @@ def regressions(candidate: dict[str, float], incumbent: dict[str, float], tolera
     falls = {name: round(incumbent[name] - value, 4) for name, value in candidate.items()
              if name in incumbent and value is not None and incumbent[name] is not None}
     return {name: fall for name, fall in falls.items() if fall > tolerance}
+
+
+# A training run under the no-regression rule (train_ranker, distill) measures its start first, keeps only evaluations
+# that fall nowhere beyond the tolerance below it, and exports nothing unless one of those beats the start.
+SELECT_BY_NO_REGRESSION = "worst_measure_without_regression"  # the run's selection measure, or INELIGIBLE
+INELIGIBLE = -1.0  # below any accuracy or AUC, so an evaluation that broke the rule is never kept over one that did not
+START_VALIDATION = "start_validation.json"  # the start's measures, in the output folder: a resumed run reads them back
+
+
+def start_measures(output_dir, resume: bool, measure, write: bool = True) -> dict:
+    """The starting model's validation measures: read back from ``output_dir`` on a resumed run, else ``measure()``d
+    now, with torch's RNG put back so that training draws as it would without it (a fresh run in a used folder
+    measures its own start). ``write``: whether this process writes them (the main one)."""
+    import json
+    from pathlib import Path
+
+    import torch
+
+    path = Path(output_dir) / START_VALIDATION
+    if resume and path.is_file():
+        return json.loads(path.read_text())
+    state = torch.get_rng_state()
+    metrics = measure()
+    torch.set_rng_state(state)
+    if write:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(metrics, indent=2) + "\n")
+    return metrics
+
+
+def with_rule(metrics: dict, start: dict, measure: str, compared: tuple[str, ...]) -> dict:
+    """``metrics`` with the no-regression rule against ``start``, over the measures whose names begin with one of
+    ``compared``: the falls beyond the tolerance, and the selection measure (``measure``, or INELIGIBLE where
+    anything fell)."""
+    def kinds(values: dict) -> dict:
+        return {name: value for name, value in values.items() if name.startswith(compared)}
+
+    falls = regressions(kinds(metrics), kinds(start))
+    return {**metrics, "regressions_from_start": falls, SELECT_BY_NO_REGRESSION: INELIGIBLE if falls else metrics[measure]}

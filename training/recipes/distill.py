@@ -21,7 +21,10 @@ repeatable, e.g. the WP kinds of :mod:`storyeval_training.data.wp_kinds`), the p
 worst kind's, so that a student that fails one kind is not selected for the others; ``--across-story-sets`` adds those
 sets' across-story AUCs to that worst (a student must rank an intact story above other stories' broken copies too,
 not only above its own), and ``--selection-techniques`` narrows a set to the pairs a check tests (the modern-text
-check's ``machine`` pairs). ``--evaluate-only`` gives any checkpoint's figures on both (the
+check's ``machine`` pairs). ``--no-regression`` selects as ``train_ranker --no-regression`` does: the student's
+starting checkpoint (the one it would replace) is measured first (``start_validation.json``, read back on resume), an
+evaluation where any set's pair accuracy or across-story AUC falls more than 0.02 below it is not eligible, and a run
+where no eligible evaluation beats the start's ``selection_score`` exports nothing. ``--evaluate-only`` gives any checkpoint's figures on both (the
 student's starting point, say) by the same code, without training, into ``<output-dir>/selection_signals.json``.
 """
 from __future__ import annotations
@@ -48,11 +51,21 @@ from storyeval_training.data.named_sets import checked_pair_folders, pair_folder
 from storyeval_training.data.transfer import STORIES_FILE, TEACHER_FIELDS, file_sha256, read_cache, read_stories, teacher_fields, training_commit
 from storyeval_training.loop import LoopArguments, TrainingLoop, add_loop_arguments, check_loop_arguments
 from storyeval_training.recipes import train_union
-from storyeval_training.selection import across_metadata, length_spearman, pairs_across_story_auc
+from storyeval_training.selection import (
+    NO_REGRESSION_TOLERANCE,
+    SELECT_BY_NO_REGRESSION,
+    across_metadata,
+    length_spearman,
+    pairs_across_story_auc,
+    start_measures,
+    with_rule,
+)
 
 logger = logging.getLogger("storyeval_training.recipes.distill")
 
 SELECT_BY = "selection_score"
+# what the no-regression rule compares: each selection set's pair accuracy (and, of one set, the accuracy itself) and AUC
+SET_MEASURES = ("selection_pair_accuracy", "selection_across_story_auc_")
 SIGNALS_FILE = "selection_signals.json"
 
 
@@ -77,6 +90,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--selection-techniques", action="append", default=[], metavar="NAME=T1,T2",
                    help="select on set NAME's pairs made by these techniques only (the modern-text check's pairs: 'machine', "
                         "the modern stories its test split holds; its validation split is mostly human ROC stories); repeatable")
+    p.add_argument("--no-regression", action="store_true",
+                   help="select under the no-regression rule: --student is measured first, an evaluation where any set's pair "
+                        "accuracy or across-story AUC falls more than 0.02 below it is not eligible, and a run where none "
+                        "eligible beats its selection score exports nothing")
     p.add_argument("--loss", choices=["mse", "kl"], default="mse")
     p.add_argument("--hard-label-weight", type=float, default=0.0, help="weight of the stories' own labels beside the teacher's")
     p.add_argument("--length-neutral-targets", action="store_true",
@@ -117,6 +134,8 @@ def parse_args(argv=None):
         p.error(f"--across-story-sets {', '.join(unknown)}: not a --selection-pairs set ({', '.join(names) or 'none given'})")
     if args.hard_label_weight < 0:
         p.error("--hard-label-weight must not be negative")
+    if args.no_regression and args.evaluate_only:
+        p.error("--no-regression selects among a run's evaluations: --evaluate-only trains nothing")
     if args.evaluate_only and (Path(args.output_dir) / SIGNALS_FILE).exists():
         p.error(f"{Path(args.output_dir) / SIGNALS_FILE} exists: give another --output-dir")
     check_loop_arguments(p, args, positive=("max_transfer_stories", "max_selection_pairs_per_set"))
@@ -354,15 +373,30 @@ def train(args) -> dict:
     selection_pairs = sum(len(data) // 2 for data in selections.values())
 
     identity = counts["teacher"]  # the cache's header, as transfer_examples checked it
+
+    def eval_loaders() -> dict:
+        return {name: accelerator.prepare(DataLoader(data, batch_size=args.per_device_eval_batch_size, collate_fn=Collator(tokenizer)))
+                for name, data in eval_sets.items()}
+
     if args.evaluate_only:
-        loaders = {name: accelerator.prepare(DataLoader(data, batch_size=args.per_device_eval_batch_size, collate_fn=Collator(tokenizer)))
-                   for name, data in eval_sets.items()}
+        loaders = eval_loaders()
         signals = {"student": args.student, "teacher": identity, "heldout_stories": len(heldout),
                    "selection_pairs": selection_pairs, **evaluate(accelerator.prepare(objective), loaders)}
         if accelerator.is_main_process:
             Path(args.output_dir).mkdir(parents=True, exist_ok=True)
             (Path(args.output_dir) / SIGNALS_FILE).write_text(json.dumps(signals, indent=2) + "\n")
         return signals
+
+    start_signals, select_by = None, SELECT_BY
+    if args.no_regression:  # the student's start is the checkpoint it would replace
+        start_signals = start_measures(args.output_dir, bool(args.resume_from_checkpoint),
+                                       lambda: evaluate(objective.to(accelerator.device), eval_loaders()), accelerator.is_main_process)
+        logger.info("start %s", json.dumps(start_signals))
+        select_by = SELECT_BY_NO_REGRESSION
+
+    def evaluate_under_rule(model, loaders) -> dict:
+        metrics = evaluate(model, loaders)
+        return with_rule(metrics, start_signals, SELECT_BY, SET_MEASURES) if start_signals else metrics
 
     def save_best(model, folder: Path) -> None:
         model.student.save_pretrained(folder)
@@ -372,16 +406,25 @@ def train(args) -> dict:
                 "teacher's window: %s, than the student's: %s)", len(train_set), counts["not_used"],
                 counts["longer_than_the_teachers_window"], counts["longer_than_the_students_window"])
     run = loop.train(objective, train_set, Collator(tokenizer), lengths=[len(ids) for ids in train_set["input_ids"]],
-                     eval_sets=eval_sets, evaluate=evaluate, select_by=SELECT_BY,
+                     eval_sets=eval_sets, evaluate=evaluate_under_rule, select_by=select_by,
                      save_best=save_best)
-    results = loop.results(run, args, selected_by=SELECT_BY, teacher=identity, start=start,
+    export = True
+    fields = {}
+    if start_signals is not None:
+        # as train_ranker's: a run that kept no set within the rule, or did not beat the start's score, replaces nothing
+        export = run.best is not None and run.best[select_by] > start_signals[SELECT_BY]
+        fields = {"start_validation": start_signals, "beats_start": export}
+        if not export:
+            logger.warning("no evaluation kept every set within %.2f of the start and beat its %s (%.4f): nothing exported",
+                           NO_REGRESSION_TOLERANCE, SELECT_BY, start_signals[SELECT_BY])
+    results = loop.results(run, args, selected_by=select_by, teacher=identity, start=start, **fields,
                            transfer_stories=len(train_set),
                            transfer_sources=counts["sources"],  # which stories the card says the student learned on
                            heldout_stories=len(heldout), selection_pairs=selection_pairs, length_slope=length_slope,
                            left_out_longer_than_the_teachers_window=counts["longer_than_the_teachers_window"],
                            left_out_longer_than_the_students_window=counts["longer_than_the_students_window"])
     loop.write_results(results)
-    if accelerator.is_main_process and args.export_dir:
+    if accelerator.is_main_process and args.export_dir and export:
         train_union.export(loop.output_dir / "best", Path(args.export_dir), results, write_card=None)
     accelerator.end_training()
     return results

@@ -46,21 +46,27 @@ from pathlib import Path
 import datasets
 import torch
 from torch import nn
+from torch.utils.data import DataLoader
 from transformers.utils import ModelOutput
 
 from storyeval.checkpoints.resolution import OFFLINE_BACKBONE
 from storyeval_training.data.named_sets import counts_per_set, pair_folder, set_names, techniques_per_set, with_techniques
 from storyeval_training.loop import LoopArguments, TrainingLoop, add_loop_arguments, check_loop_arguments
 from storyeval_training.recipes import train_union
-from storyeval_training.selection import NO_REGRESSION_TOLERANCE, across_metadata, pairs_across_story_auc, regressions
+from storyeval_training.selection import (
+    NO_REGRESSION_TOLERANCE,
+    SELECT_BY_NO_REGRESSION,
+    across_metadata,
+    pairs_across_story_auc,
+    start_measures,
+    with_rule,
+)
 
 logger = logging.getLogger("storyeval_training.recipes.train_ranker")
 
 SELECT_BY = "min_kind_pair_accuracy"
 SELECT_BY_ACROSS = "worst_kind_measure"  # with --across-story-kinds: the worst of pair accuracies and across-story AUCs
-SELECT_BY_NO_REGRESSION = "worst_measure_without_regression"  # with --no-regression: that worst, or INELIGIBLE
-INELIGIBLE = -1.0  # below any accuracy or AUC, so an evaluation that broke the rule is never kept over one that did not
-START_VALIDATION = "start_validation.json"
+KIND_MEASURES = ("pair_accuracy_", "across_story_auc_")  # what the no-regression rule compares: every kind's measures
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -238,37 +244,6 @@ def evaluate(model, loader, accelerator, kind_names: list[str], across: dict[str
     return metrics
 
 
-def kind_measures(metrics: dict) -> dict[str, float]:
-    """The per-kind measures the no-regression rule compares: every pair accuracy and across-story AUC."""
-    return {name: value for name, value in metrics.items() if name.startswith(("pair_accuracy_", "across_story_auc_"))}
-
-
-def start_validation(ranker, validation, collator, accelerator, args, evaluate_model) -> dict:
-    """The starting model's validation measures: read back from the output folder on a resumed run, else measured
-    now (before the loop starts, with torch's RNG put back so that training draws as it would without it); a fresh
-    run in a used folder measures its own start."""
-    path = Path(args.output_dir) / START_VALIDATION
-    if args.resume_from_checkpoint and path.is_file():
-        return json.loads(path.read_text())
-    from torch.utils.data import DataLoader
-
-    loader = accelerator.prepare(DataLoader(validation, batch_size=args.per_device_eval_batch_size, collate_fn=collator))
-    state = torch.get_rng_state()
-    metrics = evaluate_model(ranker.to(accelerator.device), loader)
-    torch.set_rng_state(state)
-    if accelerator.is_main_process:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(metrics, indent=2) + "\n")
-    return metrics
-
-
-def with_rule(metrics: dict, start: dict, measure: str) -> dict:
-    """``metrics`` with the no-regression rule against ``start``: the falls beyond the tolerance, and the selection
-    measure (``measure``, or INELIGIBLE where anything fell)."""
-    falls = regressions(kind_measures(metrics), kind_measures(start))
-    return {**metrics, "regressions_from_start": falls, SELECT_BY_NO_REGRESSION: INELIGIBLE if falls else metrics[measure]}
-
-
 def main(argv=None) -> None:
     args = parse_args(argv)
     try:  # a missing folder, or a kind left without pairs: one line, before any model loads
@@ -311,7 +286,11 @@ def train(args, kinds: dict[str, datasets.DatasetDict] | None = None) -> dict:
 
     start, measure = None, select_by
     if args.no_regression:
-        start = start_validation(ranker, validation, PairCollator(tokenizer), accelerator, args, evaluate_model)
+        def measure_start() -> dict:  # only where no start is saved: a resumed run prepares no loader for it
+            loader = DataLoader(validation, batch_size=args.per_device_eval_batch_size, collate_fn=PairCollator(tokenizer))
+            return evaluate_model(ranker.to(accelerator.device), accelerator.prepare(loader))
+
+        start = start_measures(args.output_dir, bool(args.resume_from_checkpoint), measure_start, accelerator.is_main_process)
         logger.info("start %s", json.dumps(start))
         select_by = SELECT_BY_NO_REGRESSION
 
@@ -322,7 +301,7 @@ def train(args, kinds: dict[str, datasets.DatasetDict] | None = None) -> dict:
     run = loop.train(ranker, train_set, PairCollator(tokenizer),
                      lengths=[max(len(h), len(n)) for h, n in zip(train_set["human_input_ids"], train_set["negative_input_ids"])],
                      eval_sets={"validation": validation},
-                     evaluate=lambda m, loaders: (with_rule(evaluate_model(m, loaders["validation"]), start, measure) if start
+                     evaluate=lambda m, loaders: (with_rule(evaluate_model(m, loaders["validation"]), start, measure, KIND_MEASURES) if start
                                                   else evaluate_model(m, loaders["validation"])),
                      select_by=select_by, save_best=save_best)
     args.pairs = [f"{name}={folder}" for name, folder in args.pairs]  # as typed, for the JSON record
