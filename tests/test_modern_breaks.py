@@ -325,3 +325,69 @@ def test_a_suite_is_measured_by_its_default_combination_or_the_one_named():
 
     assert parse_suites(["sq=roc-base", "mean=roc-base:mean", "fit=wp-base:learned", "d=default"]) == {
         "sq": ("roc-base", None), "mean": ("roc-base", "mean"), "fit": ("wp-base", "learned"), "d": ("roc", None)}
+
+
+def test_the_anchor_loss_keeps_anchored_stories_near_the_starting_logits_and_ignores_the_others(tiny_checkpoint):
+    import torch
+
+    from storyeval.scoring.sequence import load_story_classifier
+    from storyeval_training.recipes import train_ranker
+
+    model = load_story_classifier(tiny_checkpoint).model
+    ids = torch.tensor([[101, 2000, 102], [101, 2001, 102], [101, 2002, 102], [101, 2003, 102]])
+    mask = torch.ones_like(ids)
+    logits = model(input_ids=ids, attention_mask=mask).logits.float().detach()
+    plain = train_ranker.PairwiseRanker(model)(ids, mask).loss.item()
+    ranker = train_ranker.PairwiseRanker(model, anchor_weight=2.0)
+    assert ranker(ids, mask, anchor=logits.clone()).loss.item() == pytest.approx(plain)  # at the start: nothing added
+    assert ranker(ids, mask, anchor=torch.full((4,), float("nan"))).loss.item() == pytest.approx(plain)  # no pair anchored
+    moved = logits.clone()
+    moved[0] += 1.0  # one anchored story one logit away; the other pair's stories not anchored
+    moved[[1, 3]] = float("nan")
+    assert ranker(ids, mask, anchor=moved).loss.item() == pytest.approx(plain + 2.0 * 1.0 / 2)
+
+
+def test_a_ranker_run_with_anchor_kinds_anchors_their_training_stories_to_the_start(tmp_path, monkeypatch):
+    from conftest import save_tiny_checkpoint
+    from test_wp_kinds import kind_folder
+
+    from storyeval.scoring.sequence import load_story_classifier
+    from storyeval_training.recipes import train_ranker
+
+    start = save_tiny_checkpoint(tmp_path / "start", max_length=32, window_stride=16)
+    kinds = {name: kind_folder(tmp_path / name, validation=4) for name in ("union", "wp-cut")}
+    seen = {}
+    real = train_ranker.anchor_logits
+
+    def recording(model, rows, *args):
+        seen["rows"], seen["logits"] = len(rows), real(model, rows, *args)
+        return seen["logits"]
+
+    monkeypatch.setattr(train_ranker, "anchor_logits", recording)
+    argv = [*[arg for name, folder in kinds.items() for arg in ("--pairs", f"{name}={folder}")], "--model-name-or-path", str(start),
+            "--max-length", "32", "--max-train-pairs-per-kind", "4", "--max-train-steps", "2", "--eval-steps", "2",
+            "--per-device-train-batch-size", "2", "--anchor-kinds", "union", "--anchor-weight", "1.0", "--output-dir", str(tmp_path / "run")]
+    args = train_ranker.parse_args(argv)
+    results = train_ranker.train(args)
+    assert seen["rows"] == 4 and results["completed_steps"] == 2  # the union kind's four training pairs, none of wp-cut's
+    # they are the start's own logits of those stories, each scored alone
+    from transformers import AutoTokenizer
+
+    model, tokenizer = load_story_classifier(start).model, AutoTokenizer.from_pretrained(start)
+    stories = train_ranker.sample(datasets.load_from_disk(str(kinds["union"]))["train"], 4, args.seed)["human"]
+    alone = [model(**tokenizer(story, return_tensors="pt")).logits.float().item() for story in stories]
+    assert seen["logits"]["human_anchor"] == pytest.approx(alone, abs=1e-4)
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--anchor-kinds", "nope", "--anchor-weight", "1"], "--anchor-kinds nope: not a --pairs kind"),
+    (["--anchor-kinds", "a"], "give it with --anchor-kinds"),
+    (["--anchor-weight", "1"], "give it with --anchor-kinds"),
+    (["--anchor-kinds", "a", "--anchor-weight", "-1"], "must not be negative"),
+])
+def test_anchor_options_are_checked(tmp_path, capsys, extra, message):
+    from storyeval_training.recipes import train_ranker
+
+    with pytest.raises(SystemExit):
+        train_ranker.parse_args(["--pairs", f"a={tmp_path}", "--output-dir", str(tmp_path / "run"), *extra])
+    assert message in capsys.readouterr().err

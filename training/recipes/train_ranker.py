@@ -30,6 +30,11 @@ back), and an evaluation where any kind's pair accuracy or across-story AUC fall
 is not eligible (``worst_measure_without_regression`` is then -1). Where no eligible evaluation beats the start's
 worst measure, the run says so and exports nothing: the checkpoint it would replace is still the better one.
 
+``--anchor-kinds KIND ... --anchor-weight W`` keeps what the starting model scored: its logits of both stories of
+each training pair of those kinds are computed before the first step, and the loss adds W times the mean squared
+difference from them, so its order across those stories (the 2019-era stories people rated, say) moves only as far as
+the other kinds' pairs pull it.
+
 ``--validation-techniques KIND=T1,T2`` selects on the validation pairs of KIND made by those techniques only, so that
 selection sees the population the test measures: modern_breaks' ROC-length validation pairs hold three human ROC
 stories for each modern one, its test split only modern ones (``machine``).
@@ -86,6 +91,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="kinds of (intact story, broken copy) pairs: also measured, and selected, on across-story AUC")
     p.add_argument("--across-story-weight", type=float, default=0.0,
                    help="weight of the loss over intact stories and other stories' broken copies in a batch (--across-story-kinds)")
+    p.add_argument("--anchor-kinds", nargs="+", default=[], metavar="KIND",
+                   help="kinds whose stories keep the starting model's scores (--anchor-weight): what it ranked across them "
+                        "before, such as the 2019-era stories people rated, moves only as far as the other kinds need")
+    p.add_argument("--anchor-weight", type=float, default=0.0,
+                   help="weight of the mean squared difference between the model's and the starting model's logits on both "
+                        "stories of each --anchor-kinds training pair")
     p.add_argument("--raw-kinds", nargs="+", default=[], metavar="KIND",
                    help="kinds whose pairs are raw text (the plot paper's released pairs keep names and their own spacing): "
                         "normalised as scoring normalises a story; the builders' pairs are already in that form")
@@ -112,12 +123,14 @@ def parse_args(argv=None):
     train_union.check_partial_training_arguments(p, args)
     if args.max_eval_pairs_per_kind < 0:
         p.error("--max-eval-pairs-per-kind must not be negative (0: all)")
-    for option in ("across_story_kinds", "raw_kinds"):
+    for option in ("across_story_kinds", "raw_kinds", "anchor_kinds"):
         unknown = sorted(set(getattr(args, option)) - set(kinds))
         if unknown:
             p.error(f"--{option.replace('_', '-')} {', '.join(unknown)}: not a --pairs kind ({', '.join(kinds)})")
     if args.across_story_weight < 0 or (args.across_story_weight and len(args.across_story_kinds) == 0):
         p.error("--across-story-weight must not be negative, and needs --across-story-kinds")
+    if args.anchor_weight < 0 or bool(args.anchor_weight) != bool(args.anchor_kinds):
+        p.error("--anchor-weight must not be negative; give it with --anchor-kinds, and they with it")
     args.kinds = kinds
     args.recon_weight = 0.0  # the ranking loss has no reconstruction term
     return args
@@ -163,7 +176,8 @@ def to_pair_examples(batch: dict, tokenizer, max_length: int, kind: int, across:
 
 
 class PairCollator:
-    """Both sides of a batch of pairs padded to one width: the higher stories first, then the lower ones."""
+    """Both sides of a batch of pairs padded to one width: the higher stories first, then the lower ones (and, for
+    training pairs with the starting model's logits, those in the same layout: NaN where a pair is not anchored)."""
 
     def __init__(self, tokenizer):
         self.tokenizer = tokenizer
@@ -173,7 +187,29 @@ class PairCollator:
         batch = self.tokenizer.pad(sides, return_tensors="pt", pad_to_multiple_of=8)
         batch["kind"] = torch.tensor([f["kind"] for f in features])
         batch["across"] = torch.tensor([bool(f.get("across", False)) for f in features])
+        if all("human_anchor" in f for f in features):
+            batch["anchor"] = torch.tensor([f[f"{side}_anchor"] for side in ("human", "negative") for f in features], dtype=torch.float32)
         return batch
+
+
+NOT_ANCHORED = float("nan")
+
+
+@torch.inference_mode()
+def anchor_logits(model: nn.Module, rows: datasets.Dataset, collator, batch_size: int, device) -> dict[str, list[float]]:
+    """The starting model's logits of both stories of every pair in ``rows`` (``human_anchor``, ``negative_anchor``),
+    in order: what ``--anchor-kinds`` keep. Computed before training, so a resumed run computes the same ones."""
+    was_training = model.training
+    model.eval()
+    human, negative = [], []
+    for start in range(0, len(rows), batch_size):
+        batch = collator([rows[i] for i in range(start, min(start + batch_size, len(rows)))])
+        logits = model(input_ids=batch["input_ids"].to(device), attention_mask=batch["attention_mask"].to(device)).logits.float().cpu()
+        half = logits.shape[0] // 2
+        human += logits[:half].tolist()
+        negative += logits[half:].tolist()
+    model.train(was_training)
+    return {"human_anchor": human, "negative_anchor": negative}
 
 
 @dataclass
@@ -196,14 +232,16 @@ def across_story_loss(higher: torch.Tensor, lower: torch.Tensor, across: torch.T
 
 class PairwiseRanker(nn.Module):
     """A scorer and the Bradley-Terry loss over a batch laid out as [higher stories; lower stories] (plus, with
-    ``across_weight``, :func:`across_story_loss` over the pairs marked ``across``)."""
+    ``across_weight``, :func:`across_story_loss` over the pairs marked ``across``, and with ``anchor_weight`` the mean
+    squared difference from the starting model's logits, ``anchor``, where they are given)."""
 
-    def __init__(self, model: nn.Module, across_weight: float = 0.0):
+    def __init__(self, model: nn.Module, across_weight: float = 0.0, anchor_weight: float = 0.0):
         super().__init__()
         self.model = model
         self.across_weight = across_weight
+        self.anchor_weight = anchor_weight
 
-    def forward(self, input_ids, attention_mask, kind=None, across=None) -> RankerOutput:
+    def forward(self, input_ids, attention_mask, kind=None, across=None, anchor=None) -> RankerOutput:
         logits = self.model(input_ids=input_ids, attention_mask=attention_mask).logits.float()
         half = logits.shape[0] // 2
         higher, lower = logits[:half], logits[half:]
@@ -211,6 +249,8 @@ class PairwiseRanker(nn.Module):
         loss = nn.functional.softplus(-margins).mean()
         if self.across_weight and across is not None:
             loss = loss + self.across_weight * across_story_loss(higher, lower, across)
+        if self.anchor_weight and anchor is not None and (kept := ~torch.isnan(anchor)).any():
+            loss = loss + self.anchor_weight * (logits[kept] - anchor[kept]).pow(2).mean()
         return RankerOutput(loss=loss, margins=margins, higher=higher, lower=lower)
 
 
@@ -278,7 +318,16 @@ def train(args, kinds: dict[str, datasets.DatasetDict] | None = None) -> dict:
         validation = datasets.concatenate_datasets(eval_parts)
     names = list(kinds)
     logger.info("pairs per kind: %s", counts)
-    ranker = PairwiseRanker(model, args.across_story_weight)
+    if args.anchor_kinds:  # the start's logits of the anchored kinds' training stories, NaN for the other kinds'
+        anchor_indices = {names.index(name) for name in args.anchor_kinds}
+        anchored = [kind in anchor_indices for kind in train_set["kind"]]
+        rows = train_set.select([i for i, keep in enumerate(anchored) if keep])
+        start_logits = iter(zip(*anchor_logits(model, rows, PairCollator(tokenizer), args.per_device_eval_batch_size,
+                                                accelerator.device).values()))
+        columns = [next(start_logits) if keep else (NOT_ANCHORED, NOT_ANCHORED) for keep in anchored]
+        train_set = train_set.add_column("human_anchor", [h for h, _ in columns]).add_column("negative_anchor", [n for _, n in columns])
+        logger.info("anchored %d training pairs of %s to the starting model's logits", len(rows), ", ".join(args.anchor_kinds))
+    ranker = PairwiseRanker(model, args.across_story_weight, args.anchor_weight)
     select_by = SELECT_BY_ACROSS if across else SELECT_BY
 
     def evaluate_model(m, loader) -> dict:
