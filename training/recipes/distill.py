@@ -24,8 +24,9 @@ not only above its own), and ``--selection-techniques`` narrows a set to the pai
 check's ``machine`` pairs). ``--no-regression`` selects as ``train_ranker --no-regression`` does: the student's
 starting checkpoint (the one it would replace) is measured first (``start_validation.json``, read back on resume), an
 evaluation where any set's pair accuracy or across-story AUC falls more than 0.02 below it is not eligible, and a run
-where no eligible evaluation beats the start's ``selection_score`` exports nothing. ``--evaluate-only`` gives any checkpoint's figures on both (the
-student's starting point, say) by the same code, without training, into ``<output-dir>/selection_signals.json``.
+where no eligible evaluation beats the start's ``selection_score`` exports nothing. ``--evaluate-only`` gives any
+checkpoint's figures on both (the student's starting point, say) by the same code, without training, into
+``<output-dir>/selection_signals.json``.
 """
 from __future__ import annotations
 

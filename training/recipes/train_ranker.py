@@ -196,9 +196,11 @@ NOT_ANCHORED = float("nan")
 
 
 @torch.inference_mode()
-def anchor_logits(model: nn.Module, rows: datasets.Dataset, collator, batch_size: int, device) -> dict[str, list[float]]:
+def anchor_logits(model: nn.Module, rows: datasets.Dataset, collator, batch_size: int) -> dict[str, list[float]]:
     """The starting model's logits of both stories of every pair in ``rows`` (``human_anchor``, ``negative_anchor``),
-    in order: what ``--anchor-kinds`` keep. Computed before training, so a resumed run computes the same ones."""
+    in order: what ``--anchor-kinds`` keep. Computed before training (where the model is, before the loop places it),
+    so a resumed run computes the same ones."""
+    device = next(model.parameters()).device
     was_training = model.training
     model.eval()
     human, negative = [], []
@@ -322,8 +324,7 @@ def train(args, kinds: dict[str, datasets.DatasetDict] | None = None) -> dict:
         anchor_indices = {names.index(name) for name in args.anchor_kinds}
         anchored = [kind in anchor_indices for kind in train_set["kind"]]
         rows = train_set.select([i for i, keep in enumerate(anchored) if keep])
-        start_logits = iter(zip(*anchor_logits(model, rows, PairCollator(tokenizer), args.per_device_eval_batch_size,
-                                                accelerator.device).values()))
+        start_logits = iter(zip(*anchor_logits(model, rows, PairCollator(tokenizer), args.per_device_eval_batch_size).values()))
         columns = [next(start_logits) if keep else (NOT_ANCHORED, NOT_ANCHORED) for keep in anchored]
         train_set = train_set.add_column("human_anchor", [h for h, _ in columns]).add_column("negative_anchor", [n for _, n in columns])
         logger.info("anchored %d training pairs of %s to the starting model's logits", len(rows), ", ".join(args.anchor_kinds))
