@@ -324,10 +324,10 @@ def train(args, kinds: dict[str, datasets.DatasetDict] | None = None) -> dict:
         anchor_indices = {names.index(name) for name in args.anchor_kinds}
         anchored = [kind in anchor_indices for kind in train_set["kind"]]
         rows = train_set.select([i for i, keep in enumerate(anchored) if keep])
+        logger.info("scoring %d training pairs of %s with the starting model (their anchors)", len(rows), ", ".join(args.anchor_kinds))
         start_logits = iter(zip(*anchor_logits(model, rows, PairCollator(tokenizer), args.per_device_eval_batch_size).values()))
         columns = [next(start_logits) if keep else (NOT_ANCHORED, NOT_ANCHORED) for keep in anchored]
         train_set = train_set.add_column("human_anchor", [h for h, _ in columns]).add_column("negative_anchor", [n for _, n in columns])
-        logger.info("anchored %d training pairs of %s to the starting model's logits", len(rows), ", ".join(args.anchor_kinds))
     ranker = PairwiseRanker(model, args.across_story_weight, args.anchor_weight)
     select_by = SELECT_BY_ACROSS if across else SELECT_BY
 
