@@ -263,6 +263,7 @@ def test_explain_names_a_breaks_folder_that_is_not_a_check(tmp_path, capsys):
     (["--suite", "s=nope"], "unknown story_quality config 'nope'"),
     (["--suite", "s=roc-base:median"], "unknown combination 'median'"),
     (["--suite", "s=roc:learned"], "story_quality config 'roc' has no learned weights"),
+    (["--suite", "s=roc", "--suite", "s=wp"], "--suite label 's' is given twice"),
 ])
 def test_the_check_benchmark_names_a_folder_that_is_not_a_check_or_an_unknown_suite(tmp_path, capsys, argv, message):
     with pytest.raises(SystemExit) as stopped:

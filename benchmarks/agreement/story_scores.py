@@ -23,6 +23,8 @@ def parse_suites(values: list[str]) -> dict[str, tuple[str, str | None]]:
         label, sep, spec = value.partition("=")
         if not sep or not label or not spec:
             raise ValueError(f"--suite expects label=config[:combination], got {value!r}")
+        if label in suites:
+            raise ValueError(f"--suite label {label!r} is given twice: each row needs its own label")
         config, _, combination = spec.partition(":")
         config = check_config(config)
         check_combination(config, combination or None)
