@@ -204,8 +204,7 @@ def anchor_logits(model: nn.Module, rows: datasets.Dataset, collator, batch_size
     was_training = model.training
     model.eval()
     human, negative = [], []
-    for start in range(0, len(rows), batch_size):
-        batch = collator([rows[i] for i in range(start, min(start + batch_size, len(rows)))])
+    for batch in DataLoader(rows, batch_size=batch_size, collate_fn=collator):
         logits = model(input_ids=batch["input_ids"].to(device), attention_mask=batch["attention_mask"].to(device)).logits.float().cpu()
         half = logits.shape[0] // 2
         human += logits[:half].tolist()
@@ -322,12 +321,14 @@ def train(args, kinds: dict[str, datasets.DatasetDict] | None = None) -> dict:
     logger.info("pairs per kind: %s", counts)
     if args.anchor_kinds:  # the start's logits of the anchored kinds' training stories, NaN for the other kinds'
         anchor_indices = {names.index(name) for name in args.anchor_kinds}
-        anchored = [kind in anchor_indices for kind in train_set["kind"]]
-        rows = train_set.select([i for i, keep in enumerate(anchored) if keep])
-        logger.info("scoring %d training pairs of %s with the starting model (their anchors)", len(rows), ", ".join(args.anchor_kinds))
-        start_logits = iter(zip(*anchor_logits(model, rows, PairCollator(tokenizer), args.per_device_eval_batch_size).values()))
-        columns = [next(start_logits) if keep else (NOT_ANCHORED, NOT_ANCHORED) for keep in anchored]
-        train_set = train_set.add_column("human_anchor", [h for h, _ in columns]).add_column("negative_anchor", [n for _, n in columns])
+        anchored = [i for i, kind in enumerate(train_set["kind"]) if kind in anchor_indices]
+        logger.info("scoring %d training pairs of %s with the starting model (their anchors)", len(anchored), ", ".join(args.anchor_kinds))
+        found = anchor_logits(model, train_set.select(anchored), PairCollator(tokenizer), args.per_device_eval_batch_size)
+        for column, logits in found.items():
+            values = [NOT_ANCHORED] * len(train_set)
+            for i, logit in zip(anchored, logits):
+                values[i] = logit
+            train_set = train_set.add_column(column, values)
     ranker = PairwiseRanker(model, args.across_story_weight, args.anchor_weight)
     select_by = SELECT_BY_ACROSS if across else SELECT_BY
 
