@@ -81,13 +81,41 @@ def test_units_skip_short_stories_with_a_count_and_insert_from_another_prompt_of
     units.collect_foreign("test", "gpt-4", "g1", STORY)
     units.collect_foreign("test", "gpt-4", "g2", ["Opening.", "A sentence from elsewhere entirely."])
     units.collect_foreign("test", "llama-2-70b", "g3", ["Opening.", "A llama sentence."])
-    units.add("test", "s1/wp", "g1", "gpt-4", "machine", "wp", STORY)
-    units.add("test", "s2/wp", "g2", "gpt-4", "machine", "wp", STORY[:3])
+    units.add("test", "s1/wp", "g1", "gpt-4", "machine", "wp", STORY, reaches_end=True)
+    units.add("test", "s2/wp", "g2", "gpt-4", "machine", "wp", STORY[:3], reaches_end=True)
     rows = units.dataset()["test"]
     assert sorted(rows["kind"]) == sorted(["intact", *breaks.KINDS])
     inserted = next(r for r in rows if r["kind"] == "insert")
     assert "A sentence from elsewhere entirely." in inserted["text"]
     assert units.counts == {"skipped_too_short/machine/wp": 1}
+
+
+def test_a_text_that_stops_before_its_story_ends_carries_no_cut_and_its_other_breaks_are_unchanged():
+    def rows(reaches_end):
+        units = modern_breaks.Units(ANTONYMS, seed=1)
+        units.collect_foreign("test", "gpt-4", "g2", ["Opening.", "A sentence from elsewhere entirely."])
+        units.add("test", "s1/roc", "g1", "gpt-4", "machine", "roc", STORY, reaches_end=reaches_end)
+        return units, {r["kind"]: r["text"] for r in units.dataset()["test"]}
+
+    whole, with_end = rows(True)
+    window, without_end = rows(False)
+    assert set(with_end) - set(without_end) == {"cut"}
+    assert {kind: text for kind, text in with_end.items() if kind != "cut"} == without_end  # the same seeded breaks
+    assert window.counts == {"view_before_story_end/machine/roc/cut": 1} and not whole.counts
+
+
+def test_a_view_says_whether_it_reaches_its_story_end():
+    import random
+
+    long_story = [f"Sentence {i} has a few words in it." for i in range(40)]  # 320 words: the wp view stops before the end
+    for seed in range(20):
+        views = modern_breaks.views(long_story, random.Random(seed))
+        wp, wp_end = views["wp"]
+        window, window_end = views["roc"]
+        assert not wp_end and len(wp) < len(long_story)
+        assert window_end == (window[-1] == long_story[-1])
+    (wp, wp_end), (window, window_end) = modern_breaks.views(STORY, random.Random(0)).values()
+    assert wp_end and wp == STORY
 
 
 def test_an_output_that_opens_like_a_human_judged_item_is_refused_with_the_count(monkeypatch):
@@ -121,7 +149,7 @@ def saved_check(folder):
         units.collect_foreign("test", generator, group, sentences)
     for unit, group, generator, sentences in stories:
         for view in ("wp", "roc"):
-            units.add("test", f"{unit}/{view}", group, generator, "machine", view, sentences)
+            units.add("test", f"{unit}/{view}", group, generator, "machine", view, sentences, reaches_end=True)
     datasets.DatasetDict({"test": units.dataset()["test"]}).save_to_disk(str(folder / "stories"))  # empty splits cannot be read back
     return folder
 

@@ -13,7 +13,9 @@ first sentence (the opening, often the prompt's echo) is never changed, so every
   is flipped (UNION's negation rules);
 * ``swap``: two events (sentences at least two apart) change places;
 * ``repeat``: a sentence is repeated two sentences later;
-* ``cut``: the story stops mid-plot, after 60% of its sentences;
+* ``cut``: the story stops mid-plot, after 60% of its sentences (only a text that reaches its story's end can
+  carry it: a window that stops mid-story is already cut, and cutting it again breaks nothing; see
+  :data:`ENDING_KINDS`);
 * ``move``: one sentence is moved at least three sentences away, out of its paragraph.
 
 ``insert`` and ``repeat`` add a sentence and ``cut`` removes several, so a broken copy's length differs from
@@ -188,3 +190,6 @@ def contradiction(sentences: Sequence[str], rng: random.Random, antonyms: dict[s
 
 KINDS = ("insert", "contradiction", "swap", "repeat", "cut", "move")
 LENGTHENING, SHORTENING = ("insert", "repeat"), ("cut",)
+# kinds whose break is at the story's end: planted only in a text that reaches it, and measured against intact texts
+# that reach it (an intact window from mid-story has no ending to lose)
+ENDING_KINDS = ("cut",)

@@ -8,8 +8,10 @@ No human label goes in. The intact stories are ``wp_extra``'s stories by instruc
 consecutive sentences at a seeded place (ROCStories' length). Every story gets one broken copy per kind of
 :mod:`storyeval_training.data.breaks` (an off-topic sentence from another story of the same generator, a
 contradiction, two events swapped, a sentence repeated, a cut mid-plot, a sentence moved out of its place), each
-with exactly one break. A story of fewer than four sentences carries no break: it is skipped and counted, never
-paired, and a break that cannot apply to a story (no sentence far enough to swap) is counted too.
+with exactly one break; a cut only where the view reaches the story's end (a longer story's leading 260 words, or a
+window in its middle, already stop before it: cutting them again breaks nothing), the others counted. A story of
+fewer than four sentences carries no break: it is skipped and counted, never paired, and a break that cannot
+apply to a story (no sentence far enough to swap) is counted too.
 
 Splits are by prompt (the WP builders' groups), and one generator (:data:`HELD_OUT_GENERATOR`) is held out
 entirely: ``test`` holds all its stories and the other generators' stories of the WP builders' validation and
@@ -98,12 +100,13 @@ def words(sentences: list[str]) -> int:
     return sum(len(s.split()) for s in sentences)
 
 
-def views(sentences: list[str], rng: random.Random) -> dict[str, list[str]]:
-    """The story's ``wp`` view (leading whole sentences up to 260 words) and ``roc`` view (a 5-7 sentence window)."""
+def views(sentences: list[str], rng: random.Random) -> dict[str, tuple[list[str], bool]]:
+    """The story's ``wp`` view (leading whole sentences up to 260 words) and ``roc`` view (a 5-7 sentence window),
+    each with whether it reaches the story's end (only then can it carry a ``cut``)."""
     wp = textlib.truncate_sentences(sentences, WP_MAX_WORDS)
     size = min(rng.randint(*ROC_WINDOW), len(sentences))
     start = rng.randrange(0, len(sentences) - size + 1)
-    return {"wp": wp, "roc": sentences[start:start + size]}
+    return {"wp": (wp, len(wp) == len(sentences)), "roc": (sentences[start:start + size], start + size == len(sentences))}
 
 
 class Units:
@@ -118,7 +121,9 @@ class Units:
     def collect_foreign(self, split: str, generator: str, group: str, sentences: list[str]) -> None:
         self.foreign[(split, generator)].extend((group, s) for s in sentences[1:])
 
-    def add(self, split: str, unit: str, group: str, generator: str, origin: str, view: str, sentences: list[str]) -> None:
+    def add(self, split: str, unit: str, group: str, generator: str, origin: str, view: str, sentences: list[str],
+            reaches_end: bool) -> None:
+        """``reaches_end``: the text ends where its story does; one that stops mid-story carries no ending kind."""
         if len(sentences) < breaks.MIN_SENTENCES:
             self.counts[f"skipped_too_short/{origin}/{view}"] += 1
             return
@@ -128,6 +133,9 @@ class Units:
         self._row(split, unit, "intact", group, generator, origin, view, sentences, -1)
         rng = random.Random(f"{self.seed}:{unit}")
         for kind in breaks.KINDS:
+            if kind in breaks.ENDING_KINDS and not reaches_end:  # no ending to lose; no randomness drawn, so the other kinds stay as they were
+                self.counts[f"view_before_story_end/{origin}/{view}/{kind}"] += 1
+                continue
             broken = self._break(kind, split, generator, group, sentences, rng)
             if broken is None:
                 self.counts[f"break_not_applicable/{origin}/{view}/{kind}"] += 1
@@ -214,16 +222,16 @@ def build(cache_dir=None, seed: int = 42, max_human_stories: int = 2000) -> tupl
         units.collect_foreign(story["split"], story["generator"], story["group"], story["sentences"])
     for story in machine:
         counts[f"stories/{story['split']}/{story['generator']}"] += 1
-        for view, sentences in views(story["sentences"], random.Random(f"{seed}:view:{story['id']}")).items():
-            units.add(story["split"], f"{story['id']}/{view}", story["group"], story["generator"], "machine", view, sentences)
+        for view, (sentences, reaches_end) in views(story["sentences"], random.Random(f"{seed}:view:{story['id']}")).items():
+            units.add(story["split"], f"{story['id']}/{view}", story["group"], story["generator"], "machine", view, sentences, reaches_end)
     for story in human:
         counts[f"stories/{story['split']}/{story['generator']}"] += 1
         if story["corpus"] == "roc":  # a ROC story is one window already
-            chosen = {"roc": story["sentences"]}
+            chosen = {"roc": (story["sentences"], True)}
         else:
             chosen = views(story["sentences"], random.Random(f"{seed}:view:{story['id']}"))
-        for view, sentences in chosen.items():
-            units.add(story["split"], f"{story['id']}/{view}", story["group"], story["generator"], "human", view, sentences)
+        for view, (sentences, reaches_end) in chosen.items():
+            units.add(story["split"], f"{story['id']}/{view}", story["group"], story["generator"], "human", view, sentences, reaches_end)
     stories = units.dataset()
     check_leakage(stories)
     counts.update(units.counts)
