@@ -170,6 +170,48 @@ def test_the_benchmark_reports_both_measures_per_kind_view_and_generator(tmp_pat
     assert payload["checkpoints"]["b"]["regressions_against_baseline"] == {}  # the same checkpoint holds against itself
 
 
+def test_a_cut_is_measured_on_the_stories_that_reach_their_end_and_every_other_kind_on_the_view_sample(tmp_path):
+    units = modern_breaks.Units(ANTONYMS, seed=3)
+    stories = [(f"s{i}", f"g{i}", [f"Story {i} opens here.", *STORY[1:]]) for i in range(12)]
+    for unit, group, sentences in stories:
+        units.collect_foreign("test", "gpt-4", group, sentences)
+    for i, (unit, group, sentences) in enumerate(stories):
+        units.add("test", f"{unit}/roc", group, "gpt-4", "machine", "roc", sentences, reaches_end=i % 3 == 0)
+    datasets.DatasetDict({"test": units.dataset()["test"]}).save_to_disk(str(tmp_path / "stories"))
+
+    rows = benchmark.read_stories(tmp_path, "test", ["roc"], max_units=5, seed=42)
+    intact = {r["unit"]: r["sides"] for r in rows if r["kind"] == "intact"}
+    ending = {f"s{i}/roc" for i in range(0, 12, 3)}
+    cut = {r["unit"] for r in rows if r["kind"] == "cut"}
+    shared = {r["unit"] for r in rows if r["kind"] == "swap"}
+    assert cut == ending and len(shared) == 5  # all four carriers (fewer than five); five of the twelve for the rest
+    assert {u for u, sides in intact.items() if "cut" in sides} == ending
+    assert {u for u, sides in intact.items() if "swap" in sides} == shared
+    # the view's sample is the one drawn before a cut needed its story's end
+    assert shared == set(__import__("random").Random(42).sample(sorted(f"s{i}/roc" for i in range(12)), 5))
+
+    only_cut = benchmark.read_stories(tmp_path, "test", ["roc"], max_units=5, seed=42, kinds=("cut",))
+    assert {r["kind"] for r in only_cut} == {"intact", "cut"} and {r["unit"] for r in only_cut} == ending
+    score_of = {r["text"]: -r["words"] for r in rows}  # shorter is better: every cut copy wins within its pair
+    assert benchmark.measure(only_cut, score_of)["per_kind"]["cut"]["within"] == 0.0
+
+
+def test_a_revised_kind_takes_the_place_of_the_earlier_figures_and_the_worst_is_taken_again():
+    def figures(within, auc):
+        return {"within": within, "auc": auc, "pairs": 10, "across_comparisons": 5}
+
+    earlier = {"roc": {"per_kind": {"cut": figures(0.3, 0.3), "swap": figures(0.6, 0.5)}, "worst": {"within": 0.3, "auc": 0.3},
+                       "units": 150, "length_spearman": 0.1, "held_out_generator": "c",
+                       "generators": {"c": {"per_kind": {"cut": figures(0.2, 0.2), "swap": figures(0.7, 0.6)},
+                                            "worst": {"within": 0.2, "auc": 0.2}, "units": 50}}}}
+    revised = {"roc": {"per_kind": {"cut": figures(0.9, 0.8)}, "generators": {"c": {"per_kind": {"cut": figures(0.95, 0.85)}}}}}
+    merged = benchmark.with_kinds(earlier, revised)["roc"]
+    assert merged["worst"] == {"within": 0.6, "auc": 0.5} and merged["revised_kinds"] == ["cut"]
+    assert merged["generators"]["c"]["worst"] == {"within": 0.7, "auc": 0.6}
+    assert benchmark.flat({"roc": merged})["roc/c/cut/auc"] == 0.85
+    assert benchmark.with_kinds(earlier, {}) == earlier
+
+
 @pytest.mark.parametrize("argv, message", [
     (["--baseline", "nope"], "--baseline nope: not one of the labels"),
     (["--max-units-per-view", "0"], "--max-units-per-view must be positive"),

@@ -13,6 +13,11 @@ as ROC-length windows. No human label is used. For each view and kind of break, 
   same length (within 10% of the longer), the share the intact story wins: a score that ranks different stories
   by style or length rather than coherence fails it even when it tells a story from its own damaged copy.
 
+A cut is planted only where a view reaches its story's end, so it is measured on those stories alone (intact ones
+that end against cut copies of others that did); ``--max-units-per-view`` samples them apart from the view's
+sample that every other kind shares. ``--kinds`` measures some kinds only (a revised kind, say);
+:func:`with_kinds` puts such a report's figures in place of an earlier one's.
+
 Each is reported per generator too (intact and broken stories of that generator only, so its style is held
 constant), with the held-out generator marked; ``worst`` is the lowest kind of each measure, the figure
 selection uses. Beside them, each score's Spearman correlation with length in words over the view's stories.
@@ -27,6 +32,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from benchmarks.common import BUNDLED, add_checkpoint_options, checked_checkpoints, command_line, machine, write_results
+from storyeval_training.data.breaks import ENDING_KINDS, KINDS
 
 from .story_scores import SUITE_HELP, parse_suites
 
@@ -37,23 +43,41 @@ SHIPPED_SUITES = ("roc", "roc-base", "wp", "wp-base")
 MEASURES = ("within", "auc")
 
 
-def read_stories(breaks_dir: Path, split: str, views: list[str], max_units: int | None, seed: int):
-    """The split's rows of the chosen views, at most ``max_units`` intact stories (and their copies) per view."""
+def read_stories(breaks_dir: Path, split: str, views: list[str], max_units: int | None, seed: int,
+                 kinds: tuple[str, ...] = KINDS) -> list[dict]:
+    """The split's rows of the chosen views and kinds: at most ``max_units`` intact stories (and their copies) per
+    view, one seeded sample for every kind, except an ending kind (a cut), which only a story that reaches its end
+    carries: it is measured on at most ``max_units`` of those. Each intact row's ``sides`` names the kinds whose
+    across-story AUC it is an intact side of (every kind measured on its sample; an ending kind's on its carriers)."""
     import datasets
 
     folder = breaks_dir / "stories"
     if not (folder / "dataset_dict.json").is_file():
         raise FileNotFoundError(f"--breaks-dir {breaks_dir}: no stories/ (a modern_breaks output folder holds stories/ and pairs/)")
-    rows = datasets.load_from_disk(str(folder))[split].filter(lambda r: r["origin"] == "machine" and r["view"] in views)
-    if max_units:
+    rows = datasets.load_from_disk(str(folder))[split].filter(lambda r: r["origin"] == "machine" and r["view"] in views).to_list()
+    intact_units, carriers = defaultdict(set), defaultdict(set)  # view -> units; (view, kind) -> units with that copy
+    for r in rows:
+        (intact_units[r["view"]] if r["kind"] == "intact" else carriers[(r["view"], r["kind"])]).add(r["unit"])
+
+    def sample(units: set[str]) -> set[str]:
         import random
 
-        by_view = defaultdict(list)
-        for unit, view in sorted(set(zip(rows["unit"], rows["view"]))):
-            by_view[view].append(unit)
-        keep = {u for units in by_view.values() for u in random.Random(seed).sample(units, min(max_units, len(units)))}
-        rows = rows.filter(lambda r: r["unit"] in keep)
-    return rows.to_list()
+        return set(random.Random(seed).sample(sorted(units), min(max_units, len(units))) if max_units else units)
+
+    chosen = {}  # (view, kind) -> the units the kind is measured on
+    for view, units in intact_units.items():
+        in_view = sample(units)
+        for kind in kinds:
+            chosen[(view, kind)] = sample(carriers[(view, kind)]) if kind in ENDING_KINDS else in_view
+    kept = []
+    for r in rows:
+        if r["kind"] == "intact":
+            sides = [kind for kind in kinds if r["unit"] in chosen[(r["view"], kind)]]
+            if sides:
+                kept.append({**r, "sides": sides})
+        elif r["kind"] in kinds and r["unit"] in chosen[(r["view"], r["kind"])]:
+            kept.append(r)
+    return kept
 
 
 def measure(rows: list[dict], score_of: dict[str, float]) -> dict:
@@ -69,11 +93,33 @@ def measure(rows: list[dict], score_of: dict[str, float]) -> dict:
     for kind, broken in sorted(by_kind.items()):
         within = within_pair_accuracy([score_of[intact[r["unit"]]["text"]] for r in broken], [score_of[r["text"]] for r in broken])
         side = lambda rs: ([score_of[r["text"]] for r in rs], [r["words"] for r in rs], [r["group"] for r in rs])  # noqa: E731
-        auc, compared = across_story_auc(side(intact.values()), side(broken))
+        auc, compared = across_story_auc(side([r for r in intact.values() if kind in r["sides"]]), side(broken))
         per_kind[kind] = {"within": round(within, 4), "auc": None if auc is None else round(auc, 4), "pairs": len(broken),
                           "across_comparisons": compared}
-    worst = {m: min((v[m] for v in per_kind.values() if v[m] is not None), default=None) for m in MEASURES}
-    return {"worst": worst, "units": len(intact), "per_kind": per_kind}
+    return {"worst": worst(per_kind), "units": len(intact), "per_kind": per_kind}
+
+
+def worst(per_kind: dict) -> dict:
+    return {m: min((v[m] for v in per_kind.values() if v[m] is not None), default=None) for m in MEASURES}
+
+
+def with_kinds(views: dict, newer: dict) -> dict:
+    """``views`` (a report's) with the kinds ``newer`` measured (a ``--kinds`` report of the same checkpoint) in place
+    of theirs, overall and per generator, and the worst figures taken again: how a revised kind joins earlier rows."""
+    out = {}
+    for view, result in views.items():
+        update = newer.get(view)
+        if update is None:
+            out[view] = result
+            continue
+        per_kind = {**result["per_kind"], **update["per_kind"]}
+        generators = {}
+        for generator, figures in result["generators"].items():
+            kinds = {**figures["per_kind"], **update["generators"].get(generator, {"per_kind": {}})["per_kind"]}
+            generators[generator] = {**figures, "per_kind": kinds, "worst": worst(kinds)}
+        out[view] = {**result, "per_kind": per_kind, "worst": worst(per_kind), "generators": generators,
+                     "revised_kinds": sorted(update["per_kind"])}
+    return out
 
 
 def report(rows: list[dict], score_of: dict[str, float], held_out: str) -> dict:
@@ -118,7 +164,9 @@ def main(argv=None):
     parser.add_argument("--breaks-dir", required=True, type=Path, help="python -m storyeval_training.data.modern_breaks's output")
     parser.add_argument("--split", default="test", choices=["validation", "test"])
     parser.add_argument("--views", nargs="+", default=["wp", "roc"], choices=["wp", "roc"])
-    parser.add_argument("--max-units-per-view", type=int, default=None, help="a seeded sample of intact stories per view")
+    parser.add_argument("--max-units-per-view", type=int, default=None,
+                        help="a seeded sample of intact stories per view (an ending kind's: of those that reach their end)")
+    parser.add_argument("--kinds", nargs="+", default=list(KINDS), choices=KINDS, help="the kinds of break to measure (default: all)")
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--suite", action="append", default=[], metavar="LABEL=CONFIG[:COMBINATION]", help=SUITE_HELP)
     parser.add_argument("--baseline", default=None, help="a label: list where each other row falls more than 0.02 below it")
@@ -143,7 +191,7 @@ def main(argv=None):
     from .story_scores import StoryScores
 
     try:  # a folder that is not a check: one line, before any model loads
-        rows = read_stories(args.breaks_dir, args.split, args.views, args.max_units_per_view, args.seed)
+        rows = read_stories(args.breaks_dir, args.split, args.views, args.max_units_per_view, args.seed, tuple(args.kinds))
     except (FileNotFoundError, ValueError) as error:
         parser.error(str(error))
     stories = sorted({r["text"] for r in rows})
