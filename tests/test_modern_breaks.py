@@ -212,6 +212,22 @@ def test_a_revised_kind_takes_the_place_of_the_earlier_figures_and_the_worst_is_
     assert benchmark.with_kinds(earlier, {}) == earlier
 
 
+def test_a_kinds_run_keeps_an_earlier_files_figures_for_the_kinds_it_did_not_measure(tmp_path, tiny_checkpoint, monkeypatch):
+    from benchmarks import common
+
+    monkeypatch.setattr(common, "RESULTS", tmp_path)
+    check = saved_check(tmp_path / "check")
+    benchmark.main(["--breaks-dir", str(check), "--checkpoint", f"a={tiny_checkpoint}", "--output", "whole"])
+    whole = json.loads((tmp_path / "whole.json").read_text())["checkpoints"]["a"]["views"]
+    benchmark.main(["--breaks-dir", str(check), "--checkpoint", f"a={tiny_checkpoint}", "--kinds", "cut",
+                    "--earlier", "whole", "--output", "revised"])
+    revised = json.loads((tmp_path / "revised.json").read_text())["checkpoints"]["a"]
+    assert revised["measured_now"] == {"roc": ["cut"], "wp": ["cut"]}
+    assert {view: r["per_kind"] for view, r in revised["views"].items()} == {view: r["per_kind"] for view, r in whole.items()}
+    with pytest.raises(SystemExit):
+        benchmark.main(["--breaks-dir", str(check), "--checkpoint", f"a={tiny_checkpoint}", "--earlier", "nope"])
+
+
 @pytest.mark.parametrize("argv, message", [
     (["--baseline", "nope"], "--baseline nope: not one of the labels"),
     (["--max-units-per-view", "0"], "--max-units-per-view must be positive"),

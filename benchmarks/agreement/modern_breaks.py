@@ -159,6 +159,22 @@ def line(label: str, result: dict) -> str:
     return f"{label}: " + " ".join(parts)
 
 
+def earlier_views(names: list[str]) -> dict[str, dict]:
+    """label -> view -> figures from earlier results files (a later file's view wins, as in BENCHMARKS.md's summary)."""
+    import json
+
+    from benchmarks import common
+
+    views: dict[str, dict] = {}
+    for name in names:
+        path = common.RESULTS / f"{name}.json"
+        if not path.is_file():
+            raise FileNotFoundError(f"--earlier {name}: no {path.name} in {common.RESULTS.name}/")
+        for label, result in json.loads(path.read_text(encoding="utf-8"))["checkpoints"].items():
+            views.setdefault(label, {}).update(result["views"])
+    return views
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--breaks-dir", required=True, type=Path, help="python -m storyeval_training.data.modern_breaks's output")
@@ -171,6 +187,9 @@ def main(argv=None):
     parser.add_argument("--suite", action="append", default=[], metavar="LABEL=CONFIG[:COMBINATION]", help=SUITE_HELP)
     parser.add_argument("--baseline", default=None, help="a label: list where each other row falls more than 0.02 below it")
     add_checkpoint_options(parser, batch_size=16, required=False, help="label=folder (repeatable); default: every shipped config")
+    parser.add_argument("--earlier", nargs="+", default=[], metavar="NAME",
+                        help="results files (benchmarks/results/NAME.json) whose figures a label of the same name keeps for the "
+                             "kinds not measured now (with --kinds): each row is then whole, as the no-regression rule compares")
     parser.add_argument("--output", default="modern_breaks")
     args = parser.parse_args(argv)
     checkpoints = checked_checkpoints(parser, args) if args.checkpoint else {}
@@ -185,6 +204,10 @@ def main(argv=None):
         parser.error(f"--baseline {args.baseline}: not one of the labels {sorted({*checkpoints, *suites})}")
     if args.max_units_per_view is not None and args.max_units_per_view < 1:
         parser.error("--max-units-per-view must be positive")
+    try:
+        earlier = earlier_views(args.earlier)
+    except FileNotFoundError as error:
+        parser.error(str(error))
     from storyeval_training.data.modern_breaks import HELD_OUT_GENERATOR
     from storyeval_training.selection import regressions
 
@@ -202,7 +225,11 @@ def main(argv=None):
                                ((label, lambda spec=spec: scores.suite(*spec)) for label, spec in suites.items()))
     for label, score in measured:
         score_of, fields = score()
-        payload["checkpoints"][label] = {**fields, "views": report(rows, score_of, HELD_OUT_GENERATOR)}
+        views = report(rows, score_of, HELD_OUT_GENERATOR)
+        if label in earlier:
+            fields = {**fields, "measured_now": {view: sorted(r["per_kind"]) for view, r in views.items()}, "earlier": args.earlier}
+            views = with_kinds(earlier[label], views)
+        payload["checkpoints"][label] = {**fields, "views": views}
         print(line(label, payload["checkpoints"][label]["views"]), flush=True)
         write_results(args.output, payload)  # after each checkpoint: a long run stopped part-way keeps what it measured
     if args.baseline:
