@@ -380,6 +380,35 @@ def test_the_no_regression_rule_makes_an_evaluation_that_gave_up_a_kind_ineligib
     assert gave_up["regressions_from_start"] == {"pair_accuracy_a": 0.1} and gave_up["worst_measure_without_regression"] == -1.0
 
 
+def test_pairs_over_the_window_are_refused_or_with_skip_over_length_left_out_and_counted(tmp_path):
+    from conftest import save_tiny_checkpoint
+
+    from storyeval_training.data.build_negatives import PAIR_FEATURES
+    from storyeval_training.recipes import train_ranker
+
+    def pairs(lengths):
+        return {name: [row[name] for row in ({"id": str(i), "context": "", "human": "word " * n, "negative": "other " * n,
+                                              "original": "", "techniques": ["x"]} for i, n in enumerate(lengths))]
+                for name in PAIR_FEATURES}
+
+    folder = tmp_path / "kind"
+    datasets.DatasetDict({"train": datasets.Dataset.from_dict(pairs([3, 3, 40, 3, 40, 3]), features=PAIR_FEATURES),
+                          "validation": datasets.Dataset.from_dict(pairs([3, 40, 3]), features=PAIR_FEATURES)}).save_to_disk(str(folder))
+    start = save_tiny_checkpoint(tmp_path / "start", max_length=32, window_stride=16)
+    argv = ["--pairs", f"a={folder}", "--model-name-or-path", str(start), "--max-length", "16", "--max-train-steps", "1",
+            "--per-device-train-batch-size", "2", "--output-dir", str(tmp_path / "run")]
+    with pytest.raises(ValueError, match="stories exceed --max-length 16"):
+        train_ranker.train(train_ranker.parse_args(argv))
+    results = train_ranker.train(train_ranker.parse_args([*argv, "--skip-over-length", "--output-dir", str(tmp_path / "run2")]))
+    assert results["pairs_per_kind"]["a"] == {"train": 4, "validation": 2, "over_length": {"train": 2, "validation": 1}}
+    long_only = tmp_path / "long"
+    datasets.DatasetDict({split: datasets.Dataset.from_dict(pairs([40, 40]), features=PAIR_FEATURES)
+                          for split in ("train", "validation")}).save_to_disk(str(long_only))
+    with pytest.raises(ValueError, match="every a train pair has a story over --max-length 16: nothing left to train on"):
+        train_ranker.train(train_ranker.parse_args([*argv[:1], f"a={long_only}", *argv[2:], "--skip-over-length",
+                                                    "--output-dir", str(tmp_path / "run3")]))
+
+
 def test_a_ranker_run_under_the_no_regression_rule_measures_the_start_first_and_resumes_with_it(tmp_path):
     from conftest import save_tiny_checkpoint
     from test_wp_kinds import kind_folder

@@ -103,6 +103,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--validation-techniques", action="append", default=[], metavar="KIND=T1,T2",
                    help="select on KIND's validation pairs made by these techniques only (modern_breaks' pairs: 'machine', "
                         "the modern stories its check tests, not the human stories trained beside them); repeatable")
+    p.add_argument("--skip-over-length", action="store_true",
+                   help="leave out (and count, in pairs_per_kind's over_length) the pairs with a story longer than --max-length "
+                        "tokens, instead of refusing them: a smaller backbone's window, say; a story is never cut")
     p.add_argument("--no-regression", action="store_true",
                    help="select only evaluations where no kind's pair accuracy or across-story AUC falls more than 0.02 below "
                         "the starting model's on the same validation pairs; export nothing if none beats the start")
@@ -159,6 +162,11 @@ def normalised(rows: datasets.Dataset, delexicalize: bool) -> datasets.Dataset:
     """Raw pairs in the form scoring gives a story. Only for raw kinds: the normalisation is not idempotent (a
     closing '' read again becomes an opening ``), so normalised pairs are left as they are."""
     return train_union.normalise_pairs(rows, delexicalize, "normalising raw pairs")
+
+
+def within_length(row: dict, tokenizer, max_length: int) -> bool:
+    """Both stories of a pair fit the window (``--skip-over-length``)."""
+    return all(len(tokenizer(row[side], truncation=False, verbose=False)["input_ids"]) <= max_length for side in ("human", "negative"))
 
 
 def to_pair_examples(batch: dict, tokenizer, max_length: int, kind: int, across: bool = False) -> dict:
@@ -308,13 +316,22 @@ def train(args, kinds: dict[str, datasets.DatasetDict] | None = None) -> dict:
                       "validation": sample(pairs["validation"], args.max_eval_pairs_per_kind or None, args.seed)}
             if name in args.raw_kinds:
                 chosen = {split: normalised(rows, model.config.delexicalize) for split, rows in chosen.items()}
+            over_length = {}
+            if args.skip_over_length:  # before the across-story metadata, which follows the validation rows
+                for split, rows in chosen.items():
+                    kept = rows.filter(lambda row: within_length(row, tokenizer, args.max_length), desc=f"{name} ({split}) within --max-length")
+                    over_length[split] = len(rows) - len(kept)
+                    if not len(kept):
+                        raise ValueError(f"every {name} {split} pair has a story over --max-length {args.max_length}: nothing left to "
+                                         f"{'train on' if split == 'train' else 'select on'}")
+                    chosen[split] = kept
             if name in args.across_story_kinds:
                 across[name] = across_metadata(chosen["validation"])
             tokenised = {split: rows.map(to_pair_examples, batched=True, fn_kwargs=fn_kwargs, remove_columns=rows.column_names,
                                          desc=f"tokenising {name} ({split})") for split, rows in chosen.items()}
             train_parts.append(tokenised["train"])
             eval_parts.append(tokenised["validation"])
-            counts[name] = {split: len(rows) for split, rows in chosen.items()}
+            counts[name] = {split: len(rows) for split, rows in chosen.items()} | ({"over_length": over_length} if over_length else {})
         train_set = datasets.concatenate_datasets(train_parts)
         validation = datasets.concatenate_datasets(eval_parts)
     names = list(kinds)
