@@ -116,8 +116,12 @@ def test_a_min_kind_fit_with_contexts_on_fewer_kinds_is_not_exported(tmp_path):
     (["--config", "roc", "--pairs", "a", "--output", "o.json"], "expected NAME=FOLDER"),
     (["--config", "roc", "--pairs", "a=p", "--pairs", "a=q", "--output", "o.json"], "--pairs names repeat"),
     (["--config", "roc", "--pairs", "a=p", "--techniques", "b=x", "--output", "o.json"], "--techniques 'b=x'"),
-    (["--config", "roc", "--pairs", "a=p", "--add-part", "union:roc", "--output", "o.json"], "already has"),
-    (["--config", "roc", "--pairs", "a=p", "--add-part", "union", "--output", "o.json"], "expected METRIC:CONFIG"),
+    (["--config", "roc", "--pairs", "a=p", "--add-part", "union:roc", "--output", "o.json"], "every part needs its own name"),
+    (["--config", "roc", "--pairs", "a=p", "--add-part", "plot_coherence=union:x", "--output", "o.json"], "every part needs its own name"),
+    (["--config", "roc", "--pairs", "a=p", "--add-part", "union", "--output", "o.json"], "expected [NAME=]METRIC:CONFIG"),
+    (["--config", "roc", "--pairs", "a=p", "--add-part", "=union:roc", "--output", "o.json"], "expected [NAME=]METRIC:CONFIG"),
+    (["--config", "roc", "--pairs", "a=p", "--add-part", "overall=continuation_quality:x", "--output", "o.json"],
+     "only continuation_quality's part is named continuation_quality"),
     (["--config", "roc", "--from-report", "r.json", "--export-weights", "w.json"], "no such file"),
     (["--config", "roc", "--from-report", "r.json"], "give it --export-weights"),
 ])
@@ -126,6 +130,15 @@ def test_bad_arguments_are_refused(tmp_path, monkeypatch, capsys, argv, message)
     with pytest.raises(SystemExit):
         fit_suite.parse_args(argv)
     assert message in capsys.readouterr().err
+
+
+def test_an_added_part_is_named_after_its_metric_or_by_its_own_name():
+    from storyeval.analysis.suite import suite_part
+
+    assert fit_suite.part_spec("union:/runs/end") == suite_part("union", "/runs/end")
+    named = fit_suite.part_spec("story_end=union:/runs/a=b")  # a folder may hold '=': only the name before ':' is split off
+    assert named == suite_part("union", "/runs/a=b", name="story_end")
+    assert fit_suite.part_label(named) == "story_end=union:/runs/a=b" and fit_suite.part_label(suite_part("union", "roc")) == "union:roc"
 
 
 def test_an_existing_report_missing_pairs_and_a_missing_split_are_refused(tmp_path, monkeypatch, capsys):

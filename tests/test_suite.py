@@ -264,12 +264,25 @@ def test_the_shipped_learned_weights_fit_their_configs_parts():
 
     assert set(learned_weights()) <= set(SUITE_CONFIGS)
     for config, entry in learned_weights().items():
-        parts = [metric for metric, _ in SUITE_CONFIGS[config]]
+        parts = [part.name for part in SUITE_CONFIGS[config]]
         assert sorted(entry["with_contexts"]) == sorted(parts)
         assert sorted(entry["without_contexts"]) == sorted(m for m in parts if m != "continuation_quality")
         for weights in (entry["with_contexts"], entry["without_contexts"]):
             assert min(weights.values()) >= 0 and sum(weights.values()) == pytest.approx(1, abs=1e-3)
         assert entry["default"] in ("mean", "learned") and entry["fitted"]["command"].startswith("python -m storyeval_training.recipes.fit_suite")
+
+
+def test_a_second_part_of_one_metric_has_a_name_of_its_own_which_keys_its_columns_and_weight(tiny_checkpoint):
+    from storyeval.analysis.suite import StoryQuality, output_keys, suite_part
+
+    parts = [suite_part("union", "roc"), suite_part("union", str(tiny_checkpoint), name="story_end")]
+    assert output_keys("roc", False, parts) == ["union", "union_percentile", "story_end", "story_end_percentile", "combined"]
+    with pytest.raises(ValueError, match="two parts share a name in \\['union', 'union'\\]"):
+        StoryQuality("roc", parts=[parts[0], suite_part("union", str(tiny_checkpoint))])
+    with pytest.raises(ValueError, match="only continuation_quality's part is named continuation_quality"):
+        suite_part("union", "roc", name="continuation_quality")
+    with pytest.raises(ValueError, match="only continuation_quality's part is named continuation_quality"):
+        suite_part("continuation_quality", "deltascore", name="overall")
 
 
 def test_the_correlation_benchmark_reads_the_learned_combination_off_a_plain_result(roc_suite, weights_file):

@@ -66,9 +66,9 @@ class StoryScores:
         suite = StoryQuality(check_config(config))
         combination = suite.combination(combination)
         result = {}
-        for metric, folder, scorer, reference in suite.parts(with_contexts=False):
+        for name, folder, scorer, reference in suite.parts(with_contexts=False):
             scores = self._scores(folder, scorer)
-            result[f"{metric}_percentile"] = reference.percentile([scores[s] for s in self.stories])
+            result[f"{name}_percentile"] = reference.percentile([scores[s] for s in self.stories])
         combined = dict(zip(self.stories, suite.combine(result, combination, False)))
         return combined, {"config": config, "settings": suite.settings(False, combination), "combination": combination,
                           "weights": suite.weights(combination, False)}

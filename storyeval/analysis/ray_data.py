@@ -63,8 +63,8 @@ def check_job(metric: str, config: str | None, dtype: str | None, context_column
         check_combination(config, combination)
         if dtype not in (None, "float32"):
             raise ValueError(f"story_quality scores in float32 only, not dtype {dtype!r}")
-        for part_metric, part_config in SUITE_CONFIGS[config]:
-            checkpoints.resolve_checkpoint(part_metric, part_config)
+        for part in SUITE_CONFIGS[config]:
+            checkpoints.resolve_checkpoint(part.metric, part.config)
         return config
     if combination is not None:
         raise ValueError("combination is a story_quality option")

@@ -41,7 +41,7 @@ def column_keys(scorer, with_contexts: bool) -> list[str]:
         return list(CRITERIA)
     from storyeval.analysis.suite import output_keys
 
-    return output_keys(scorer.config, with_contexts)
+    return output_keys(scorer.config, with_contexts, scorer.suite_parts)
 
 
 def settings_of(scorer, dtype=None, with_contexts: bool = False, combination: str | None = None) -> str:

@@ -48,7 +48,7 @@ each metric's does: the checkpoints that took part, joined by ``+``, their
 precision and the library versions, then the reference the percentiles come from
 (corpus, split and the commit that built it), e.g.
 ``union-roc+plot-coherence-roc_fp32_storyeval-0.1.0.dev0_transformers-5.24_torch-2.13_percentiles-roc-test-5cc910f``;
-and ``percentile_references``: per metric, its checkpoint and its reference's
+and ``percentile_references``: per part, its checkpoint and its reference's
 provenance (builder, split, number of stories, commit, command).
 """
 from __future__ import annotations
@@ -58,17 +58,40 @@ import json
 import math
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 from storyeval.inputs import check_batch_size, check_progress_bar, check_same_length, check_texts
 
-# config -> ordered (metric, metric's config) components; continuation quality needs contexts. The base configs
-# keep `deltascore`: the suite combines its `overall` criterion, where `deltascore-base` is not clearly better
-# (BENCHMARKS.md), at about a hundredth of the speed
-SUITE_CONFIGS: dict[str, tuple[tuple[str, str], ...]] = {
-    "roc": (("union", "roc"), ("plot_coherence", "roc"), ("continuation_quality", "deltascore")),
-    "wp": (("union", "wp"), ("continuation_quality", "deltascore")),
-    "roc-base": (("union", "roc-base"), ("plot_coherence", "roc-base"), ("continuation_quality", "deltascore")),
-    "wp-base": (("union", "wp-base"), ("plot_coherence", "wp-base"), ("continuation_quality", "deltascore")),
+
+class SuitePart(NamedTuple):
+    """One part of a config. ``name`` keys its columns in a result and its weight in ``combined``; ``metric`` is the
+    scorer that loads ``config`` (the metric's config name, or a checkpoint folder). A part is named after its metric
+    unless a config has two parts of one metric."""
+
+    name: str
+    metric: str
+    config: str
+
+
+def suite_part(metric: str, config: str, name: str | None = None) -> SuitePart:
+    """A part named ``name`` (default: its metric). Continuation quality keeps its metric's name: only it needs
+    contexts, and its columns are one per criterion; no other part may take that name."""
+    name = name or metric
+    if (metric == "continuation_quality") != (name == "continuation_quality"):
+        raise ValueError(f"part {name!r} of metric {metric!r}: only continuation_quality's part is named continuation_quality")
+    return SuitePart(name, metric, config)
+
+
+# config -> its ordered parts; continuation quality needs contexts. The base configs keep `deltascore`: the suite
+# combines its `overall` criterion, where `deltascore-base` is not clearly better (BENCHMARKS.md), at about a
+# hundredth of the speed
+SUITE_CONFIGS: dict[str, tuple[SuitePart, ...]] = {
+    "roc": (suite_part("union", "roc"), suite_part("plot_coherence", "roc"), suite_part("continuation_quality", "deltascore")),
+    "wp": (suite_part("union", "wp"), suite_part("continuation_quality", "deltascore")),
+    "roc-base": (suite_part("union", "roc-base"), suite_part("plot_coherence", "roc-base"),
+                 suite_part("continuation_quality", "deltascore")),
+    "wp-base": (suite_part("union", "wp-base"), suite_part("plot_coherence", "wp-base"),
+                suite_part("continuation_quality", "deltascore")),
 }
 DEFAULT_SUITE_CONFIG = "roc"
 # continuation quality's criterion that enters ``combined``: the overall rating, which the other two refine
@@ -79,22 +102,22 @@ CONTINUATION_CRITERION = "overall"
 PROVENANCE_KEYS = ["settings", "percentile_references", "combination"]
 
 
-def percentile_key(metric: str) -> str:
-    """The result key of the percentile a part enters ``combined`` with."""
-    return f"{metric}_{CONTINUATION_CRITERION}_percentile" if metric == "continuation_quality" else f"{metric}_percentile"
+def percentile_key(name: str) -> str:
+    """The result key of the percentile the part ``name`` enters ``combined`` with."""
+    return f"{name}_{CONTINUATION_CRITERION}_percentile" if name == "continuation_quality" else f"{name}_percentile"
 
 
-def output_keys(config: str, with_contexts: bool) -> list[str]:
-    """The per-story keys :meth:`StoryQuality.score` returns for ``config``, in order."""
+def output_keys(config: str, with_contexts: bool, parts: Sequence[SuitePart] | None = None) -> list[str]:
+    """The per-story keys :meth:`StoryQuality.score` returns for ``config`` (or for ``parts``), in order."""
     from storyeval.models.continuation.model import CRITERIA
 
     keys = []
-    for metric, _ in SUITE_CONFIGS[config]:
-        if metric == "continuation_quality":
+    for part in SUITE_CONFIGS[config] if parts is None else parts:
+        if part.name == "continuation_quality":
             if with_contexts:
-                keys += [f"{metric}_{criterion}{suffix}" for criterion in CRITERIA for suffix in ("", "_percentile")]
+                keys += [f"{part.name}_{criterion}{suffix}" for criterion in CRITERIA for suffix in ("", "_percentile")]
         else:
-            keys += [metric, f"{metric}_percentile"]
+            keys += [part.name, f"{part.name}_percentile"]
     return keys + ["combined"]
 
 
@@ -142,8 +165,8 @@ class StoryQuality:
     """Loads the config's checkpoints and reference distributions once; :meth:`score` scores many times."""
 
     def __init__(self, config: str = DEFAULT_SUITE_CONFIG, device=None, local_files_only: bool | None = None,
-                 parts: Sequence[tuple[str, str]] | None = None):
-        """``parts``: (metric, metric's config) pairs to load instead of the config's, for weighing candidate parts
+                 parts: Sequence[SuitePart] | None = None):
+        """``parts``: parts (:func:`suite_part`) to load instead of the config's, for weighing candidate parts
         (``storyeval_training.recipes.fit_suite``); a suite built with them has no learned combination."""
         from storyeval.analysis.percentiles import load_reference
         from storyeval.checkpoints import resolution as checkpoints
@@ -151,13 +174,17 @@ class StoryQuality:
 
         self.config = check_config(config)
         self.custom_parts = parts is not None
+        self.suite_parts = tuple(SUITE_CONFIGS[self.config] if parts is None else parts)
+        names = [part.name for part in self.suite_parts]
+        if len(set(names)) < len(names):
+            raise ValueError(f"two parts share a name in {names}: name one of them (suite_part(..., name=...))")
         self.corpus = self.config.removesuffix("-base")  # the corpus of the config's checkpoints and references
-        self.components = []  # (metric, checkpoint folder, scorer, reference)
-        for metric, metric_config in (SUITE_CONFIGS[self.config] if parts is None else parts):
-            folder = checkpoints.resolve_checkpoint(metric, metric_config, local_files_only=local_files_only)
+        self.components = []  # (part name, checkpoint folder, scorer, reference)
+        for part in self.suite_parts:
+            folder = checkpoints.resolve_checkpoint(part.metric, part.config, local_files_only=local_files_only)
             # the reference first: a checkpoint without one fails before any model loads
             reference = load_reference(folder, self.corpus)
-            self.components.append((metric, folder, load_scorer(metric, folder, device=device), reference))
+            self.components.append((part.name, folder, load_scorer(part.metric, folder, device=device), reference))
 
     def parts(self, with_contexts: bool) -> list[tuple]:
         """The components that score a call made with or without contexts (continuation quality needs them)."""
@@ -172,22 +199,22 @@ class StoryQuality:
         return check_combination(self.config, combination)
 
     def weights(self, combination: str, with_contexts: bool) -> dict[str, float]:
-        """metric -> its weight in ``combined``."""
-        metrics = [metric for metric, *_ in self.parts(with_contexts)]
+        """part name -> its weight in ``combined``."""
+        names = [name for name, *_ in self.parts(with_contexts)]
         if combination == "mean":
-            return {metric: 1 / len(metrics) for metric in metrics}
+            return {name: 1 / len(names) for name in names}
         weights = learned_weights()[self.config]["with_contexts" if with_contexts else "without_contexts"]
-        if sorted(weights) != sorted(metrics):
+        if sorted(weights) != sorted(names):
             raise ValueError(f"suite_weights.json's {self.config} weights are for {sorted(weights)}, not this suite's "
-                             f"{sorted(metrics)}: refit them with python -m storyeval_training.recipes.fit_suite")
+                             f"{sorted(names)}: refit them with python -m storyeval_training.recipes.fit_suite")
         return weights
 
     def combine(self, result: dict, combination: str, with_contexts: bool) -> list[float]:
         """``combined`` per story: the weighted mean of a result's part percentiles (continuation quality's by
         :data:`CONTINUATION_CRITERION`), for a result of :meth:`score` made with or without contexts."""
         weights = self.weights(combination, with_contexts)
-        columns = {metric: result[percentile_key(metric)] for metric in weights}
-        return [sum(weights[metric] * values[i] for metric, values in columns.items()) for i in range(len(next(iter(columns.values()))))]
+        columns = {name: result[percentile_key(name)] for name in weights}
+        return [sum(weights[name] * values[i] for name, values in columns.items()) for i in range(len(next(iter(columns.values()))))]
 
     def settings(self, with_contexts: bool = False, combination: str | None = None) -> str:
         """The settings string of a result (see the module docstring): its scores compare with another's only when it matches."""
@@ -202,9 +229,9 @@ class StoryQuality:
         return f"{settings_string(checkpoints)}_percentiles-{'+'.join(splits)}-{'+'.join(commits)}{learned}"
 
     def percentile_references(self, with_contexts: bool = False) -> dict[str, dict]:
-        """Per metric of a result: its checkpoint and where its percentiles' reference came from."""
-        return {metric: {"checkpoint": scorer.name, "corpus": reference.corpus, **reference.provenance}
-                for metric, _, scorer, reference in self.parts(with_contexts)}
+        """Per part of a result: its checkpoint and where its percentiles' reference came from."""
+        return {name: {"checkpoint": scorer.name, "corpus": reference.corpus, **reference.provenance}
+                for name, _, scorer, reference in self.parts(with_contexts)}
 
     def provenance(self, with_contexts: bool, combination: str) -> dict:
         rule = {"rule": combination, "weights": self.weights(combination, with_contexts)}
@@ -214,7 +241,7 @@ class StoryQuality:
                 "percentile_references": self.percentile_references(with_contexts), "combination": rule}
 
     def empty_result(self, with_contexts: bool, combination: str | None = None) -> dict:
-        return {**{key: [] for key in output_keys(self.config, with_contexts)}, "mean_combined": math.nan,
+        return {**{key: [] for key in output_keys(self.config, with_contexts, self.suite_parts)}, "mean_combined": math.nan,
                 **self.provenance(with_contexts, self.combination(combination))}
 
     def score(self, predictions: Sequence[str], contexts: Sequence[str] | None = None, batch_size: int = 16,
@@ -232,18 +259,18 @@ class StoryQuality:
             return self.empty_result(contexts is not None, combination)
         stories = predictions if contexts is None else [f"{c} {p}" for c, p in zip(contexts, predictions)]
         result = {}
-        for metric, _, scorer, reference in self.components:
-            if metric == "continuation_quality":
+        for name, _, scorer, reference in self.components:
+            if name == "continuation_quality":
                 if contexts is None:
                     continue
                 by_criterion = scorer.score(contexts, predictions, batch_size=batch_size, device=device, progress_bar=progress_bar)
                 for criterion, values in by_criterion.items():
-                    result[f"{metric}_{criterion}"] = values
-                    result[f"{metric}_{criterion}_percentile"] = reference.percentile(values, criterion)
+                    result[f"{name}_{criterion}"] = values
+                    result[f"{name}_{criterion}_percentile"] = reference.percentile(values, criterion)
             else:
                 values = scorer.score(stories, batch_size=batch_size, device=device, progress_bar=progress_bar)
-                result[metric] = values
-                result[f"{metric}_percentile"] = reference.percentile(values)
+                result[name] = values
+                result[f"{name}_percentile"] = reference.percentile(values)
         result["combined"] = self.combine(result, combination, contexts is not None)
         result["mean_combined"] = sum(result["combined"]) / len(result["combined"])
         return {**result, **self.provenance(contexts is not None, combination)}

@@ -26,8 +26,9 @@ the default rule compares (``check_worst_measure``): a suite users rank differen
 config's current combination on any set's measure, on the fit halves, are not eligible (the current combination
 always is), and a fit that falls so on a check half does not become the default.
 
-``--add-part metric:config`` weighs a candidate part beside the config's own: the report then has the checks with
-and without it. ``--export-weights`` writes the fit whose parts are the config's (as ``SUITE_CONFIGS`` has them
+``--add-part [name=]metric:config`` weighs a candidate part beside the config's own (a second part of one metric
+needs a name of its own, which keys its weight): the report then has the checks with and without it.
+``--export-weights`` writes the fit whose parts are the config's (as ``SUITE_CONFIGS`` has them
 now) into the suite's weights file; with ``--from-report`` it takes that fit from an earlier report instead of
 scoring again (after a candidate part joined the config, say).
 The plan and ship rules are in ``benchmarks/experiments/learned_suite.md``.
@@ -44,7 +45,7 @@ from pathlib import Path
 import datasets
 import numpy as np
 
-from storyeval.analysis.suite import COMBINATIONS, CONTINUATION_CRITERION, SUITE_CONFIGS, StoryQuality, check_config
+from storyeval.analysis.suite import COMBINATIONS, CONTINUATION_CRITERION, SUITE_CONFIGS, StoryQuality, SuitePart, check_config, suite_part
 from storyeval.inputs import text_problem
 from storyeval_training.data.named_sets import checked_pair_folders, pair_folder, set_names, techniques_per_set
 from storyeval_training.export.provenance import environment, portable
@@ -56,11 +57,21 @@ DEFAULT_RULE_MARGIN = 0.005  # the learned rule becomes the default only this fa
 OBJECTIVES = ("bradley-terry", "min-kind")
 
 
-def part_spec(value: str) -> tuple[str, str]:
-    metric, sep, config = value.partition(":")
-    if not sep or not metric or not config:
-        raise argparse.ArgumentTypeError(f"expected METRIC:CONFIG, got {value!r}")
-    return metric, config
+def part_spec(value: str) -> SuitePart:
+    """``[NAME=]METRIC:CONFIG``: a part named NAME (default: its metric), the metric's scorer loading CONFIG."""
+    name, sep, rest = value.partition("=") if "=" in value.partition(":")[0] else ("", "", value)
+    metric, colon, config = rest.partition(":")
+    if (sep and not name) or not colon or not metric or not config:
+        raise argparse.ArgumentTypeError(f"expected [NAME=]METRIC:CONFIG, got {value!r}")
+    try:
+        return suite_part(metric, config, name or None)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def part_label(part: SuitePart) -> str:
+    """How a report names a part: METRIC:CONFIG, with NAME= before it when it is not named after its metric."""
+    return f"{part.metric}:{part.config}" if part.name == part.metric else f"{part.name}={part.metric}:{part.config}"
 
 
 def half(human: str, seed: int) -> str:
@@ -97,9 +108,9 @@ def continuation(row: dict, side: str) -> str:
     return row[side][len(row["context"]):].strip()
 
 
-def score_key(metric: str, row: dict, side: str) -> str:
+def score_key(name: str, row: dict, side: str) -> str:
     """What a part scores of one side of a pair: the whole story, or (continuation quality) context and continuation."""
-    return f"{row['context']}\x00{continuation(row, side)}" if metric == "continuation_quality" else row[side]
+    return f"{row['context']}\x00{continuation(row, side)}" if name == "continuation_quality" else row[side]
 
 
 FINGERPRINTS_KEY = "_fingerprints"
@@ -124,7 +135,7 @@ def part_fingerprint(scorer, reference) -> str:
 
 def score_parts(suite: StoryQuality, pair_sets: dict[str, list[dict]], batch_size: int, cache: Path | None = None) -> None:
     """Add each part's percentiles to every pair, in place: ``human_percentiles`` and ``negative_percentiles``,
-    keyed by metric. Each distinct story is scored once per part; with contexts, the story parts reuse the
+    keyed by part name. Each distinct story is scored once per part; with contexts, the story parts reuse the
     whole story's score (the context is the story's own opening, so context + continuation is the story).
     ``cache``: a JSON file of the percentiles scored so far, per checkpoint, written after each part and read
     back by a rerun, so that a long scoring run that stops loses at most one part; each part's table carries
@@ -132,11 +143,11 @@ def score_parts(suite: StoryQuality, pair_sets: dict[str, list[dict]], batch_siz
     rows = [row for rows in pair_sets.values() for row in rows]
     cached = json.loads(cache.read_text(encoding="utf-8")) if cache and cache.is_file() else {}
     fingerprints = cached.setdefault(FINGERPRINTS_KEY, {})
-    by_metric = {}
+    by_part = {}
     # the fast part first: a problem in its inputs shows before the slow encoders have run
-    for metric, _, scorer, reference in sorted(suite.components, key=lambda part: part[0] != "continuation_quality"):
-        sides = [(row, side) for row in rows for side in ("human", "negative") if row["with_context"] or metric != "continuation_quality"]
-        keys = sorted({score_key(metric, row, side) for row, side in sides})
+    for name, _, scorer, reference in sorted(suite.components, key=lambda part: part[0] != "continuation_quality"):
+        sides = [(row, side) for row in rows for side in ("human", "negative") if row["with_context"] or name != "continuation_quality"]
+        keys = sorted({score_key(name, row, side) for row, side in sides})
         fingerprint = part_fingerprint(scorer, reference)
         if scorer.name in cached and fingerprints.get(scorer.name) != fingerprint:
             raise ValueError(f"{cache} holds {scorer.name} percentiles from other weights or reference scores than the "
@@ -145,36 +156,36 @@ def score_parts(suite: StoryQuality, pair_sets: dict[str, list[dict]], batch_siz
         table = cached.get(scorer.name, {})
         todo = [key for key in keys if key not in table]
         logger.info("scoring %s: %d texts (%d cached)", scorer.name, len(todo), len(keys) - len(todo))
-        if todo and metric == "continuation_quality":
+        if todo and name == "continuation_quality":
             contexts, continuations = zip(*(key.split("\x00", 1) for key in todo))
             scores = scorer.score(list(contexts), list(continuations), batch_size=batch_size)[CONTINUATION_CRITERION]
             table.update(zip(todo, reference.percentile(scores, CONTINUATION_CRITERION)))
         elif todo:
             table.update(zip(todo, reference.percentile(scorer.score(todo, batch_size=batch_size, progress_bar=True))))
-        by_metric[metric] = cached[scorer.name] = table
+        by_part[name] = cached[scorer.name] = table
         if cache:
             cache.write_text(json.dumps(cached), encoding="utf-8")
     for row in rows:
         for side in ("human", "negative"):
-            row[f"{side}_percentiles"] = {metric: table[score_key(metric, row, side)] for metric, table in by_metric.items()
-                                          if score_key(metric, row, side) in table}
+            row[f"{side}_percentiles"] = {name: table[score_key(name, row, side)] for name, table in by_part.items()
+                                          if score_key(name, row, side) in table}
 
 
-def usable(row: dict, metrics: tuple[str, ...]) -> bool:
-    return all(metric in row["human_percentiles"] and metric in row["negative_percentiles"] for metric in metrics)
+def usable(row: dict, names: tuple[str, ...]) -> bool:
+    return all(name in row["human_percentiles"] and name in row["negative_percentiles"] for name in names)
 
 
-def differences(rows: list[dict], metrics: tuple[str, ...]) -> np.ndarray:
-    return np.array([[row["human_percentiles"][m] - row["negative_percentiles"][m] for m in metrics] for row in rows]).reshape(-1, len(metrics))
+def differences(rows: list[dict], names: tuple[str, ...]) -> np.ndarray:
+    return np.array([[row["human_percentiles"][m] - row["negative_percentiles"][m] for m in names] for row in rows]).reshape(-1, len(names))
 
 
-def fit_weights(pair_sets: dict[str, list[dict]], metrics: tuple[str, ...]) -> dict:
+def fit_weights(pair_sets: dict[str, list[dict]], names: tuple[str, ...]) -> dict:
     """Bradley-Terry weights on the fit halves, each set weighted equally; non-negative, summing to one."""
     from sklearn.linear_model import LogisticRegression
 
     blocks, sample_weights = [], []
     for rows in pair_sets.values():
-        diff = differences(rows, metrics)
+        diff = differences(rows, names)
         blocks += [diff, -diff]
         sample_weights += [np.full(2 * len(diff), 1 / len(diff))] if len(diff) else []
     x = np.concatenate(blocks)
@@ -183,9 +194,9 @@ def fit_weights(pair_sets: dict[str, list[dict]], metrics: tuple[str, ...]) -> d
     raw = model.coef_[0]
     clipped = np.clip(raw, 0, None)
     if clipped.sum() == 0:  # nothing ranks pairs the right way: the plain mean is the honest fallback
-        clipped = np.ones(len(metrics))
-    return {"weights": dict(zip(metrics, (clipped / clipped.sum()).round(4).tolist())),
-            "coefficients": dict(zip(metrics, raw.tolist()))}
+        clipped = np.ones(len(names))
+    return {"weights": dict(zip(names, (clipped / clipped.sum()).round(4).tolist())),
+            "coefficients": dict(zip(names, raw.tolist()))}
 
 
 def kind_measures(pair_sets: dict[str, list[dict]], weights: dict[str, float], across: dict[str, np.ndarray] | None = None) -> dict[str, float]:
@@ -197,7 +208,7 @@ def kind_measures(pair_sets: dict[str, list[dict]], weights: dict[str, float], a
     return measures
 
 
-def fit_min_kind(pair_sets: dict[str, list[dict]], metrics: tuple[str, ...], steps: int = 100,
+def fit_min_kind(pair_sets: dict[str, list[dict]], names: tuple[str, ...], steps: int = 100,
                  across: dict[str, np.ndarray] | None = None, incumbent: dict[str, float] | None = None) -> dict:
     """The weights whose lowest pair accuracy over the sets (kinds) is highest on the fit halves; ties go to the higher
     mean over the sets, then to the weights nearest the plain mean. ``across`` (set -> its :func:`across_matches`)
@@ -208,8 +219,8 @@ def fit_min_kind(pair_sets: dict[str, list[dict]], metrics: tuple[str, ...], ste
     A grid over the simplex, 1/``steps`` apart, searched whole: the objective is a minimum of step functions, which
     a gradient-based solver cannot follow, and a suite has two or three parts (5,151 points for three).
     """
-    grid = (dict(zip(metrics, [c / steps for c in counts] + [(steps - sum(counts)) / steps]))
-            for counts in itertools.product(range(steps + 1), repeat=len(metrics) - 1) if sum(counts) <= steps)
+    grid = (dict(zip(names, [c / steps for c in counts] + [(steps - sum(counts)) / steps]))
+            for counts in itertools.product(range(steps + 1), repeat=len(names) - 1) if sum(counts) <= steps)
     floor = kind_measures(pair_sets, incumbent, across) if incumbent else None
     best, best_key, eligible = None, None, 0
     for weights in itertools.chain([incumbent] if incumbent else [], grid):
@@ -217,7 +228,7 @@ def fit_min_kind(pair_sets: dict[str, list[dict]], metrics: tuple[str, ...], ste
         if floor is not None and regressions(measures, floor):
             continue
         eligible += 1
-        spread = sum((w - 1 / len(metrics)) ** 2 for w in weights.values())
+        spread = sum((w - 1 / len(names)) ** 2 for w in weights.values())
         key = (min(measures.values()), float(np.mean(list(measures.values()))), -spread)
         if best_key is None or key > best_key:
             best, best_key = weights, key
@@ -232,21 +243,21 @@ def across_matches(rows: list[dict]) -> np.ndarray:
 
 def weighted_across_auc(rows: list[dict], matches: np.ndarray, weights: dict[str, float]) -> float | None:
     """Across-story AUC of the weighted percentiles: pairs' human stories above the other pairs' negatives."""
-    metrics = tuple(weights)
-    vector = np.array([weights[m] for m in metrics])
-    sides = [np.array([[row[f"{side}_percentiles"][m] for m in metrics] for row in rows]).reshape(-1, len(metrics)) @ vector
+    names = tuple(weights)
+    vector = np.array([weights[m] for m in names])
+    sides = [np.array([[row[f"{side}_percentiles"][m] for m in names] for row in rows]).reshape(-1, len(names)) @ vector
              for side in ("human", "negative")]
     return matched_auc(*sides, matches)
 
 
 def pair_accuracy(rows: list[dict], weights: dict[str, float]) -> float:
     """Share of pairs where the human story's weighted percentile is higher; a tie counts half."""
-    metrics = tuple(weights)
-    margin = differences(rows, metrics) @ np.array([weights[m] for m in metrics])
+    names = tuple(weights)
+    margin = differences(rows, names) @ np.array([weights[m] for m in names])
     return float(np.mean(np.where(margin > 0, 1.0, np.where(margin == 0, 0.5, 0.0))))
 
 
-def evaluate_parts(pair_sets: dict[str, list[dict]], metrics: tuple[str, ...], with_context: bool,
+def evaluate_parts(pair_sets: dict[str, list[dict]], names: tuple[str, ...], with_context: bool,
                    objective: str = "bradley-terry", across_sets: tuple[str, ...] = (),
                    incumbent: dict[str, float] | None = None) -> dict | None:
     """Fit on the fit halves by ``objective``; pair accuracy of the plain mean and of the fit on each set's check half,
@@ -254,16 +265,16 @@ def evaluate_parts(pair_sets: dict[str, list[dict]], metrics: tuple[str, ...], w
     every accuracy and AUC. None where no pair of any set can be scored so (no pair has a context). ``incumbent``
     (min-kind only): the weights the config uses now, which the fit may not fall below (:func:`fit_min_kind`); the
     check halves' falls beyond the tolerance are reported as ``check_regressions_against_incumbent``."""
-    usable_sets = {name: [row for row in rows if (row["with_context"] or not with_context) and usable(row, metrics)]
+    usable_sets = {name: [row for row in rows if (row["with_context"] or not with_context) and usable(row, names)]
                    for name, rows in pair_sets.items()}
     usable_sets = {name: rows for name, rows in usable_sets.items() if rows}
     if not usable_sets:
         return None
     halves = {h: {name: [r for r in rows if r["half"] == h] for name, rows in usable_sets.items()} for h in ("fit", "check")}
     across = {h: {name: across_matches(halves[h][name]) for name in across_sets if name in usable_sets} for h in halves}
-    fit = (fit_min_kind(halves["fit"], metrics, across=across["fit"], incumbent=incumbent) if objective == "min-kind"
-           else fit_weights(halves["fit"], metrics))
-    rules = {"mean": {m: 1 / len(metrics) for m in metrics}, "learned": fit["weights"]}
+    fit = (fit_min_kind(halves["fit"], names, across=across["fit"], incumbent=incumbent) if objective == "min-kind"
+           else fit_weights(halves["fit"], names))
+    rules = {"mean": {m: 1 / len(names) for m in names}, "learned": fit["weights"]}
     checks = {name: {rule: pair_accuracy(rows, weights) for rule, weights in rules.items()} for name, rows in halves["check"].items()}
     across_checks = {name: {rule: weighted_across_auc(halves["check"][name], matches, weights) for rule, weights in rules.items()}
                      for name, matches in across["check"].items()}
@@ -276,7 +287,7 @@ def evaluate_parts(pair_sets: dict[str, list[dict]], metrics: tuple[str, ...], w
         extra["check_regressions_against_incumbent"] = regressions(kind_measures(halves["check"], fit["weights"], across["check"]),
                                                                    kind_measures(halves["check"], incumbent, across["check"]))
     return {
-        "parts": list(metrics), **fit,
+        "parts": list(names), **fit,
         "pairs": {name: {h: sum(r["half"] == h for r in rows) for h in ("fit", "check")} for name, rows in usable_sets.items()},
         "check_accuracy": checks,
         "check_accuracy_mean": {rule: float(np.mean([checks[name][rule] for name in checks])) for rule in rules},
@@ -294,8 +305,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="keep only the pairs of set NAME made by these techniques (generators, for wp_machine_pairs)")
     p.add_argument("--split", default="validation", choices=["validation", "test"])
     p.add_argument("--max-pairs-per-set", type=int, default=None)
-    p.add_argument("--add-part", action="append", default=[], type=part_spec, metavar="METRIC:CONFIG",
-                   help="a candidate part to weigh beside the config's own")
+    p.add_argument("--add-part", action="append", default=[], type=part_spec, metavar="[NAME=]METRIC:CONFIG",
+                   help="a candidate part to weigh beside the config's own (NAME: its columns' and weight's name, needed "
+                        "for a second part of one metric)")
     p.add_argument("--objective", choices=OBJECTIVES, default="bradley-terry",
                    help="bradley-terry: a logistic fit over every set's pairs, each set weighted equally; min-kind: the weights "
                         "whose worst set is best (each set a kind of pair that must hold), and the default rule compares minima")
@@ -347,9 +359,10 @@ def parse_args(argv=None):
         p.error("--no-regression keeps the min-kind fit's measures from falling: give --objective min-kind")
     if args.max_pairs_per_set is not None and args.max_pairs_per_set < 2:
         p.error("--max-pairs-per-set must be at least 2")
-    own = SUITE_CONFIGS[args.config]
-    if any(part in own for part in args.add_part):
-        p.error(f"--add-part names a part {args.config} already has: {list(own)}")
+    names = [part.name for part in (*SUITE_CONFIGS[args.config], *args.add_part)]
+    if len(set(names)) < len(names):
+        p.error(f"--add-part: every part needs its own name, and {args.config}'s are {[part.name for part in SUITE_CONFIGS[args.config]]} "
+                "(give a second part of a metric a name: NAME=METRIC:CONFIG)")
     try:  # last: every other mistake is named first, without reading anything
         checked_pair_folders(args.pairs)
     except ValueError as error:
@@ -361,8 +374,8 @@ def export(path: Path, config: str, report: dict, default: str | None) -> dict:
     """Merge the config's fit into the weights file; the default combination by the declared rule unless given."""
     if report["config"] != config:
         raise ValueError(f"the report fitted {report['config']!r}, not {config!r}")
-    parts = [f"{metric}:{metric_config}" for metric, metric_config in SUITE_CONFIGS[config]]
-    matching = [fit for fit in report["fits"].values() if sorted(fit["parts"]) == sorted(parts)]  # weights are keyed by metric
+    parts = [part_label(part) for part in SUITE_CONFIGS[config]]
+    matching = [fit for fit in report["fits"].values() if sorted(fit["parts"]) == sorted(parts)]  # weights are keyed by part name
     if not matching:
         raise ValueError(f"no fit in the report has {config}'s parts {parts}: it has {[f['parts'] for f in report['fits'].values()]}")
     own = matching[0]
@@ -380,7 +393,7 @@ def export(path: Path, config: str, report: dict, default: str | None) -> dict:
         fitted_with_contexts = None
     with_contexts = fitted_with_contexts["weights"] if fitted_with_contexts else {
         # no fit with contexts to use: continuation quality weighs nothing, the story parts as fitted on whole stories
-        **own["without_contexts"]["weights"], **{part.split(":")[0]: 0.0 for part in parts if part.startswith("continuation_quality:")}}
+        **own["without_contexts"]["weights"], **{part.name: 0.0 for part in SUITE_CONFIGS[config] if part.metric == "continuation_quality"}}
     entries = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
     entries[config] = {
         "default": default,
@@ -396,20 +409,20 @@ def export(path: Path, config: str, report: dict, default: str | None) -> dict:
     return entries[config]
 
 
-def current_weights(config: str, metrics: tuple[str, ...], with_context: bool) -> dict[str, float]:
-    """The weights ``config``'s default combination gives ``metrics`` now (a part it does not have weighs 0): what a
+def current_weights(config: str, names: tuple[str, ...], with_context: bool) -> dict[str, float]:
+    """The weights ``config``'s default combination gives ``names`` now (a part it does not have weighs 0): what a
     ``--no-regression`` fit may not fall below."""
     from storyeval.analysis.suite import learned_weights
 
     entry = learned_weights().get(config)
-    own = {metric for metric, _ in SUITE_CONFIGS[config]} & set(metrics)
+    own = {part.name for part in SUITE_CONFIGS[config]} & set(names)
     if entry and entry["default"] == "learned":
         stored = entry["with_contexts" if with_context else "without_contexts"]
-        weights = {m: float(stored.get(m, 0.0)) if m in own else 0.0 for m in metrics}
+        weights = {m: float(stored.get(m, 0.0)) if m in own else 0.0 for m in names}
     else:
-        weights = {m: 1 / len(own) if m in own else 0.0 for m in metrics}
+        weights = {m: 1 / len(own) if m in own else 0.0 for m in names}
     total = sum(weights.values())
-    return {m: w / total for m, w in weights.items()} if total else {m: 1 / len(metrics) for m in metrics}
+    return {m: w / total for m, w in weights.items()} if total else {m: 1 / len(names) for m in names}
 
 
 def rule_measure(objective: str, across: bool) -> str:
@@ -444,20 +457,20 @@ def main(argv=None) -> None:
     across_sets = tuple(args.across_story_sets)
     fits = {}
 
-    def incumbent(metrics: tuple[str, ...], with_context: bool) -> dict[str, float] | None:
-        return current_weights(args.config, metrics, with_context) if args.no_regression else None
+    def incumbent(names: tuple[str, ...], with_context: bool) -> dict[str, float] | None:
+        return current_weights(args.config, names, with_context) if args.no_regression else None
 
     for label, parts in candidates.items():
-        story_metrics = tuple(m for m, _ in parts if m != "continuation_quality")
-        all_metrics = tuple(m for m, _ in parts)
-        fits[label] = {"parts": [f"{m}:{c}" for m, c in parts],
-                       "without_contexts": evaluate_parts(pair_sets, story_metrics, False, args.objective, across_sets,
-                                                          incumbent(story_metrics, False)),
-                       "with_contexts": evaluate_parts(pair_sets, all_metrics, True, args.objective, across_sets,
-                                                       incumbent(all_metrics, True))}
+        story_names = tuple(part.name for part in parts if part.metric != "continuation_quality")
+        all_names = tuple(part.name for part in parts)
+        fits[label] = {"parts": [part_label(part) for part in parts],
+                       "without_contexts": evaluate_parts(pair_sets, story_names, False, args.objective, across_sets,
+                                                          incumbent(story_names, False)),
+                       "with_contexts": evaluate_parts(pair_sets, all_names, True, args.objective, across_sets,
+                                                       incumbent(all_names, True))}
         # each story part alone: what the suite adds over its best part
         fits[label]["single_parts"] = {m: evaluate_parts(pair_sets, (m,), False, across_sets=across_sets)[check_key]["mean"]
-                                       for m in story_metrics}
+                                       for m in story_names}
     report = {
         "command": "python -m storyeval_training.recipes.fit_suite " + " ".join(sys.argv[1:] if argv is None else argv),
         "config": args.config, "split": args.split, "seed": args.seed, "objective": args.objective,
