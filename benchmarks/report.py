@@ -233,7 +233,9 @@ def guard_correlation_table(reader: ResultsReader) -> list[str]:
 
 
 # the modern-text check of the shipped configs (benchmarks/agreement/modern_breaks.py), one row per config in any of these
-MODERN = ("modern_breaks", "modern_breaks_plot", "modern_breaks_suites", "modern_breaks_suites_base_roc", "modern_breaks_suites_base_wp")
+# (a later file's view wins: modern_breaks_r1_cut holds each config's rows with revision 1's cut in place of the first one)
+MODERN = ("modern_breaks", "modern_breaks_plot", "modern_breaks_suites", "modern_breaks_suites_base_roc", "modern_breaks_suites_base_wp",
+          "modern_breaks_r1_cut")
 
 
 def _worst(per_kind: dict, measure: str) -> str:
@@ -278,8 +280,8 @@ def render_summary(results_dir: Path = RESULTS, current=CURRENT) -> str:
         names = modern_files(results_dir)
         lines += ["Stories by today's language models with one planted break (the modern-text check, no human label; "
                   "[modern_text.md](benchmarks/experiments/modern_text.md)): how often a story scores above its own broken copy, "
-                  "and above other stories' broken copies of about its length (AUC), on a seeded sample of its test split; each config's "
-                  "worst kind of break on each measure:", "",
+                  "and above other stories' broken copies of about its length (AUC), on a seeded sample of its test split (a cut: on every "
+                  "test story that reaches its end, revision 1 of the check); each config's worst kind of break on each measure:", "",
                   *modern_table(reader, names), "",
                   "From " + ", ".join(f"`{name}.json` (measured at {reader.commit(name)})" for name in names) + ".", ""]
     if gaming_files(results_dir):
