@@ -226,6 +226,10 @@ def test_a_kinds_run_keeps_an_earlier_files_figures_for_the_kinds_it_did_not_mea
     assert {view: r["per_kind"] for view, r in revised["views"].items()} == {view: r["per_kind"] for view, r in whole.items()}
     with pytest.raises(SystemExit):
         benchmark.main(["--breaks-dir", str(check), "--checkpoint", f"a={tiny_checkpoint}", "--earlier", "nope"])
+    # a candidate against a row measured before: the same checkpoint falls nowhere
+    benchmark.main(["--breaks-dir", str(check), "--checkpoint", f"b={tiny_checkpoint}", "--earlier", "whole", "--baseline", "a",
+                    "--output", "against"])
+    assert json.loads((tmp_path / "against.json").read_text())["checkpoints"]["b"]["regressions_against_baseline"] == {}
 
 
 @pytest.mark.parametrize("argv, message", [

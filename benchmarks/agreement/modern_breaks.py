@@ -22,7 +22,8 @@ Each is reported per generator too (intact and broken stories of that generator 
 constant), with the held-out generator marked; ``worst`` is the lowest kind of each measure, the figure
 selection uses. Beside them, each score's Spearman correlation with length in words over the view's stories.
 With ``--baseline LABEL``, each other row lists where it falls more than 0.02 below that row (the no-regression
-rule). ``--split test`` is the report; ``validation`` is what training runs select on.
+rule); the label may be one of an ``--earlier`` file's, measured before (a config as it ships, against a candidate).
+``--split test`` is the report; ``validation`` is what training runs select on.
 """
 from __future__ import annotations
 
@@ -200,14 +201,15 @@ def main(argv=None):
     if not (checkpoints or suites):
         checkpoints = {name: str(BUNDLED / name) for name in SHIPPED_CHECKPOINTS}
         suites = {f"story-quality-{config}": (config, None) for config in SHIPPED_SUITES}
-    if args.baseline and args.baseline not in {*checkpoints, *suites}:
-        parser.error(f"--baseline {args.baseline}: not one of the labels {sorted({*checkpoints, *suites})}")
     if args.max_units_per_view is not None and args.max_units_per_view < 1:
         parser.error("--max-units-per-view must be positive")
     try:
         earlier = earlier_views(args.earlier)
     except FileNotFoundError as error:
         parser.error(str(error))
+    if args.baseline and args.baseline not in {*checkpoints, *suites, *earlier}:
+        parser.error(f"--baseline {args.baseline}: not one of the labels {sorted({*checkpoints, *suites})}"
+                     + (f" or of the --earlier files' {sorted(earlier)}" if earlier else ""))
     from storyeval_training.data.modern_breaks import HELD_OUT_GENERATOR
     from storyeval_training.selection import regressions
 
@@ -232,8 +234,8 @@ def main(argv=None):
         payload["checkpoints"][label] = {**fields, "views": views}
         print(line(label, payload["checkpoints"][label]["views"]), flush=True)
         write_results(args.output, payload)  # after each checkpoint: a long run stopped part-way keeps what it measured
-    if args.baseline:
-        base = flat(payload["checkpoints"][args.baseline]["views"])
+    if args.baseline:  # measured now, or (a config as it ships, say) in an --earlier file
+        base = flat(payload["checkpoints"][args.baseline]["views"] if args.baseline in payload["checkpoints"] else earlier[args.baseline])
         for label, result in payload["checkpoints"].items():
             if label != args.baseline:
                 result["regressions_against_baseline"] = regressions(flat(result["views"]), base)
