@@ -60,6 +60,7 @@ def test_portable_rewrites_paths_in_values_commands_and_named_arguments():
         "command": "python -m benchmarks.agreement.union_correlation --checkpoint x=/work/runs/export --output out",
         "tokens": ["</s>", "https://github.com/a/b", "a/b/c", "`/` or `~`"],
         "by_folder": {"/work/runs/wp/export": 1.0, 3: "x"},
+        "parts": ["story_end=union:/work/runs/e1-export", "union:roc-base"],
     }
     assert provenance.portable(record) == {
         "args": {"model_name_or_path": "sentence-transformers/all-mpnet-base-v2", "student": "hub_cards/union-roc",
@@ -67,6 +68,7 @@ def test_portable_rewrites_paths_in_values_commands_and_named_arguments():
         "command": "python -m benchmarks.agreement.union_correlation --checkpoint x=<local>/runs/export --output out",
         "tokens": ["</s>", "https://github.com/a/b", "a/b/c", "`/` or `~`"],
         "by_folder": {"<local>/wp/export": 1.0, 3: "x"},
+        "parts": ["story_end=union:<local>/runs/e1-export", "union:roc-base"],  # a suite part's folder after its metric
     }
 
 

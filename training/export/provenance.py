@@ -97,7 +97,7 @@ LOCAL = "<local>"  # what stands for this machine's own folders in a published r
 # an absolute path of two parts or more inside a string (a value, a command line, a name=path argument); not a URL's,
 # a relative path's, a lone "/" in prose, a token such as "</s>", or the tail of a path already made portable
 # ("<local>/runs/x": a record rewritten twice, by command_line and then write_results, must not become "<local><local>/...")
-_ABSOLUTE_PATH = re.compile(r"(?<![\w.:/~<`-])(?<!" + re.escape(LOCAL) + r")~?/[\w.+@-]+(?:/[\w.+@-]*)+")
+_ABSOLUTE_PATH = re.compile(r"(?<![\w./~<`-])(?<!" + re.escape(LOCAL) + r")~?/[\w.+@-]+(?:/[\w.+@-]*)+")
 # the record file a training-data builder writes into its output folder (or, for the kinds builders, beside them),
 # by the module that writes it: named here as text, as those modules import this one
 BUILDER_RECORDS = {
