@@ -209,6 +209,9 @@ def test_a_revised_kind_takes_the_place_of_the_earlier_figures_and_the_worst_is_
     assert merged["worst"] == {"within": 0.6, "auc": 0.5} and merged["revised_kinds"] == ["cut"]
     assert merged["generators"]["c"]["worst"] == {"within": 0.7, "auc": 0.6}
     assert benchmark.flat({"roc": merged})["roc/c/cut/auc"] == 0.85
+    # a figure on fewer pairs or comparisons than --min-count is too thin for the no-regression rule to read
+    thin = benchmark.flat({"roc": merged}, min_count=8)
+    assert "roc/c/cut/within" in thin and "roc/c/cut/auc" not in thin and "roc/swap/auc" not in thin
     assert benchmark.with_kinds(earlier, {}) == earlier
 
 
@@ -235,6 +238,7 @@ def test_a_kinds_run_keeps_an_earlier_files_figures_for_the_kinds_it_did_not_mea
 @pytest.mark.parametrize("argv, message", [
     (["--baseline", "nope"], "--baseline nope: not one of the labels"),
     (["--max-units-per-view", "0"], "--max-units-per-view must be positive"),
+    (["--min-count", "-1"], "--min-count must not be negative"),
     (["--suite", "sq"], "--suite expects label=config[:combination]"),
 ])
 def test_the_benchmark_refuses_bad_options_before_scoring(tmp_path, tiny_checkpoint, capsys, argv, message):

@@ -22,7 +22,8 @@ Each is reported per generator too (intact and broken stories of that generator 
 constant), with the held-out generator marked; ``worst`` is the lowest kind of each measure, the figure
 selection uses. Beside them, each score's Spearman correlation with length in words over the view's stories.
 With ``--baseline LABEL``, each other row lists where it falls more than 0.02 below that row (the no-regression
-rule); the label may be one of an ``--earlier`` file's, measured before (a config as it ships, against a candidate).
+rule); the label may be one of an ``--earlier`` file's, measured before (a config as it ships, against a candidate),
+and ``--min-count N`` leaves out of that comparison a figure resting on fewer than N pairs or comparisons.
 ``--split test`` is the report; ``validation`` is what training runs select on.
 """
 from __future__ import annotations
@@ -138,17 +139,20 @@ def report(rows: list[dict], score_of: dict[str, float], held_out: str) -> dict:
     return out
 
 
-def flat(result: dict) -> dict[str, float]:
-    """view/kind/measure -> value, the held-out generator's rows too: what the no-regression rule compares."""
+def flat(result: dict, min_count: int = 0) -> dict[str, float]:
+    """view/kind/measure -> value, the held-out generator's rows too: what the no-regression rule compares. With
+    ``min_count``, a figure resting on fewer pairs (within) or comparisons (AUC) is left out: too thin to decide by."""
+    counts = {"within": "pairs", "auc": "across_comparisons"}
     out = {}
     for view, per_view in result.items():
-        for kind, values in per_view["per_kind"].items():
+        held_out = per_view["held_out_generator"]
+        rows = [(f"{view}/{kind}", values) for kind, values in per_view["per_kind"].items()]
+        held = per_view["generators"].get(held_out) or {"per_kind": {}}
+        rows += [(f"{view}/{held_out}/{kind}", values) for kind, values in held["per_kind"].items()]
+        for key, values in rows:
             for m in MEASURES:
-                out[f"{view}/{kind}/{m}"] = values[m]
-        held = per_view["generators"].get(per_view["held_out_generator"])
-        for kind, values in (held or {"per_kind": {}})["per_kind"].items():
-            for m in MEASURES:
-                out[f"{view}/{per_view['held_out_generator']}/{kind}/{m}"] = values[m]
+                if values.get(counts[m], min_count) >= min_count:
+                    out[f"{key}/{m}"] = values[m]
     return out
 
 
@@ -191,6 +195,9 @@ def main(argv=None):
     parser.add_argument("--earlier", nargs="+", default=[], metavar="NAME",
                         help="results files (benchmarks/results/NAME.json) whose figures a label of the same name keeps for the "
                              "kinds not measured now (with --kinds): each row is then whole, as the no-regression rule compares")
+    parser.add_argument("--min-count", type=int, default=0,
+                        help="with --baseline: leave out of the comparison a figure resting on fewer pairs (within) or "
+                             "across-story comparisons (AUC) than this (default 0: every figure)")
     parser.add_argument("--output", default="modern_breaks")
     args = parser.parse_args(argv)
     checkpoints = checked_checkpoints(parser, args) if args.checkpoint else {}
@@ -203,6 +210,8 @@ def main(argv=None):
         suites = {f"story-quality-{config}": (config, None) for config in SHIPPED_SUITES}
     if args.max_units_per_view is not None and args.max_units_per_view < 1:
         parser.error("--max-units-per-view must be positive")
+    if args.min_count < 0:
+        parser.error("--min-count must not be negative")
     try:
         earlier = earlier_views(args.earlier)
     except FileNotFoundError as error:
@@ -235,10 +244,11 @@ def main(argv=None):
         print(line(label, payload["checkpoints"][label]["views"]), flush=True)
         write_results(args.output, payload)  # after each checkpoint: a long run stopped part-way keeps what it measured
     if args.baseline:  # measured now, or (a config as it ships, say) in an --earlier file
-        base = flat(payload["checkpoints"][args.baseline]["views"] if args.baseline in payload["checkpoints"] else earlier[args.baseline])
+        base = flat(payload["checkpoints"][args.baseline]["views"] if args.baseline in payload["checkpoints"] else earlier[args.baseline],
+                    args.min_count)
         for label, result in payload["checkpoints"].items():
             if label != args.baseline:
-                result["regressions_against_baseline"] = regressions(flat(result["views"]), base)
+                result["regressions_against_baseline"] = regressions(flat(result["views"], args.min_count), base)
                 print(f"{label} below {args.baseline} by more than 0.02: {result['regressions_against_baseline'] or 'nowhere'}")
     print("wrote", write_results(args.output, payload))
 
