@@ -285,6 +285,11 @@ def test_a_missing_pairs_folder_or_split_ends_in_one_line_before_any_scoring(tmp
         fit_suite.main(["--config", "roc", "--pairs", f"a={pairs}", "--split", "test", "--output", str(tmp_path / "fit.json")])
     assert str(stopped.value.code).startswith("error:") and "no 'test' split" in str(stopped.value.code)
     assert not (tmp_path / "fit.json").exists()
+    with pytest.raises(SystemExit) as stopped:  # an added part that is not there
+        fit_suite.main(["--config", "roc", "--pairs", f"a={pairs}", "--add-part", f"story_end=union:{tmp_path / 'gone'}",
+                        "--output", str(tmp_path / "fit.json")])
+    assert str(stopped.value.code) == f"error: no checkpoint folder at {tmp_path / 'gone'}"
+    assert not (tmp_path / "fit.json").exists()
 
 
 def threshold_rows(thresholds, old: bool):

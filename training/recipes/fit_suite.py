@@ -450,7 +450,10 @@ def main(argv=None) -> None:
     except ValueError as error:  # a set without --split, or with no pair of the asked techniques: one line, nothing scored
         sys.exit(f"error: {error}")
     own = SUITE_CONFIGS[args.config]
-    suite = StoryQuality(args.config, parts=[*own, *args.add_part])
+    try:  # an added part with no checkpoint there, or no percentile reference for the corpus: one line, before any scoring
+        suite = StoryQuality(args.config, parts=[*own, *args.add_part])
+    except (FileNotFoundError, KeyError) as error:
+        sys.exit(f"error: {error.args[0] if isinstance(error, KeyError) else error}")
     score_parts(suite, pair_sets, args.batch_size, Path(args.scores_cache) if args.scores_cache else None)
     candidates = {"own": own} | ({"with_added": (*own, *args.add_part)} if args.add_part else {})
     check_key = rule_measure(args.objective, bool(args.across_story_sets))
