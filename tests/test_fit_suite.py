@@ -335,3 +335,15 @@ def test_a_fit_that_falls_on_a_check_half_does_not_become_the_default(tmp_path):
     assert fit_suite.export(tmp_path / "w.json", "roc-base", report, None)["default"] == "mean"
     fit["check_regressions_against_incumbent"] = {}
     assert fit_suite.export(tmp_path / "w.json", "roc-base", report, None)["default"] == "learned"
+
+
+def test_the_check_halves_measure_the_incumbent_beside_the_plain_mean_and_the_fit():
+    rows = across_rows(200)
+    incumbent = {"union": 0.85, "plot_coherence": 0.15}
+    report = fit_suite.evaluate_parts({"cut": rows}, ("union", "plot_coherence"), False, objective="min-kind",
+                                      across_sets=("cut",), incumbent=incumbent)
+    check = [r for r in rows if r["half"] == "check"]
+    assert report["check_across_story_auc"]["cut"]["incumbent"] == fit_suite.weighted_across_auc(
+        check, fit_suite.across_matches(check), incumbent)
+    assert report["check_worst_measure"]["incumbent"] <= report["check_worst_measure"]["learned"]
+    assert set(report["check_accuracy_min"]) == {"mean", "learned", "incumbent"}

@@ -264,7 +264,8 @@ def evaluate_parts(pair_sets: dict[str, list[dict]], names: tuple[str, ...], wit
     their mean and their minimum; for ``across_sets``, their check halves' across-story AUCs too, and the worst of
     every accuracy and AUC. None where no pair of any set can be scored so (no pair has a context). ``incumbent``
     (min-kind only): the weights the config uses now, which the fit may not fall below (:func:`fit_min_kind`); the
-    check halves' falls beyond the tolerance are reported as ``check_regressions_against_incumbent``."""
+    check halves' falls beyond the tolerance are reported as ``check_regressions_against_incumbent``, and every check
+    measure has an ``incumbent`` entry beside ``mean`` and ``learned``."""
     usable_sets = {name: [row for row in rows if (row["with_context"] or not with_context) and usable(row, names)]
                    for name, rows in pair_sets.items()}
     usable_sets = {name: rows for name, rows in usable_sets.items() if rows}
@@ -274,7 +275,9 @@ def evaluate_parts(pair_sets: dict[str, list[dict]], names: tuple[str, ...], wit
     across = {h: {name: across_matches(halves[h][name]) for name in across_sets if name in usable_sets} for h in halves}
     fit = (fit_min_kind(halves["fit"], names, across=across["fit"], incumbent=incumbent) if objective == "min-kind"
            else fit_weights(halves["fit"], names))
-    rules = {"mean": {m: 1 / len(names) for m in names}, "learned": fit["weights"]}
+    # the incumbent's own check measures too: a suite gaining a part is compared with the weights it ships, which for a
+    # learned default are not the plain mean
+    rules = {"mean": {m: 1 / len(names) for m in names}, "learned": fit["weights"]} | ({"incumbent": incumbent} if incumbent else {})
     checks = {name: {rule: pair_accuracy(rows, weights) for rule, weights in rules.items()} for name, rows in halves["check"].items()}
     across_checks = {name: {rule: weighted_across_auc(halves["check"][name], matches, weights) for rule, weights in rules.items()}
                      for name, matches in across["check"].items()}
@@ -493,8 +496,9 @@ def main(argv=None) -> None:
                 continue
             # a fit with contexts has no across-story sets where their pairs have none: its minimum is logged then
             key = check_key if check_key in row else "check_accuracy_min"
-            logger.info("%s %s: weights %s; check accuracy (%s) plain mean %.3f, learned %.3f", label, mode, row["weights"],
-                        key, row[key]["mean"], row[key]["learned"])
+            logger.info("%s %s: weights %s; check accuracy (%s) plain mean %.3f, learned %.3f%s", label, mode, row["weights"],
+                        key, row[key]["mean"], row[key]["learned"],
+                        f", incumbent {row[key]['incumbent']:.3f}" if "incumbent" in row[key] else "")
     if args.export_weights:
         entry = export(Path(args.export_weights), args.config, report, args.default)
         logger.info("wrote %s's weights (default %s) to %s", args.config, entry["default"], args.export_weights)
