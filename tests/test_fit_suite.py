@@ -179,7 +179,7 @@ def test_a_letterless_context_leaves_continuation_quality_out_and_the_cache_save
     assert [row["with_context"] for row in rows] == [False, True, True]
     scorer = CountingScorer()
     suite = SimpleNamespace(components=[("union", None, scorer, IdentityReference())])
-    cache = tmp_path / "scores.json"
+    cache = tmp_path / "new-run" / "scores.json"  # a folder that does not exist yet, as a new run's is
     fit_suite.score_parts(suite, {"a": rows}, 16, cache)
     assert len(scorer.scored) == 6 and all("union" in row["human_percentiles"] for row in rows)
     again = CountingScorer()

@@ -141,6 +141,8 @@ def score_parts(suite: StoryQuality, pair_sets: dict[str, list[dict]], batch_siz
     back by a rerun, so that a long scoring run that stops loses at most one part; each part's table carries
     :func:`part_fingerprint`, and a table from other weights or reference scores is refused."""
     rows = [row for rows in pair_sets.values() for row in rows]
+    if cache:  # a cache in a new run folder: made now, not found missing after the first part has been scored
+        cache.parent.mkdir(parents=True, exist_ok=True)
     cached = json.loads(cache.read_text(encoding="utf-8")) if cache and cache.is_file() else {}
     fingerprints = cached.setdefault(FINGERPRINTS_KEY, {})
     by_part = {}
