@@ -164,23 +164,33 @@ def normalised(rows: datasets.Dataset, delexicalize: bool) -> datasets.Dataset:
     return train_union.normalise_pairs(rows, delexicalize, "normalising raw pairs")
 
 
-def within_length(row: dict, tokenizer, max_length: int) -> bool:
-    """Both stories of a pair fit the window (``--skip-over-length``)."""
-    return all(len(tokenizer(row[side], truncation=False, verbose=False)["input_ids"]) <= max_length for side in ("human", "negative"))
+class PairsRefused(ValueError):
+    """The pairs cannot be trained on as asked (a story over the window without ``--skip-over-length``, or none left
+    with it): ``main`` reports it in one line."""
 
 
-def to_pair_examples(batch: dict, tokenizer, max_length: int, kind: int, across: bool = False) -> dict:
-    """Both stories of each pair, tokenised; a story longer than the window is refused, never cut."""
-    out = {}
-    for side in ("human", "negative"):
-        ids = tokenizer(batch[side], truncation=False, verbose=False)["input_ids"]
-        too_long = [len(i) for i in ids if len(i) > max_length]
-        if too_long:
-            raise ValueError(f"{len(too_long)} stories exceed --max-length {max_length} (longest {max(too_long)} tokens)")
-        out[f"{side}_input_ids"] = ids
+def to_pair_examples(batch: dict, tokenizer, kind: int, across: bool = False) -> dict:
+    """Both stories of each pair, tokenised whole: :func:`within_window` then refuses or leaves out a story longer than
+    the window, which is never cut."""
+    out = {f"{side}_input_ids": tokenizer(batch[side], truncation=False, verbose=False)["input_ids"] for side in ("human", "negative")}
     out["kind"] = [kind] * len(batch["human"])
     out["across"] = [across] * len(batch["human"])
     return out
+
+
+def within_window(examples: datasets.Dataset, max_length: int, skip: bool, what: str) -> list[int]:
+    """The indices of ``examples`` whose stories both fit ``max_length`` tokens; without ``skip`` (or when none would be
+    left) a story over it is refused, naming how many and the longest."""
+    lengths = [max(len(h), len(n)) for h, n in zip(examples["human_input_ids"], examples["negative_input_ids"])]
+    fits = [i for i, n in enumerate(lengths) if n <= max_length]
+    if len(fits) < len(lengths) and not skip:
+        raise PairsRefused(f"{len(lengths) - len(fits)} {what} pairs have a story over --max-length {max_length} (longest "
+                           f"{max(lengths)} tokens): raise --max-length within the model's window, or give --skip-over-length "
+                           "to leave them out")
+    if not fits:
+        raise PairsRefused(f"every {what} pair has a story over --max-length {max_length}: nothing left to "
+                           f"{'train on' if what.endswith('(train)') else 'select on'}")
+    return fits
 
 
 class PairCollator:
@@ -299,7 +309,10 @@ def main(argv=None) -> None:
         kinds = load_kinds(args)
     except (FileNotFoundError, ValueError) as error:
         sys.exit(f"error: {error}")
-    train(args, kinds)
+    try:  # pairs that cannot be trained on as asked are found after tokenising, before the first step
+        train(args, kinds)
+    except PairsRefused as error:
+        sys.exit(f"error: {error}")
 
 
 def train(args, kinds: dict[str, datasets.DatasetDict] | None = None) -> dict:
@@ -311,24 +324,23 @@ def train(args, kinds: dict[str, datasets.DatasetDict] | None = None) -> dict:
         kinds = load_kinds(args) if kinds is None else kinds
         train_parts, eval_parts, counts, across = [], [], {}, {}
         for index, (name, pairs) in enumerate(kinds.items()):
-            fn_kwargs = {"tokenizer": tokenizer, "max_length": args.max_length, "kind": index, "across": name in args.across_story_kinds}
+            fn_kwargs = {"tokenizer": tokenizer, "kind": index, "across": name in args.across_story_kinds}
             chosen = {"train": sample(pairs["train"], args.max_train_pairs.get(name, args.max_train_pairs_per_kind), args.seed),
                       "validation": sample(pairs["validation"], args.max_eval_pairs_per_kind or None, args.seed)}
             if name in args.raw_kinds:
                 chosen = {split: normalised(rows, model.config.delexicalize) for split, rows in chosen.items()}
-            over_length = {}
-            if args.skip_over_length:  # before the across-story metadata, which follows the validation rows
-                for split, rows in chosen.items():
-                    kept = rows.filter(lambda row: within_length(row, tokenizer, args.max_length), desc=f"{name} ({split}) within --max-length")
-                    over_length[split] = len(rows) - len(kept)
-                    if not len(kept):
-                        raise ValueError(f"every {name} {split} pair has a story over --max-length {args.max_length}: nothing left to "
-                                         f"{'train on' if split == 'train' else 'select on'}")
-                    chosen[split] = kept
-            if name in args.across_story_kinds:
+            tokenised, over_length = {}, {}
+            for split, rows in chosen.items():  # the whole stories tokenised once, then kept within the window or refused
+                examples = rows.map(to_pair_examples, batched=True, fn_kwargs=fn_kwargs, remove_columns=rows.column_names,
+                                    desc=f"tokenising {name} ({split})")
+                fits = within_window(examples, args.max_length, args.skip_over_length, f"{name} ({split})")
+                if len(fits) < len(rows):
+                    examples, chosen[split] = examples.select(fits), rows.select(fits)
+                if args.skip_over_length:
+                    over_length[split] = len(rows) - len(fits)
+                tokenised[split] = examples
+            if name in args.across_story_kinds:  # the validation rows as kept, which the tokenised examples follow
                 across[name] = across_metadata(chosen["validation"])
-            tokenised = {split: rows.map(to_pair_examples, batched=True, fn_kwargs=fn_kwargs, remove_columns=rows.column_names,
-                                         desc=f"tokenising {name} ({split})") for split, rows in chosen.items()}
             train_parts.append(tokenised["train"])
             eval_parts.append(tokenised["validation"])
             counts[name] = {split: len(rows) for split, rows in chosen.items()} | ({"over_length": over_length} if over_length else {})
