@@ -249,10 +249,9 @@ def modern_files(results_dir: Path) -> list[str]:
 
 def modern_table(reader: ResultsReader, names: list[str]) -> list[str]:
     """Per config and view: the worst kind of break on each measure, the held-out generator's worst, and the length signal."""
-    rows: dict[str, dict] = {}  # label -> view -> figures; a config's views may come from several files, a later file's view wins
-    for name in names:
-        for label, result in reader.file(name)["checkpoints"].items():
-            rows.setdefault(label, {}).update(result["views"])
+    from .agreement.modern_breaks import merged_views  # here: it loads the break builders, which only this table needs
+
+    rows = merged_views(reader.file(name) for name in names)  # a config's views may come from several files
     lines = ["| config | view (stories) | within-pair accuracy, worst kind | across-story AUC, worst kind "
              "| held-out generator: within / AUC, worst | Spearman with length |", "|---|---|---|---|---|---|"]
     for label, views in rows.items():

@@ -164,20 +164,27 @@ def line(label: str, result: dict) -> str:
     return f"{label}: " + " ".join(parts)
 
 
+def merged_views(reports) -> dict[str, dict]:
+    """label -> view -> figures over several results of this benchmark, in order: a later result's view of a config
+    wins, as in BENCHMARKS.md's summary."""
+    views: dict[str, dict] = {}
+    for result in reports:
+        for label, figures in result["checkpoints"].items():
+            views.setdefault(label, {}).update(figures["views"])
+    return views
+
+
 def earlier_views(names: list[str]) -> dict[str, dict]:
-    """label -> view -> figures from earlier results files (a later file's view wins, as in BENCHMARKS.md's summary)."""
+    """:func:`merged_views` of earlier results files, by name."""
     import json
 
     from benchmarks import common
 
-    views: dict[str, dict] = {}
-    for name in names:
-        path = common.RESULTS / f"{name}.json"
+    paths = [common.RESULTS / f"{name}.json" for name in names]
+    for name, path in zip(names, paths):
         if not path.is_file():
             raise FileNotFoundError(f"--earlier {name}: no {path.name} in {common.RESULTS.name}/")
-        for label, result in json.loads(path.read_text(encoding="utf-8"))["checkpoints"].items():
-            views.setdefault(label, {}).update(result["views"])
-    return views
+    return merged_views(json.loads(path.read_text(encoding="utf-8")) for path in paths)
 
 
 def main(argv=None):
