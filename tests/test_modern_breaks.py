@@ -518,3 +518,64 @@ def test_anchor_options_are_checked(tmp_path, capsys, extra, message):
     with pytest.raises(SystemExit):
         train_ranker.parse_args(["--pairs", f"a={tmp_path}", "--output-dir", str(tmp_path / "run"), *extra])
     assert message in capsys.readouterr().err
+
+
+def fitted_report(tmp_path, tiny_checkpoint, weights):
+    """A fit_suite report of ``roc`` whose fit with an added part weighs two copies of the tiny checkpoint."""
+    import shutil
+
+    from storyeval.analysis import percentiles
+
+    folders = {name: tmp_path / name for name in ("first", "second")}
+    for name, folder in folders.items():
+        shutil.copytree(tiny_checkpoint, folder)
+        entry = percentiles.build_reference("union", "roc", {"score": [i / 50 - 1 for i in range(100)]},
+                                            {"builder": "ROCStories", "split": "test", "items": 100})
+        percentiles.write_reference(folder, "union", {"roc": entry}, {"commit": "abc1234"})
+    parts = [f"union:{folders['first']}", "continuation_quality:deltascore", f"second=union:{folders['second']}"]
+    report = {"config": "roc", "fits": {"own": {"parts": parts[:2], "without_contexts": {"weights": {"union": 1.0}}},
+                                        "with_added": {"parts": parts, "without_contexts": {"weights": weights}}}}
+    (tmp_path / "fit.json").write_text(json.dumps(report))
+    return tmp_path / "fit.json"
+
+
+def test_a_fitted_suite_is_its_parts_percentiles_weighted_as_the_report_fitted_them(tmp_path, tiny_checkpoint):
+    from benchmarks.agreement.story_scores import StoryScores, parse_fitted_suites
+    from storyeval.analysis.percentiles import load_reference
+    from storyeval.scoring.sequence import load_story_classifier
+
+    report = fitted_report(tmp_path, tiny_checkpoint, {"union": 0.25, "second": 0.75})
+    entry = parse_fitted_suites([f"cand={report}"])["cand"]
+    assert [part.name for part in entry["parts"]] == ["union", "second"]  # continuation quality weighs nothing on whole stories
+    stories = ["[MALE] went to the store . he bought milk .", "she sat down . the dog barked at the mailman ."]
+    combined, fields = StoryScores(stories, 4, progress_bar=False).fitted_suite(entry)
+    percentile = load_reference(tmp_path / "first", "roc").percentile(load_story_classifier(str(tmp_path / "first")).score(stories))
+    assert [combined[s] for s in stories] == pytest.approx(percentile)  # both parts are the same model: any weights give its percentile
+    assert fields["combination"] == "fitted" and fields["weights"] == {"union": 0.25, "second": 0.75}
+    assert all(not part.split(":", 1)[1].startswith(str(tmp_path)) for part in fields["parts"])  # no path of this machine
+
+
+@pytest.mark.parametrize("value, message", [
+    ("cand", "--fitted-suite expects label=report"),
+    ("cand=/nowhere/fit.json", "no report at /nowhere/fit.json"),
+    ("a=REPORT", "--fitted-suite label 'a' is given twice"),
+    ("b=NOT_A_REPORT", "is not a fit_suite report"),
+])
+def test_a_fitted_suite_that_cannot_be_measured_is_refused_before_scoring(tmp_path, tiny_checkpoint, capsys, value, message):
+    report = fitted_report(tmp_path, tiny_checkpoint, {"union": 0.5, "second": 0.5})
+    (tmp_path / "other.json").write_text(json.dumps({"config": "roc", "fits": {}}))
+    value = value.replace("NOT_A_REPORT", str(tmp_path / "other.json")).replace("REPORT", str(report))
+    with pytest.raises(SystemExit) as stopped:
+        benchmark.main(["--breaks-dir", str(tmp_path), "--checkpoint", f"a={tiny_checkpoint}", "--fitted-suite", value])
+    assert stopped.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_a_fitted_suite_is_a_row_of_the_check_beside_the_checkpoints(tmp_path, tiny_checkpoint, monkeypatch):
+    from benchmarks import common
+
+    monkeypatch.setattr(common, "RESULTS", tmp_path)
+    report = fitted_report(tmp_path, tiny_checkpoint, {"union": 0.5, "second": 0.5})
+    benchmark.main(["--breaks-dir", str(saved_check(tmp_path / "check")), "--checkpoint", f"a={tiny_checkpoint}",
+                    "--fitted-suite", f"cand={report}", "--baseline", "a", "--output", "out"])
+    row = json.loads((tmp_path / "out.json").read_text())["checkpoints"]["cand"]
+    assert row["combination"] == "fitted" and set(row["views"]) == {"wp", "roc"} and "regressions_against_baseline" in row

@@ -36,7 +36,7 @@ from pathlib import Path
 from benchmarks.common import BUNDLED, add_checkpoint_options, checked_checkpoints, command_line, machine, write_results
 from storyeval_training.data.breaks import ENDING_KINDS, KINDS
 
-from .story_scores import SUITE_HELP, parse_suites
+from .story_scores import FITTED_HELP, SUITE_HELP, parse_fitted_suites, parse_suites
 
 # every shipped config that scores a story alone (continuation_quality scores a continuation given its context)
 SHIPPED_CHECKPOINTS = ("union-wp-base", "union-roc-base", "union-roc", "union-wp",
@@ -197,6 +197,7 @@ def main(argv=None):
     parser.add_argument("--kinds", nargs="+", default=list(KINDS), choices=KINDS, help="the kinds of break to measure (default: all)")
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--suite", action="append", default=[], metavar="LABEL=CONFIG[:COMBINATION]", help=SUITE_HELP)
+    parser.add_argument("--fitted-suite", action="append", default=[], metavar="LABEL=REPORT", help=FITTED_HELP)
     parser.add_argument("--baseline", default=None, help="a label: list where each other row falls more than 0.02 below it")
     add_checkpoint_options(parser, batch_size=16, required=False, help="label=folder (repeatable); default: every shipped config")
     parser.add_argument("--earlier", nargs="+", default=[], metavar="NAME",
@@ -210,9 +211,10 @@ def main(argv=None):
     checkpoints = checked_checkpoints(parser, args) if args.checkpoint else {}
     try:  # an unknown suite or combination: one line, before any model loads
         suites = parse_suites(args.suite)
+        fitted = parse_fitted_suites(args.fitted_suite, {*suites, *checkpoints})
     except ValueError as error:
         parser.error(str(error))
-    if not (checkpoints or suites):
+    if not (checkpoints or suites or fitted):
         checkpoints = {name: str(BUNDLED / name) for name in SHIPPED_CHECKPOINTS}
         suites = {f"story-quality-{config}": (config, None) for config in SHIPPED_SUITES}
     if args.max_units_per_view is not None and args.max_units_per_view < 1:
@@ -223,8 +225,8 @@ def main(argv=None):
         earlier = earlier_views(args.earlier)
     except FileNotFoundError as error:
         parser.error(str(error))
-    if args.baseline and args.baseline not in {*checkpoints, *suites, *earlier}:
-        parser.error(f"--baseline {args.baseline}: not one of the labels {sorted({*checkpoints, *suites})}"
+    if args.baseline and args.baseline not in {*checkpoints, *suites, *fitted, *earlier}:
+        parser.error(f"--baseline {args.baseline}: not one of the labels {sorted({*checkpoints, *suites, *fitted})}"
                      + (f" or of the --earlier files' {sorted(earlier)}" if earlier else ""))
     from storyeval_training.data.modern_breaks import HELD_OUT_GENERATOR
     from storyeval_training.selection import regressions
@@ -240,7 +242,8 @@ def main(argv=None):
                "checkpoints": {}}
     scores = StoryScores(stories, args.batch_size)
     measured = itertools.chain(((label, lambda folder=folder: scores.checkpoint(folder)) for label, folder in checkpoints.items()),
-                               ((label, lambda spec=spec: scores.suite(*spec)) for label, spec in suites.items()))
+                               ((label, lambda spec=spec: scores.suite(*spec)) for label, spec in suites.items()),
+                               ((label, lambda entry=entry: scores.fitted_suite(entry)) for label, entry in fitted.items()))
     for label, score in measured:
         score_of, fields = score()
         views = report(rows, score_of, HELD_OUT_GENERATOR)

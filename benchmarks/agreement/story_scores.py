@@ -32,6 +32,39 @@ def parse_suites(values: list[str]) -> dict[str, tuple[str, str | None]]:
     return suites
 
 
+FITTED_HELP = ("LABEL=REPORT: the suite a fit_suite report fitted, with its added parts (if any) and its fitted weights for "
+               "whole stories, as a candidate suite is measured before it ships; repeatable")
+
+
+def parse_fitted_suites(values: list[str], taken: set[str] = frozenset()) -> dict[str, dict]:
+    """``--fitted-suite LABEL=REPORT`` values: label -> the report's config, parts and whole-story weights (of its fit
+    with added parts, else of its own). A missing or unreadable report, or a label given twice or already ``taken``
+    by another row, raises ValueError, before any model loads."""
+    import json
+
+    from storyeval_training.recipes.fit_suite import part_spec
+
+    fitted = {}
+    for value in values:
+        label, sep, path = value.partition("=")
+        if not sep or not label or not path:
+            raise ValueError(f"--fitted-suite expects label=report, got {value!r}")
+        if label in fitted or label in taken:
+            raise ValueError(f"--fitted-suite label {label!r} is given twice: each row needs its own label")
+        if not Path(path).is_file():
+            raise ValueError(f"--fitted-suite {label}: no report at {path}")
+        try:
+            report = json.loads(Path(path).read_text(encoding="utf-8"))
+            fit = report["fits"].get("with_added") or report["fits"]["own"]
+            weights = fit["without_contexts"]["weights"]
+            parts = [part_spec(part) for part in fit["parts"]]
+        except (json.JSONDecodeError, KeyError, TypeError) as error:
+            raise ValueError(f"--fitted-suite {label}: {path} is not a fit_suite report with a fit of whole stories ({error!r})") from None
+        fitted[label] = {"report": path, "config": report["config"], "parts": [p for p in parts if p.name in weights],
+                         "part_labels": [p for p in fit["parts"] if part_spec(p).name in weights], "weights": weights}
+    return fitted
+
+
 def checkpoint_key(folder: str) -> str:
     return hashlib.sha256(b"".join((Path(folder) / name).read_bytes() for name in ("config.json", "model.safetensors"))).hexdigest()
 
@@ -72,3 +105,19 @@ class StoryScores:
         combined = dict(zip(self.stories, suite.combine(result, combination, False)))
         return combined, {"config": config, "settings": suite.settings(False, combination), "combination": combination,
                           "weights": suite.weights(combination, False)}
+
+    def fitted_suite(self, fitted: dict) -> tuple[dict[str, float], dict]:
+        """story -> the weighted mean of the part percentiles of a :func:`parse_fitted_suites` entry (its parts scored as
+        checkpoints), and its fields."""
+        from storyeval.analysis.suite import StoryQuality
+        from storyeval_training.export.provenance import portable, portable_path
+
+        suite = StoryQuality(fitted["config"], parts=fitted["parts"])
+        combined = dict.fromkeys(self.stories, 0.0)
+        for name, folder, scorer, reference in suite.parts(with_contexts=False):
+            scores = self._scores(folder, scorer)
+            for story, percentile in zip(self.stories, reference.percentile([scores[s] for s in self.stories])):
+                combined[story] += fitted["weights"][name] * percentile
+        return combined, {"config": fitted["config"], "fitted_report": portable_path(fitted["report"]),
+                          "parts": portable(fitted["part_labels"]), "settings": suite.settings(False),
+                          "combination": "fitted", "weights": fitted["weights"]}

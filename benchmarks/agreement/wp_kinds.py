@@ -20,7 +20,7 @@ from pathlib import Path
 
 from benchmarks.common import add_checkpoint_options, checked_checkpoints, command_line, machine, write_results
 
-from .story_scores import SUITE_HELP, parse_suites
+from .story_scores import FITTED_HELP, SUITE_HELP, parse_fitted_suites, parse_suites
 
 KINDS = ("origin", "damage", "strength")
 
@@ -61,16 +61,18 @@ def main(argv=None):
     parser.add_argument("--max-pairs-per-kind", type=int, default=None, help="a seeded sample of each kind's pairs")
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--suite", action="append", default=[], metavar="LABEL=CONFIG[:COMBINATION]", help=SUITE_HELP)
+    parser.add_argument("--fitted-suite", action="append", default=[], metavar="LABEL=REPORT", help=FITTED_HELP)
     add_checkpoint_options(parser, batch_size=16, required=False)
     parser.add_argument("--output", default="wp_kinds")
     args = parser.parse_args(argv)
     checkpoints = checked_checkpoints(parser, args) if args.checkpoint else {}
     try:  # an unknown suite or combination: one line, before any model loads
         suites = parse_suites(args.suite)
+        fitted = parse_fitted_suites(args.fitted_suite, {*suites, *checkpoints})
     except ValueError as error:
         parser.error(str(error))
-    if not (checkpoints or suites):
-        parser.error("give --checkpoint label=folder and/or --suite label=config (each at least once)")
+    if not (checkpoints or suites or fitted):
+        parser.error("give --checkpoint label=folder, --suite label=config and/or --fitted-suite label=report (each at least once)")
     if args.max_pairs_per_kind is not None and args.max_pairs_per_kind < 1:
         parser.error("--max-pairs-per-kind must be positive")
     from storyeval_training.selection import length_spearman
@@ -100,6 +102,8 @@ def main(argv=None):
         report(label, *scores.checkpoint(folder))
     for label, spec in suites.items():
         report(label, *scores.suite(*spec))
+    for label, entry in fitted.items():
+        report(label, *scores.fitted_suite(entry))
     print("wrote", write_results(args.output, payload))
 
 
