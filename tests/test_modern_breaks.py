@@ -579,3 +579,18 @@ def test_a_fitted_suite_is_a_row_of_the_check_beside_the_checkpoints(tmp_path, t
                     "--fitted-suite", f"cand={report}", "--baseline", "a", "--output", "out"])
     row = json.loads((tmp_path / "out.json").read_text())["checkpoints"]["cand"]
     assert row["combination"] == "fitted" and set(row["views"]) == {"wp", "roc"} and "regressions_against_baseline" in row
+
+
+def test_a_fitted_suites_human_rows_are_its_combined_score_on_its_corpus_sets_only(tmp_path, tiny_checkpoint, monkeypatch):
+    import numpy as np
+
+    from benchmarks.agreement import story_quality_correlation as sqc
+    from benchmarks.agreement.story_scores import parse_fitted_suites
+
+    stories = ["[MALE] went to the store . he bought milk .", "she sat down . the dog barked .", "it rained . we stayed in ."]
+    monkeypatch.setattr(sqc, "story_sets", lambda: {"union_roc": ("roc", stories, np.array([3.0, 1.0, 2.0])),
+                                                    "union_wp": ("wp", stories, np.array([1.0, 2.0, 3.0]))})
+    fitted = parse_fitted_suites([f"cand={fitted_report(tmp_path, tiny_checkpoint, {'union': 0.5, 'second': 0.5})}"])
+    rows = sqc.fitted_rows(fitted, batch_size=4)
+    assert set(rows["cand"]["sets"]) == {"union_roc"}  # a roc suite on the roc sets only
+    assert rows["cand"]["sets"]["union_roc"]["n"] == 3 and "spearman" in rows["cand"]["sets"]["union_roc"]["correlations"]["combined_fitted"]

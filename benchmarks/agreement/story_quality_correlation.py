@@ -18,6 +18,10 @@ Sets (all test sets: nothing here chooses anything; ``combined`` is a fixed mean
   context = the opening sentence or prompt, prediction = the rated continuation, against the
   ``overall`` rating.
 
+``--fitted-suite LABEL=REPORT --output NAME`` measures instead a candidate suite that ``fit_suite`` fitted (its added
+parts and whole-story weights) on the story sets of its config's corpus, whole stories only, as a candidate's human
+rows are measured once after its other ship rules hold.
+
 Each row gives Pearson, Spearman and Kendall (``benchmarks.common.correlations``) for every
 component's raw score, its percentile, and ``combined``. Results go to
 ``benchmarks/results/story_quality_correlation.json``.
@@ -31,6 +35,8 @@ import numpy as np
 
 from benchmarks.common import command_line, correlations, machine, write_results
 from storyeval_training.paths import data_dir
+
+from .story_scores import FITTED_HELP, parse_fitted_suites
 
 
 def story_sets() -> dict[str, tuple[str, list[str], np.ndarray]]:
@@ -78,14 +84,47 @@ def agreement(result: dict, human: np.ndarray) -> dict:
     return {key: correlations(result[key], human) for key in keys}
 
 
+def fitted_rows(fitted: dict[str, dict], batch_size: int) -> dict:
+    """Per fitted suite: its fields and, on each story set of its config's corpus, the correlations of its combined
+    score (whole stories) with people's ratings."""
+    from .story_scores import StoryScores
+
+    story = story_sets()
+    rows = {}
+    for label, entry in fitted.items():
+        corpus = entry["config"].removesuffix("-base")
+        for name, (set_corpus, stories, human) in story.items():
+            if set_corpus != corpus:
+                continue
+            started = time.perf_counter()
+            combined, fields = StoryScores(stories, batch_size).fitted_suite(entry)
+            row = {"n": len(human), "seconds": round(time.perf_counter() - started, 2),
+                   "correlations": {"combined_fitted": correlations([combined[s] for s in stories], human)}}
+            rows.setdefault(label, {**fields, "sets": {}})["sets"][name] = row
+            print(f"{label} on {name}: combined_fitted Spearman {row['correlations']['combined_fitted']['spearman']:.4f}")
+    return rows
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--tier", choices=["default", "base"], default="default",
                         help="base: the roc-base and wp-base configs")
+    parser.add_argument("--fitted-suite", action="append", default=[], metavar="LABEL=REPORT", help=FITTED_HELP)
+    parser.add_argument("--output", default=None, help="the results file's name (required with --fitted-suite)")
     args = parser.parse_args(argv)
     if args.batch_size < 1:
         parser.error("--batch-size must be positive")
+    if args.fitted_suite:
+        if not args.output:
+            parser.error("--fitted-suite: give --output, so that the shipped configs' results file is left as it is")
+        try:
+            fitted = parse_fitted_suites(args.fitted_suite)
+        except ValueError as error:
+            parser.error(str(error))
+        payload = {"machine": machine(), "command": command_line(__name__, argv), "fitted_suites": fitted_rows(fitted, args.batch_size)}
+        print("wrote", write_results(args.output, payload))
+        return
 
     from storyeval.analysis.suite import StoryQuality
 
