@@ -407,15 +407,16 @@ def test_pairs_over_the_window_are_refused_or_with_skip_over_length_left_out_and
             "--per-device-train-batch-size", "2", "--output-dir", str(tmp_path / "run")]
     with pytest.raises(SystemExit) as refused:  # one line naming the way out, and no run folder written
         train_ranker.main(argv)
-    assert str(refused.value.code) == ("error: 2 a (train) pairs have a story over --max-length 16 (longest 42 tokens): raise "
-                                       "--max-length within the model's window, or give --skip-over-length to leave them out")
+    assert str(refused.value.code) == ("error: --pairs a (train): 2 of 6 pairs have a story over --max-length 16 (longest 42 "
+                                       "tokens): raise --max-length within the model's window, or give --skip-over-length to "
+                                       "leave them out")
     assert not (tmp_path / "run").exists()
     results = train_ranker.train(train_ranker.parse_args([*argv, "--skip-over-length", "--output-dir", str(tmp_path / "run2")]))
     assert results["pairs_per_kind"]["a"] == {"train": 4, "validation": 2, "over_length": {"train": 2, "validation": 1}}
     long_only = tmp_path / "long"
     datasets.DatasetDict({split: datasets.Dataset.from_dict(pairs([40, 40]), features=PAIR_FEATURES)
                           for split in ("train", "validation")}).save_to_disk(str(long_only))
-    with pytest.raises(ValueError, match=r"every a \(train\) pair has a story over --max-length 16: nothing left to train on"):
+    with pytest.raises(ValueError, match=r"--pairs a \(train\): every pair has a story over --max-length 16: nothing left to train on"):
         train_ranker.train(train_ranker.parse_args([*argv[:1], f"a={long_only}", *argv[2:], "--skip-over-length",
                                                     "--output-dir", str(tmp_path / "run3")]))
 

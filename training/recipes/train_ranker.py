@@ -184,11 +184,11 @@ def within_window(examples: datasets.Dataset, max_length: int, skip: bool, what:
     lengths = [max(len(h), len(n)) for h, n in zip(examples["human_input_ids"], examples["negative_input_ids"])]
     fits = [i for i, n in enumerate(lengths) if n <= max_length]
     if len(fits) < len(lengths) and not skip:
-        raise PairsRefused(f"{len(lengths) - len(fits)} {what} pairs have a story over --max-length {max_length} (longest "
-                           f"{max(lengths)} tokens): raise --max-length within the model's window, or give --skip-over-length "
-                           "to leave them out")
+        raise PairsRefused(f"--pairs {what}: {len(lengths) - len(fits)} of {len(lengths)} pairs have a story over --max-length "
+                           f"{max_length} (longest {max(lengths)} tokens): raise --max-length within the model's window, or give "
+                           "--skip-over-length to leave them out")
     if not fits:
-        raise PairsRefused(f"every {what} pair has a story over --max-length {max_length}: nothing left to "
+        raise PairsRefused(f"--pairs {what}: every pair has a story over --max-length {max_length}: nothing left to "
                            f"{'train on' if what.endswith('(train)') else 'select on'}")
     return fits
 
