@@ -66,6 +66,9 @@ def test_fit_report_export_and_reexport(tmp_path):
     assert set(own["without_contexts"]["weights"]) == {"union", "plot_coherence"}
     assert set(own["with_contexts"]["weights"]) == {"union", "plot_coherence", "continuation_quality"}
     assert report["pair_sets"]["rep"]["pairs"] == len(OPENINGS)
+    alone = own["single_part_measures"]  # each part alone, set by set, on the check halves
+    assert set(alone) == {"union", "plot_coherence"} and set(alone["union"]["check_accuracy"]) == {"rep"}
+    assert min(alone["union"]["check_accuracy"].values()) == own["single_parts"]["union"]
     entry = json.loads(weights.read_text())["roc"]
     assert entry["default"] in ("mean", "learned") and entry["without_contexts"] == own["without_contexts"]["weights"]
     assert entry["fitted"]["command"].startswith("python -m storyeval_training.recipes.fit_suite --config roc")

@@ -476,9 +476,14 @@ def main(argv=None) -> None:
                                                           incumbent(story_names, False)),
                        "with_contexts": evaluate_parts(pair_sets, all_names, True, args.objective, across_sets,
                                                        incumbent(all_names, True))}
-        # each story part alone: what the suite adds over its best part
-        fits[label]["single_parts"] = {m: evaluate_parts(pair_sets, (m,), False, across_sets=across_sets)[check_key]["mean"]
-                                       for m in story_names}
+        # each story part alone: what the suite adds over its best part, and where each part holds on the check halves
+        alone = {m: evaluate_parts(pair_sets, (m,), False, across_sets=across_sets) for m in story_names}
+        fits[label]["single_parts"] = {m: row[check_key]["mean"] for m, row in alone.items()}
+        fits[label]["single_part_measures"] = {
+            m: {"check_accuracy": {name: values["mean"] for name, values in row["check_accuracy"].items()}}
+            | ({"check_across_story_auc": {name: values["mean"] for name, values in row["check_across_story_auc"].items()}}
+               if "check_across_story_auc" in row else {})
+            for m, row in alone.items()}
     report = {
         "command": "python -m storyeval_training.recipes.fit_suite " + " ".join(sys.argv[1:] if argv is None else argv),
         "config": args.config, "split": args.split, "seed": args.seed, "objective": args.objective,
