@@ -86,21 +86,20 @@ def agreement(result: dict, human: np.ndarray) -> dict:
 
 def fitted_rows(fitted: dict[str, dict], batch_size: int) -> dict:
     """Per fitted suite: its fields and, on each story set of its config's corpus, the correlations of its combined
-    score (whole stories) with people's ratings."""
+    score (whole stories) with people's ratings. The corpus's sets are scored together, each part loaded once."""
     from .story_scores import StoryScores
 
     story = story_sets()
     rows = {}
     for label, entry in fitted.items():
         corpus = entry["config"].removesuffix("-base")
-        for name, (set_corpus, stories, human) in story.items():
-            if set_corpus != corpus:
-                continue
-            started = time.perf_counter()
-            combined, fields = StoryScores(stories, batch_size).fitted_suite(entry)
-            row = {"n": len(human), "seconds": round(time.perf_counter() - started, 2),
-                   "correlations": {"combined_fitted": correlations([combined[s] for s in stories], human)}}
-            rows.setdefault(label, {**fields, "sets": {}})["sets"][name] = row
+        sets = {name: (stories, human) for name, (set_corpus, stories, human) in story.items() if set_corpus == corpus}
+        started = time.perf_counter()
+        combined, fields = StoryScores(sorted({s for stories, _ in sets.values() for s in stories}), batch_size).fitted_suite(entry)
+        rows[label] = {**fields, "seconds": round(time.perf_counter() - started, 2), "sets": {}}
+        for name, (stories, human) in sets.items():
+            row = {"n": len(human), "correlations": {"combined_fitted": correlations([combined[s] for s in stories], human)}}
+            rows[label]["sets"][name] = row
             print(f"{label} on {name}: combined_fitted Spearman {row['correlations']['combined_fitted']['spearman']:.4f}")
     return rows
 

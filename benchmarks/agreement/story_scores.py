@@ -57,11 +57,12 @@ def parse_fitted_suites(values: list[str], taken: set[str] = frozenset()) -> dic
             report = json.loads(Path(path).read_text(encoding="utf-8"))
             fit = report["fits"].get("with_added") or report["fits"]["own"]
             weights = fit["without_contexts"]["weights"]
-            parts = [part_spec(part) for part in fit["parts"]]
+            # a part with no whole-story weight (continuation quality) is not loaded
+            kept = [(spec, part) for spec, part in ((spec, part_spec(spec)) for spec in fit["parts"]) if part.name in weights]
         except (json.JSONDecodeError, KeyError, TypeError) as error:
             raise ValueError(f"--fitted-suite {label}: {path} is not a fit_suite report with a fit of whole stories ({error!r})") from None
-        fitted[label] = {"report": path, "config": report["config"], "parts": [p for p in parts if p.name in weights],
-                         "part_labels": [p for p in fit["parts"] if part_spec(p).name in weights], "weights": weights}
+        fitted[label] = {"report": path, "config": report["config"], "parts": [part for _, part in kept],
+                         "part_labels": [spec for spec, _ in kept], "weights": weights}
     return fitted
 
 
@@ -83,6 +84,15 @@ class StoryScores:
                                                                     progress_bar=self.progress_bar)))
         return self._scored[key]
 
+    def _percentiles(self, suite) -> dict[str, list[float]]:
+        """``<part>_percentile`` -> each story's percentile, for every part a suite scores whole stories with (each part
+        scored as a checkpoint)."""
+        result = {}
+        for name, folder, scorer, reference in suite.parts(with_contexts=False):
+            scores = self._scores(folder, scorer)
+            result[f"{name}_percentile"] = reference.percentile([scores[s] for s in self.stories])
+        return result
+
     def checkpoint(self, folder: str) -> tuple[dict[str, float], dict]:
         """story -> score of a UNION or plot-coherence checkpoint folder, and the fields its results record."""
         from storyeval.scoring.sequence import load_story_classifier
@@ -98,11 +108,7 @@ class StoryScores:
 
         suite = StoryQuality(check_config(config))
         combination = suite.combination(combination)
-        result = {}
-        for name, folder, scorer, reference in suite.parts(with_contexts=False):
-            scores = self._scores(folder, scorer)
-            result[f"{name}_percentile"] = reference.percentile([scores[s] for s in self.stories])
-        combined = dict(zip(self.stories, suite.combine(result, combination, False)))
+        combined = dict(zip(self.stories, suite.combine(self._percentiles(suite), combination, False)))
         return combined, {"config": config, "settings": suite.settings(False, combination), "combination": combination,
                           "weights": suite.weights(combination, False)}
 
@@ -113,11 +119,10 @@ class StoryScores:
         from storyeval_training.export.provenance import portable, portable_path
 
         suite = StoryQuality(fitted["config"], parts=fitted["parts"])
-        combined = dict.fromkeys(self.stories, 0.0)
-        for name, folder, scorer, reference in suite.parts(with_contexts=False):
-            scores = self._scores(folder, scorer)
-            for story, percentile in zip(self.stories, reference.percentile([scores[s] for s in self.stories])):
-                combined[story] += fitted["weights"][name] * percentile
+        percentiles = self._percentiles(suite)
+        weights = fitted["weights"]
+        combined = {story: sum(weights[name] * percentiles[f"{name}_percentile"][i] for name in weights)
+                    for i, story in enumerate(self.stories)}
         return combined, {"config": fitted["config"], "fitted_report": portable_path(fitted["report"]),
                           "parts": portable(fitted["part_labels"]), "settings": suite.settings(False),
                           "combination": "fitted", "weights": fitted["weights"]}

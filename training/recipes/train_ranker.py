@@ -178,9 +178,10 @@ def to_pair_examples(batch: dict, tokenizer, kind: int, across: bool = False) ->
     return out
 
 
-def within_window(examples: datasets.Dataset, max_length: int, skip: bool, what: str) -> list[int]:
-    """The indices of ``examples`` whose stories both fit ``max_length`` tokens; without ``skip`` (or when none would be
-    left) a story over it is refused, naming how many and the longest."""
+def within_window(examples: datasets.Dataset, max_length: int, skip: bool, kind: str, split: str) -> list[int]:
+    """The indices of ``examples`` (a kind's pairs of a split) whose stories both fit ``max_length`` tokens; without
+    ``skip`` (or when none would be left) a story over it is refused, naming how many and the longest."""
+    what = f"{kind} ({split})"
     lengths = [max(len(h), len(n)) for h, n in zip(examples["human_input_ids"], examples["negative_input_ids"])]
     fits = [i for i, n in enumerate(lengths) if n <= max_length]
     if len(fits) < len(lengths) and not skip:
@@ -189,7 +190,7 @@ def within_window(examples: datasets.Dataset, max_length: int, skip: bool, what:
                            "--skip-over-length to leave them out")
     if not fits:
         raise PairsRefused(f"--pairs {what}: every pair has a story over --max-length {max_length}: nothing left to "
-                           f"{'train on' if what.endswith('(train)') else 'select on'}")
+                           f"{'train on' if split == 'train' else 'select on'}")
     return fits
 
 
@@ -333,7 +334,7 @@ def train(args, kinds: dict[str, datasets.DatasetDict] | None = None) -> dict:
             for split, rows in chosen.items():  # the whole stories tokenised once, then kept within the window or refused
                 examples = rows.map(to_pair_examples, batched=True, fn_kwargs=fn_kwargs, remove_columns=rows.column_names,
                                     desc=f"tokenising {name} ({split})")
-                fits = within_window(examples, args.max_length, args.skip_over_length, f"{name} ({split})")
+                fits = within_window(examples, args.max_length, args.skip_over_length, name, split)
                 if len(fits) < len(rows):
                     examples, chosen[split] = examples.select(fits), rows.select(fits)
                 if args.skip_over_length:
