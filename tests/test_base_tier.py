@@ -119,6 +119,35 @@ def test_a_lora_checkpoint_ships_adapters_and_head_and_loads_merged_in_one_call(
     assert 0.0 <= scores[0] <= 1.0
 
 
+def test_a_lora_checkpoint_continues_its_own_adapters_and_exports_them_again(tmp_path, adapted):
+    from test_wp_kinds import kind_folder
+
+    from storyeval_training.recipes import train_ranker
+
+    backbone, model = adapted
+    save_top_layer_checkpoint(model, backbone, tmp_path / "start")
+    ids = torch.randint(5, 1000, (2, 12))
+    started = UnionModel.from_pretrained(tmp_path / "start", dtype=torch.float32)(ids).logits
+    # unmerged, the adapters are what trains, and the model scores as the export does
+    kept = UnionModel.from_pretrained(tmp_path / "start", dtype=torch.float32, merge_adapters=False)
+    assert kept.config.lora_rank == 4 and type(kept.encoder.encoder.layer[0].attention.attn.q) is not torch.nn.Linear
+    trainable = [name for name, parameter in kept.named_parameters() if parameter.requires_grad]
+    assert trainable and all(".lora_" in name or name.startswith("classifier.") for name in trainable)
+    assert torch.allclose(kept(ids).logits, started, atol=1e-5)
+    pairs = kind_folder(tmp_path / "pairs")
+    common = ["--pairs", f"a={pairs}", "--model-name-or-path", str(tmp_path / "start"), "--max-length", "32"]
+    train_ranker.train(train_ranker.parse_args([*common, "--max-train-steps", "2", "--eval-steps", "2", "--per-device-train-batch-size", "2",
+                                                "--output-dir", str(tmp_path / "run"), "--export-dir", str(tmp_path / "export")]))
+    config = json.loads((tmp_path / "export" / "config.json").read_text())
+    assert (config["lora_rank"], config["base_model"]) == (4, str(backbone))  # adapters again, on the same backbone
+    continued = UnionModel.from_pretrained(tmp_path / "export", dtype=torch.float32)
+    assert not torch.allclose(continued(ids).logits, started, atol=1e-6)
+    for extra in (["--train-top-layers", "1"], ["--lora-rank", "2"]):
+        with pytest.raises(ValueError, match="ships LoRA adapters of rank 4: training continues them"):
+            train_ranker.train(train_ranker.parse_args([*common, *extra, "--output-dir", str(tmp_path / "refused")]))
+    assert not (tmp_path / "refused").exists()
+
+
 def test_adapters_and_top_layers_do_not_mix(tmp_path, adapted, capsys):
     _, model = adapted
     with pytest.raises(ValueError, match="train them, or its top layers, not both"):

@@ -164,9 +164,7 @@ class UnionModel(PreTrainedModel):
         """Freeze the embeddings and all but the top ``top_layers`` encoder layers."""
         if self.config.lora_rank:
             raise ValueError("this model trains LoRA adapters: train them, or its top layers, not both")
-        trained = set(self.trained_parameter_names(top_layers))
-        for name, parameter in self.named_parameters():
-            parameter.requires_grad_(name in trained)
+        self.train_only(self.trained_parameter_names(top_layers))
         self.config.trained_top_layers = top_layers
 
     def untrained_weights_sha256(self) -> str:
@@ -198,7 +196,11 @@ class UnionModel(PreTrainedModel):
         self.config.lora_rank, self.config.lora_alpha = rank, float(alpha or 2 * rank)
         self.config.lora_target_modules = sorted(target_modules or self.linear_layer_names())
         self._inject_lora()
-        trained = set(self.trained_parameter_names())
+        self.train_only(self.trained_parameter_names())
+
+    def train_only(self, names: list[str]) -> None:
+        """Freeze every parameter not in ``names``."""
+        trained = set(names)
         for name, parameter in self.named_parameters():
             parameter.requires_grad_(name in trained)
 
@@ -246,10 +248,13 @@ class UnionModel(PreTrainedModel):
         self.config.save_pretrained(folder)
 
     @classmethod
-    def from_pretrained(cls, pretrained_model_name_or_path, *args, base_model_path: str | None = None, **kwargs):
+    def from_pretrained(cls, pretrained_model_name_or_path, *args, base_model_path: str | None = None,
+                        merge_adapters: bool = True, **kwargs):
         """A checkpoint folder that ships only its trained parameters is loaded onto its backbone
         (``base_model_path``, else its recorded ``base_model`` resolved by :mod:`storyeval.checkpoints.backbones`),
-        whose untrained weights must hash to the recorded value; anything else loads as usual."""
+        whose untrained weights must hash to the recorded value; anything else loads as usual. Its LoRA adapters are
+        merged into the weights they adapt (scoring), or with ``merge_adapters=False`` kept as trainable adapters
+        (training continues them, and the export again ships only them)."""
         folder = Path(str(pretrained_model_name_or_path))
         if not folder.is_dir():  # a Hub id: fetched (or found in the cache) first, so a partial checkpoint is seen as one
             from huggingface_hub import snapshot_download
@@ -262,10 +267,10 @@ class UnionModel(PreTrainedModel):
         unsupported = sorted(set(kwargs) - {"dtype", "revision", "cache_dir", "local_files_only", "token"})
         if args or unsupported:
             raise TypeError(f"{folder} ships only its trained layers and loads with dtype= (and base_model_path=); not {unsupported or args}")
-        return cls._from_trained_parameters(folder, base_model_path, kwargs.get("dtype"))
+        return cls._from_trained_parameters(folder, base_model_path, kwargs.get("dtype"), merge_adapters)
 
     @classmethod
-    def _from_trained_parameters(cls, folder: Path, base_model_path: str | None, dtype) -> "UnionModel":
+    def _from_trained_parameters(cls, folder: Path, base_model_path: str | None, dtype, merge_adapters: bool = True) -> "UnionModel":
         from safetensors.torch import load_file
 
         from storyeval.checkpoints.backbones import resolve_backbone
@@ -290,8 +295,15 @@ class UnionModel(PreTrainedModel):
         if set(trained) != set(model.trained_parameter_names()) or bool(adapters) != bool(lora_rank):
             raise ValueError(f"{folder}/model.safetensors does not hold the parameters its config says were trained")
         model.load_state_dict(trained, strict=False)
-        if lora_rank:
+        if lora_rank and merge_adapters:
             model._merge_adapters(adapters, folder)
+        elif lora_rank:
+            model._inject_lora()
+            missing = set(model.trained_parameter_names()) - set(trained) - set(adapters)
+            if missing or set(adapters) - set(model.trained_parameter_names()):
+                raise ValueError(f"{folder}/model.safetensors: its adapters do not fit the modules its config names")
+            model.load_state_dict(adapters, strict=False)
+            model.train_only(model.trained_parameter_names())
         # complete in memory now: save_pretrained writes all its weights, so the hash no longer applies
         model.config.base_model_sha256 = None
         model.eval()

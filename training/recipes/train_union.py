@@ -287,14 +287,21 @@ def build_model(args, config_overrides: dict | None = None) -> tuple[UnionModel,
     # classifier's start), and scoring must see the inputs this run trains on
     settings = {"recon_weight": args.recon_weight, "max_length": args.max_length, "window_stride": args.max_length // 2,
                 **(config_overrides or {})}
-    from_checkpoint = (Path(encoder_path) / "config.json").is_file() and "storyeval-union" in (Path(encoder_path) / "config.json").read_text()
-    if from_checkpoint and args.lora_rank:
+    config_file = Path(encoder_path) / "config.json"
+    started = json.loads(config_file.read_text()) if config_file.is_file() else {}
+    from_checkpoint = started.get("model_type") == "storyeval-union"
+    # an export of LoRA adapters on its backbone: training continues the same adapters, so its export is again adapters only
+    continues_adapters = from_checkpoint and bool(started.get("lora_rank")) and bool(started.get("base_model_sha256"))
+    if continues_adapters and (args.train_top_layers or args.lora_alpha or args.lora_rank not in (None, started["lora_rank"])):
+        raise ValueError(f"{args.model_name_or_path} ships LoRA adapters of rank {started['lora_rank']}: training continues them, "
+                         "so give no --train-top-layers, --lora-alpha or other --lora-rank")
+    if from_checkpoint and args.lora_rank and not continues_adapters:
         # an export records the backbone its adapters sit on; on a fine-tuned start that would be this checkpoint, not a backbone
         raise ValueError(f"--lora-rank adapts a plain encoder (a backbone such as all-mpnet-base-v2); {args.model_name_or_path} "
                          "is a UNION checkpoint: continue it with --train-top-layers, or fine-tune it whole")
     if from_checkpoint:
         # continue from a UNION checkpoint; bundled ones are fp16 on disk, train in fp32
-        model = UnionModel.from_pretrained(encoder_path, dtype=torch.float32)
+        model = UnionModel.from_pretrained(encoder_path, dtype=torch.float32, merge_adapters=not continues_adapters)
         if not settings.pop("has_reconstruction_head", True):
             model.drop_reconstruction_head()
         for key, value in settings.items():
@@ -312,7 +319,9 @@ def build_model(args, config_overrides: dict | None = None) -> tuple[UnionModel,
                          f"{args.train_top_layers} would freeze some of them and export without them; use {started_top} or more")
     if args.train_top_layers:
         model.train_top_layers_only(args.train_top_layers)
-    if args.lora_rank:
+    if continues_adapters:
+        args.lora_rank = started["lora_rank"]  # for the run's record
+    elif args.lora_rank:
         model.add_lora_adapters(args.lora_rank, args.lora_alpha)
     return model, tokenizer
 
