@@ -60,7 +60,9 @@ def file_format(path: str | Path) -> str:
     """The format a path's extension names, or an :class:`InputError` listing the ones there are."""
     fmt = Path(path).suffix.lower()
     if fmt not in FORMATS:
-        raise InputError(f"{path}: unsupported input format {fmt or '(no extension)'!r}; use one of {', '.join(FORMATS)}")
+        # Parquet is read by the sharded scorer (Ray Data), which writes Parquet parts; pointing there saves a conversion
+        hint = ", or for Parquet put the file in a folder and run `storyeval score-shards <folder> -o <output folder>`" if fmt == ".parquet" else ""
+        raise InputError(f"{path}: unsupported input format {fmt or '(no extension)'!r}; use one of {', '.join(FORMATS)}{hint}")
     return fmt
 
 

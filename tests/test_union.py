@@ -645,6 +645,7 @@ def test_cli_round_trips_txt_jsonl_csv(tiny_checkpoint, tmp_path, capsys):
         ("s.jsonl", '{"text": "ok ."}\n', [], "string field 'story'"),
         ("s.csv", "id,text\n1,ok .\n", [], "no column 'story'"),
         ("s.pdf", "x", [], "unsupported input format"),
+        ("s.parquet", "x", [], "for Parquet put the file in a folder and run `storyeval score-shards"),
         ("s.txt", "a story .\n", ["--config", "nonsense"], "unknown union config"),
     ],
 )
