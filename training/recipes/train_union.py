@@ -22,6 +22,7 @@ from transformers import AutoTokenizer
 
 from storyeval import text as textlib
 from storyeval.checkpoints.backbones import published_backbone_name
+from storyeval.checkpoints.registry import UNION_MODEL_TYPE
 from storyeval.checkpoints.resolution import OFFLINE_BACKBONE, backbone_path
 from storyeval.models import UnionModel
 from storyeval.scoring.sequence import normalize_story
@@ -289,7 +290,7 @@ def build_model(args, config_overrides: dict | None = None) -> tuple[UnionModel,
                 **(config_overrides or {})}
     config_file = Path(encoder_path) / "config.json"
     started = json.loads(config_file.read_text()) if config_file.is_file() else {}
-    from_checkpoint = started.get("model_type") == "storyeval-union"
+    from_checkpoint = started.get("model_type") == UNION_MODEL_TYPE
     # an export of LoRA adapters on its backbone: training continues the same adapters, so its export is again adapters only
     continues_adapters = from_checkpoint and bool(started.get("lora_rank")) and bool(started.get("base_model_sha256"))
     if continues_adapters and (args.train_top_layers or args.lora_alpha or args.lora_rank not in (None, started["lora_rank"])):
