@@ -259,6 +259,29 @@ def test_the_across_story_loss_orders_intact_stories_above_other_stories_copies_
     assert train_ranker.across_story_loss(higher, lower, torch.tensor([True, False, False])).item() == 0.0
 
 
+def test_the_length_term_penalises_ranking_pairs_by_length_and_nothing_else(tiny_checkpoint):
+    import torch
+
+    from storyeval.scoring.sequence import load_story_classifier
+    from storyeval_training.recipes import train_ranker
+
+    longer_by = torch.tensor([5, -3, 8, -1])  # cut pairs: the higher story is longer; insert pairs: shorter
+    assert train_ranker.length_correlation(0.5 * longer_by.float(), longer_by).item() == pytest.approx(1.0)
+    assert train_ranker.length_correlation(torch.tensor([1.0, 2.0, 1.0, 2.0]), torch.tensor([1, 1, -1, -1])).item() == pytest.approx(0.0)
+    assert train_ranker.length_correlation(torch.ones(4), longer_by).item() == 0.0  # no spread: no correlation, no NaN
+    assert train_ranker.length_correlation(torch.tensor([1.0, 2.0]), torch.tensor([1, 2])).item() == 0.0
+    # in the loss: W times the squared correlation of the batch's margins with the token counts' differences
+    model = load_story_classifier(tiny_checkpoint).model
+    ids = torch.tensor([[101, 2000, 2001, 2002, 102], [101, 2003, 102, 0, 0], [101, 2004, 2005, 102, 0],
+                        [101, 2006, 102, 0, 0], [101, 2007, 2008, 2009, 102], [101, 2010, 2011, 102, 0]])
+    mask = (ids != 0).long()
+    plain = train_ranker.PairwiseRanker(model)(ids, mask)
+    weighed = train_ranker.PairwiseRanker(model, length_weight=2.0)(ids, mask)
+    tokens = mask.sum(dim=1)
+    expected = 2.0 * train_ranker.length_correlation(plain.margins, tokens[:3] - tokens[3:]).pow(2)
+    assert (weighed.loss - plain.loss).item() == pytest.approx(expected.item(), abs=1e-6)
+
+
 def test_a_ranker_with_across_story_kinds_selects_on_the_worst_of_accuracies_and_aucs(tmp_path):
     from conftest import save_tiny_checkpoint
     from test_wp_kinds import kind_folder
@@ -288,6 +311,7 @@ def test_a_ranker_with_across_story_kinds_selects_on_the_worst_of_accuracies_and
     (["--validation-techniques", "a"], "expected NAME=T1,T2"),
     (["--max-train-pairs", "a=0"], "--max-train-pairs a=0: expected a positive whole number"),
     (["--max-train-pairs", "b=5"], "no --pairs set is named 'b'"),
+    (["--length-decorrelation-weight", "-1"], "--length-decorrelation-weight must not be negative"),
 ])
 def test_across_story_options_name_what_is_wrong(tmp_path, capsys, argv, message):
     from test_wp_kinds import kind_folder

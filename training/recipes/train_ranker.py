@@ -35,6 +35,10 @@ each training pair of those kinds are computed before the first step, and the lo
 difference from them, so its order across those stories (the 2019-era stories people rated, say) moves only as far as
 the other kinds' pairs pull it.
 
+``--length-decorrelation-weight W`` adds W times the squared correlation, over each batch's pairs, of the pair's
+margin with how many more tokens its higher story has: cut pairs reward preferring the longer story and insert or
+repeat pairs the shorter, so a scorer that learns one kind by length is inverted on the others until it unlearns it.
+
 ``--validation-techniques KIND=T1,T2`` selects on the validation pairs of KIND made by those techniques only, so that
 selection sees the population the test measures: modern_breaks' ROC-length validation pairs hold three human ROC
 stories for each modern one, its test split only modern ones (``machine``).
@@ -97,6 +101,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--anchor-weight", type=float, default=0.0,
                    help="weight of the mean squared difference between the model's and the starting model's logits on both "
                         "stories of each --anchor-kinds training pair")
+    p.add_argument("--length-decorrelation-weight", type=float, default=0.0,
+                   help="weight of the squared correlation, over a batch's pairs, between each pair's margin and how many more "
+                        "tokens its higher story has: a scorer that ranks by length (a cut copy is shorter, an inserted "
+                        "sentence makes one longer) is penalised, one that ranks every kind right is not")
     p.add_argument("--raw-kinds", nargs="+", default=[], metavar="KIND",
                    help="kinds whose pairs are raw text (the plot paper's released pairs keep names and their own spacing): "
                         "normalised as scoring normalises a story; the builders' pairs are already in that form")
@@ -132,6 +140,8 @@ def parse_args(argv=None):
             p.error(f"--{option.replace('_', '-')} {', '.join(unknown)}: not a --pairs kind ({', '.join(kinds)})")
     if args.across_story_weight < 0 or (args.across_story_weight and len(args.across_story_kinds) == 0):
         p.error("--across-story-weight must not be negative, and needs --across-story-kinds")
+    if args.length_decorrelation_weight < 0:
+        p.error("--length-decorrelation-weight must not be negative")
     if args.anchor_weight < 0 or bool(args.anchor_weight) != bool(args.anchor_kinds):
         p.error("--anchor-weight must not be negative; give it with --anchor-kinds, and they with it")
     args.kinds = kinds
@@ -240,6 +250,19 @@ class RankerOutput(ModelOutput):
     lower: torch.Tensor | None = None
 
 
+def length_correlation(margins: torch.Tensor, length_differences: torch.Tensor) -> torch.Tensor:
+    """Pearson correlation of the pairs' margins with how many more tokens the higher story has than the lower one:
+    near 1 when a scorer ranks a pair by which story is longer (what cut pairs reward and insert or repeat pairs
+    punish), near 0 when it ranks every kind right whatever the lengths. Zero where it is undefined (fewer than three
+    pairs, or no spread). Written out because torch.corrcoef gives NaN, not a usable gradient, on a constant input."""
+    if margins.numel() < 3:
+        return margins.new_zeros(())
+    x = margins - margins.mean()
+    y = length_differences.to(margins.dtype) - length_differences.to(margins.dtype).mean()
+    spread = x.norm() * y.norm()
+    return (x * y).sum() / spread if spread > 0 else margins.new_zeros(())
+
+
 def across_story_loss(higher: torch.Tensor, lower: torch.Tensor, across: torch.Tensor) -> torch.Tensor:
     """Bradley-Terry over every (higher story of one pair, lower story of another pair) among the ``across`` pairs;
     zero with fewer than two of them."""
@@ -255,11 +278,12 @@ class PairwiseRanker(nn.Module):
     ``across_weight``, :func:`across_story_loss` over the pairs marked ``across``, and with ``anchor_weight`` the mean
     squared difference from the starting model's logits, ``anchor``, where they are given)."""
 
-    def __init__(self, model: nn.Module, across_weight: float = 0.0, anchor_weight: float = 0.0):
+    def __init__(self, model: nn.Module, across_weight: float = 0.0, anchor_weight: float = 0.0, length_weight: float = 0.0):
         super().__init__()
         self.model = model
         self.across_weight = across_weight
         self.anchor_weight = anchor_weight
+        self.length_weight = length_weight
 
     def forward(self, input_ids, attention_mask, kind=None, across=None, anchor=None) -> RankerOutput:
         logits = self.model(input_ids=input_ids, attention_mask=attention_mask).logits.float()
@@ -271,6 +295,9 @@ class PairwiseRanker(nn.Module):
             loss = loss + self.across_weight * across_story_loss(higher, lower, across)
         if self.anchor_weight and anchor is not None and (kept := ~torch.isnan(anchor)).any():
             loss = loss + self.anchor_weight * (logits[kept] - anchor[kept]).pow(2).mean()
+        if self.length_weight:
+            tokens = attention_mask.sum(dim=1)
+            loss = loss + self.length_weight * length_correlation(margins, tokens[:half] - tokens[half:]).pow(2)
         return RankerOutput(loss=loss, margins=margins, higher=higher, lower=lower)
 
 
@@ -359,7 +386,7 @@ def train(args, kinds: dict[str, datasets.DatasetDict] | None = None) -> dict:
             for i, logit in zip(anchored, logits):
                 values[i] = logit
             train_set = train_set.add_column(column, values)
-    ranker = PairwiseRanker(model, args.across_story_weight, args.anchor_weight)
+    ranker = PairwiseRanker(model, args.across_story_weight, args.anchor_weight, args.length_decorrelation_weight)
     select_by = SELECT_BY_ACROSS if across else SELECT_BY
 
     def evaluate_model(m, loader) -> dict:
