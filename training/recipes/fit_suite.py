@@ -480,9 +480,8 @@ def main(argv=None) -> None:
         alone = {m: evaluate_parts(pair_sets, (m,), False, across_sets=across_sets) for m in story_names}
         fits[label]["single_parts"] = {m: row[check_key]["mean"] for m, row in alone.items()}
         fits[label]["single_part_measures"] = {
-            m: {"check_accuracy": {name: values["mean"] for name, values in row["check_accuracy"].items()}}
-            | ({"check_across_story_auc": {name: values["mean"] for name, values in row["check_across_story_auc"].items()}}
-               if "check_across_story_auc" in row else {})
+            m: {key: {name: values["mean"] for name, values in row[key].items()}
+                for key in ("check_accuracy", "check_across_story_auc") if key in row}
             for m, row in alone.items()}
     report = {
         "command": "python -m storyeval_training.recipes.fit_suite " + " ".join(sys.argv[1:] if argv is None else argv),

@@ -258,7 +258,8 @@ def length_correlation(margins: torch.Tensor, length_differences: torch.Tensor) 
     if margins.numel() < 3:
         return margins.new_zeros(())
     x = margins - margins.mean()
-    y = length_differences.to(margins.dtype) - length_differences.to(margins.dtype).mean()
+    y = length_differences.to(margins.dtype)
+    y = y - y.mean()
     spread = x.norm() * y.norm()
     return (x * y).sum() / spread if spread > 0 else margins.new_zeros(())
 
