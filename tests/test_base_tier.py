@@ -145,6 +145,10 @@ def test_a_lora_checkpoint_continues_its_own_adapters_and_exports_them_again(tmp
     for extra in (["--train-top-layers", "1"], ["--lora-rank", "2"]):
         with pytest.raises(ValueError, match="ships LoRA adapters of rank 4: training continues them"):
             train_ranker.train(train_ranker.parse_args([*common, *extra, "--output-dir", str(tmp_path / "refused")]))
+        # from the command line: one line, no traceback
+        with pytest.raises(SystemExit) as refused:
+            train_ranker.main([*common, *extra, "--output-dir", str(tmp_path / "refused")])
+        assert str(refused.value.code).startswith("error: ") and "ships LoRA adapters of rank 4" in str(refused.value.code)
     assert not (tmp_path / "refused").exists()
 
 
@@ -180,7 +184,7 @@ def test_plot_coherence_with_lora_adapters_exports_them_on_its_backbone_and_refu
     assert "LoRA adapters of rank 2" in (tmp_path / "export" / "README.md").read_text()
     assert UnionModel.from_pretrained(tmp_path / "export").config.metric == "plot_coherence"
     save_top_layer_checkpoint(model, backbone, tmp_path / "union")
-    with pytest.raises(ValueError, match="--lora-rank adapts a plain encoder"):
+    with pytest.raises(SystemExit, match="error: --lora-rank adapts a plain encoder"):
         train_plot_coherence.main([*common, "--model-name-or-path", str(tmp_path / "union"), "--output-dir", str(tmp_path / "run2")])
 
 
@@ -280,6 +284,6 @@ def test_continuing_a_top_layer_checkpoint_trains_the_same_layers_and_refuses_fe
     assert UnionModel.from_pretrained(tmp_path / "export").config.metric == "plot_coherence"  # loads onto its backbone
     model.config.trained_top_layers = 2  # as if trained in its top 2 of 3 layers: it cannot continue in 1
     save_top_layer_checkpoint(model, backbone, tmp_path / "union2")
-    with pytest.raises(ValueError, match="trained in its top 2 layers"):
+    with pytest.raises(SystemExit, match="error: .*trained in its top 2 layers"):
         train_plot_coherence.main([*common[:2], "--model-name-or-path", str(tmp_path / "union2"), *common[4:],
                                    "--output-dir", str(tmp_path / "run2"), "--train-top-layers", "1"])

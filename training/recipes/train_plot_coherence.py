@@ -36,6 +36,7 @@ from __future__ import annotations
 import argparse
 import logging
 import shutil
+import sys
 from pathlib import Path
 
 import datasets
@@ -125,7 +126,10 @@ def run_pairs(args) -> tuple[datasets.DatasetDict, int]:
 @paths.one_line_data_errors
 def main(argv=None) -> None:
     # a console script exits with main()'s return value: returning the results dict made a good run exit with status 1
-    train(argv)
+    try:
+        train(argv)
+    except train_union.StartRefused as error:
+        sys.exit(f"error: {error}")
 
 
 def train(argv=None) -> dict:

@@ -340,7 +340,7 @@ def main(argv=None) -> None:
         sys.exit(f"error: {error}")
     try:  # pairs that cannot be trained on as asked are found after tokenising, before the first step
         train(args, kinds)
-    except PairsRefused as error:
+    except (PairsRefused, train_union.StartRefused) as error:
         sys.exit(f"error: {error}")
 
 

@@ -14,6 +14,7 @@ import argparse
 import dataclasses
 import json
 import logging
+import sys
 from pathlib import Path
 
 import datasets
@@ -269,7 +270,15 @@ def evaluate(model, dataloader, accelerator) -> dict:
 
 @paths.one_line_data_errors
 def main(argv=None) -> None:
-    train(parse_args(argv))
+    try:
+        train(parse_args(argv))
+    except StartRefused as error:
+        sys.exit(f"error: {error}")
+
+
+class StartRefused(ValueError):
+    """The model to start from cannot be trained as asked (a window past its tokenizer's, partial-training options its
+    checkpoint does not allow): each recipe's ``main`` reports it in one line."""
 
 
 def build_model(args, config_overrides: dict | None = None) -> tuple[UnionModel, "AutoTokenizer"]:
@@ -282,7 +291,7 @@ def build_model(args, config_overrides: dict | None = None) -> tuple[UnionModel,
     encoder_path = backbone_path(args.model_name_or_path)
     tokenizer = AutoTokenizer.from_pretrained(encoder_path)
     if args.max_length > tokenizer.model_max_length:
-        raise ValueError(f"--max-length {args.max_length} exceeds the {tokenizer.model_max_length} tokens the tokenizer of {args.model_name_or_path} allows")
+        raise StartRefused(f"--max-length {args.max_length} exceeds the {tokenizer.model_max_length} tokens the tokenizer of {args.model_name_or_path} allows")
     # this run's settings, whether the model is new or continued: a continued
     # checkpoint may come from another metric (UNION weights as the plot
     # classifier's start), and scoring must see the inputs this run trains on
@@ -294,11 +303,11 @@ def build_model(args, config_overrides: dict | None = None) -> tuple[UnionModel,
     # an export of LoRA adapters on its backbone: training continues the same adapters, so its export is again adapters only
     continues_adapters = from_checkpoint and bool(started.get("lora_rank")) and bool(started.get("base_model_sha256"))
     if continues_adapters and (args.train_top_layers or args.lora_alpha or args.lora_rank not in (None, started["lora_rank"])):
-        raise ValueError(f"{args.model_name_or_path} ships LoRA adapters of rank {started['lora_rank']}: training continues them, "
+        raise StartRefused(f"{args.model_name_or_path} ships LoRA adapters of rank {started['lora_rank']}: training continues them, "
                          "so give no --train-top-layers, --lora-alpha or other --lora-rank")
     if from_checkpoint and args.lora_rank and not continues_adapters:
         # an export records the backbone its adapters sit on; on a fine-tuned start that would be this checkpoint, not a backbone
-        raise ValueError(f"--lora-rank adapts a plain encoder (a backbone such as all-mpnet-base-v2); {args.model_name_or_path} "
+        raise StartRefused(f"--lora-rank adapts a plain encoder (a backbone such as all-mpnet-base-v2); {args.model_name_or_path} "
                          "is a UNION checkpoint: continue it with --train-top-layers, or fine-tune it whole")
     if from_checkpoint:
         # continue from a UNION checkpoint; bundled ones are fp16 on disk, train in fp32
@@ -311,12 +320,12 @@ def build_model(args, config_overrides: dict | None = None) -> tuple[UnionModel,
     else:
         model = UnionModel.from_encoder(encoder_path, **settings)
     if args.recon_weight > 0 and not model.config.has_reconstruction_head:
-        raise ValueError("--recon-weight > 0 needs a checkpoint with its reconstruction head")
+        raise StartRefused("--recon-weight > 0 needs a checkpoint with its reconstruction head")
     started_top = model.config.trained_top_layers  # a top-layer checkpoint: below its top layers it is its backbone
     if started_top and not args.train_top_layers:
         args.train_top_layers = started_top  # else every layer would train, and the export (those layers only) would lose the rest
     if started_top and args.train_top_layers < started_top:
-        raise ValueError(f"{args.model_name_or_path} was trained in its top {started_top} layers: --train-top-layers "
+        raise StartRefused(f"{args.model_name_or_path} was trained in its top {started_top} layers: --train-top-layers "
                          f"{args.train_top_layers} would freeze some of them and export without them; use {started_top} or more")
     if args.train_top_layers:
         model.train_top_layers_only(args.train_top_layers)
