@@ -619,3 +619,27 @@ def test_a_fitted_suites_human_rows_are_its_combined_score_on_its_corpus_sets_on
     rows = sqc.fitted_rows(fitted, batch_size=4)
     assert set(rows["cand"]["sets"]) == {"union_roc"}  # a roc suite on the roc sets only
     assert rows["cand"]["sets"]["union_roc"]["n"] == 3 and "spearman" in rows["cand"]["sets"]["union_roc"]["correlations"]["combined_fitted"]
+
+
+def test_a_fall_comes_with_a_paired_interval_that_reaches_zero_when_the_stories_drawn_could_make_it():
+    rows = []
+    for i in range(40):
+        unit = f"s{i}"
+        rows.append({"unit": unit, "view": "roc", "generator": "gpt-4", "kind": "intact", "text": f"{unit}-intact",
+                     "words": 100, "group": f"g{i}", "sides": ["swap"]})
+        rows.append({"unit": unit, "view": "roc", "generator": "gpt-4", "kind": "swap", "text": f"{unit}-swap",
+                     "words": 100, "group": f"g{i}"})
+    # the baseline misses stories 30-32, the candidate 0, 10, 20 and 30: one story more of 40 (a fall of 0.025, which the
+    # rule names) that the draw of stories can make; a candidate that misses every story falls beyond any draw
+    def missing(units):
+        return {r["text"]: float((r["kind"] == "intact") != (int(r["unit"][1:]) in units)) for r in rows}
+
+    baseline, candidate, every = missing({30, 31, 32}), missing({0, 10, 20, 30}), missing(set(range(40)))
+    low, high = benchmark.difference_interval(rows, candidate, baseline, "roc/swap/within")
+    assert low < -0.025 < 0.0 < high
+    assert benchmark.difference_interval(rows, every, baseline, "roc/swap/within")[1] < -0.8
+    low, high = benchmark.difference_interval(rows, every, baseline, "roc/gpt-4/swap/auc")
+    assert high < -0.7  # the baseline wins about 0.85 of the comparisons, this candidate none
+    assert benchmark.difference_interval(rows, baseline, baseline, "roc/swap/auc") == [0.0, 0.0]
+    with pytest.raises(ValueError, match="no pairs"):
+        benchmark.difference_interval(rows, baseline, baseline, "roc/cut/within")

@@ -40,7 +40,8 @@ LENGTH_SLACK_WORDS = 3
 NO_REGRESSION_TOLERANCE = 0.02
 
 
-def _outcomes(higher, lower):
+def win_outcomes(higher, lower):
+    """1 where ``higher`` scores above ``lower``, 0.5 for a tie, 0 below (elementwise, broadcasting)."""
     import numpy as np
 
     higher, lower = np.asarray(higher, float), np.asarray(lower, float)
@@ -49,7 +50,7 @@ def _outcomes(higher, lower):
 
 def within_pair_accuracy(intact_scores, broken_scores) -> float:
     """The share of pairs in which the intact story scores above its own broken copy (a tie counts half)."""
-    return float(_outcomes(intact_scores, broken_scores).mean())
+    return float(win_outcomes(intact_scores, broken_scores).mean())
 
 
 def across_story_auc(intact, broken, caliper: float = LENGTH_CALIPER, slack: int = LENGTH_SLACK_WORDS) -> tuple[float | None, int]:
@@ -72,7 +73,7 @@ def matched_auc(higher, lower, matched) -> float | None:
 
     if not matched.any():
         return None
-    return float(_outcomes(np.asarray(higher, float)[:, None], np.asarray(lower, float)[None, :])[matched].mean())
+    return float(win_outcomes(np.asarray(higher, float)[:, None], np.asarray(lower, float)[None, :])[matched].mean())
 
 
 def across_story_matches(intact, broken, caliper: float = LENGTH_CALIPER, slack: int = LENGTH_SLACK_WORDS):

@@ -23,7 +23,9 @@ constant), with the held-out generator marked; ``worst`` is the lowest kind of e
 selection uses. Beside them, each score's Spearman correlation with length in words over the view's stories.
 With ``--baseline LABEL``, each other row lists where it falls more than 0.02 below that row (the no-regression
 rule); the label may be one of an ``--earlier`` file's, measured before (a config as it ships, against a candidate),
-and ``--min-count N`` leaves out of that comparison a figure resting on fewer than N pairs or comparisons.
+and ``--min-count N`` leaves out of that comparison a figure resting on fewer than N pairs or comparisons. Where both
+rows are scored in the run, each fall comes with a 95% paired bootstrap interval of the difference, the stories
+resampled (``regression_intervals``): an interval that reaches 0 is a fall the sample alone could make.
 ``--split test`` is the report; ``validation`` is what training runs select on.
 """
 from __future__ import annotations
@@ -156,6 +158,49 @@ def flat(result: dict, min_count: int = 0) -> dict[str, float]:
     return out
 
 
+def difference_interval(rows: list[dict], candidate: dict[str, float], baseline: dict[str, float], key: str,
+                        confidence: float = 0.95, resamples: int = 2000, seed: int = 0) -> list[float]:
+    """A paired bootstrap interval of candidate minus baseline for one :func:`flat` figure (``view/kind/measure`` or
+    ``view/generator/kind/measure``), both scored on the same stories: the stories (an intact one with its broken copy)
+    are resampled, so one draw moves both checkpoints' figures together. It says whether a fall the no-regression rule
+    names is more than the sample's noise: a fall whose interval reaches 0 could come from which stories were drawn."""
+    import numpy as np
+    from scipy import stats
+
+    from storyeval_training.selection import win_outcomes, across_story_matches
+
+    parts = key.split("/")
+    view, kind, measure_name = parts[0], parts[-2], parts[-1]
+    generator = parts[1] if len(parts) == 4 else None
+    chosen = [r for r in rows if r["view"] == view and (generator is None or r["generator"] == generator)]
+    broken = [r for r in chosen if r["kind"] == kind]
+    intact = {r["unit"]: r for r in chosen if r["kind"] == "intact" and kind in r["sides"]}
+    broken = [r for r in broken if r["unit"] in intact]
+    sides = [intact[r["unit"]] for r in broken]  # the i-th story and its broken copy
+    if not broken:
+        raise ValueError(f"{key}: no pairs of that view, generator and kind")
+
+    def outcomes(score_of):
+        if measure_name == "within":
+            return win_outcomes([score_of[r["text"]] for r in sides], [score_of[r["text"]] for r in broken])
+        return win_outcomes(np.array([score_of[r["text"]] for r in sides])[:, None], np.array([score_of[r["text"]] for r in broken])[None, :])
+
+    difference = outcomes(candidate) - outcomes(baseline)
+    matched = None if measure_name == "within" else across_story_matches(
+        ([r["words"] for r in sides], [r["group"] for r in sides]), ([r["words"] for r in broken], [r["group"] for r in broken]))
+
+    def statistic(index):
+        if matched is None:
+            return difference[index].mean()
+        cells = matched[np.ix_(index, index)]  # a story drawn twice meets each drawn copy twice, as in a larger sample
+        return difference[np.ix_(index, index)][cells].mean() if cells.any() else 0.0
+
+    # percentile, not BCa: BCa's jackknife is undefined where a difference is the same in every story (often 0)
+    result = stats.bootstrap((np.arange(len(broken)),), statistic, vectorized=False, paired=True, confidence_level=confidence,
+                             n_resamples=resamples, method="percentile", random_state=np.random.default_rng(seed))
+    return [round(float(result.confidence_interval.low), 4), round(float(result.confidence_interval.high), 4)]
+
+
 def line(label: str, result: dict) -> str:
     parts = []
     for view, r in result.items():
@@ -244,8 +289,10 @@ def main(argv=None):
     measured = itertools.chain(((label, lambda folder=folder: scores.checkpoint(folder)) for label, folder in checkpoints.items()),
                                ((label, lambda spec=spec: scores.suite(*spec)) for label, spec in suites.items()),
                                ((label, lambda entry=entry: scores.fitted_suite(entry)) for label, entry in fitted.items()))
+    scores_of = {}  # label -> its scores, for the baseline's paired intervals
     for label, score in measured:
         score_of, fields = score()
+        scores_of[label] = score_of
         views = report(rows, score_of, HELD_OUT_GENERATOR)
         if label in earlier:
             fields = {**fields, "measured_now": {view: sorted(r["per_kind"]) for view, r in views.items()}, "earlier": args.earlier}
@@ -260,6 +307,12 @@ def main(argv=None):
             if label != args.baseline:
                 result["regressions_against_baseline"] = regressions(flat(result["views"], args.min_count), base)
                 print(f"{label} below {args.baseline} by more than 0.02: {result['regressions_against_baseline'] or 'nowhere'}")
+                if args.baseline in scores_of and label in scores_of:  # both scored now: how much of each fall is noise
+                    result["regression_intervals"] = {
+                        key: difference_interval(rows, scores_of[label], scores_of[args.baseline], key)
+                        for key in result["regressions_against_baseline"]}
+                    for key, (low, high) in result["regression_intervals"].items():
+                        print(f"  {key}: 95% paired bootstrap interval of the difference [{low:+.3f}, {high:+.3f}]")
     print("wrote", write_results(args.output, payload))
 
 
