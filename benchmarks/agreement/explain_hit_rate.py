@@ -157,6 +157,8 @@ def main(argv=None):
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--breaks-dir", type=Path, default=None, help="the modern-text check's output: its broken copies are the cases")
     parser.add_argument("--view", choices=["roc", "wp"], default="roc", help="with --breaks-dir: which view's copies")
+    parser.add_argument("--output", default=None,
+                        help="results file name (default: explain_hit_rate_modern with --breaks-dir, else explain_hit_rate)")
     args = parser.parse_args(argv)
     if args.per_kind < 1 or args.batch_size < 1:
         parser.error("--per-kind and --batch-size must be positive")
@@ -182,7 +184,7 @@ def main(argv=None):
         for mode, groups in results.items():
             print(f"{label} ({mode}): " + ", ".join(f"{key} {g['hit_rate']:.3f} (chance {g['chance']:.3f}, last {g['last_sentence']:.3f}, "
                                                     f"n={g['cases']})" for key, g in groups.items()))
-    print("wrote", write_results(output, payload))
+    print("wrote", write_results(args.output or output, payload))
 
 
 if __name__ == "__main__":

@@ -167,7 +167,7 @@ def difference_interval(rows: list[dict], candidate: dict[str, float], baseline:
     import numpy as np
     from scipy import stats
 
-    from storyeval_training.selection import win_outcomes, across_story_matches
+    from storyeval_training.selection import across_story_matches, win_outcomes
 
     parts = key.split("/")
     view, kind, measure_name = parts[0], parts[-2], parts[-1]
