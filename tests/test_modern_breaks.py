@@ -643,3 +643,16 @@ def test_a_fall_comes_with_a_paired_interval_that_reaches_zero_when_the_stories_
     assert benchmark.difference_interval(rows, baseline, baseline, "roc/swap/auc") == [0.0, 0.0]
     with pytest.raises(ValueError, match="no pairs"):
         benchmark.difference_interval(rows, baseline, baseline, "roc/cut/within")
+    # a story with no copy of the kind (no sentence to move, say) is still an intact side across stories, as measure()
+    # counts it: the interval is of the figures' own difference
+    rows = [r for r in rows if r["text"] != "s0-swap"]
+    for measure_name in ("within", "auc"):
+        observed = (benchmark.measure(rows, candidate)["per_kind"]["swap"][measure_name]
+                    - benchmark.measure(rows, baseline)["per_kind"]["swap"][measure_name])
+        low, high = benchmark.difference_interval(rows, candidate, baseline, f"roc/swap/{measure_name}")
+        assert low <= observed <= high
+    # only s0's intact story moves, below every copy: it has no copy, so within pairs nothing changes, across stories it
+    # loses every comparison it won
+    sunk = {**baseline, "s0-intact": -1.0}
+    assert benchmark.difference_interval(rows, sunk, baseline, "roc/swap/within") == [0.0, 0.0]
+    assert benchmark.difference_interval(rows, sunk, baseline, "roc/swap/auc")[0] < 0.0

@@ -173,30 +173,39 @@ def difference_interval(rows: list[dict], candidate: dict[str, float], baseline:
     view, kind, measure_name = parts[0], parts[-2], parts[-1]
     generator = parts[1] if len(parts) == 4 else None
     chosen = [r for r in rows if r["view"] == view and (generator is None or r["generator"] == generator)]
-    broken = [r for r in chosen if r["kind"] == kind]
-    intact = {r["unit"]: r for r in chosen if r["kind"] == "intact" and kind in r["sides"]}
-    broken = [r for r in broken if r["unit"] in intact]
-    sides = [intact[r["unit"]] for r in broken]  # the i-th story and its broken copy
-    if not broken:
+    # the stories the figure is measured on, as measure() takes them: every intact side of the kind, and each one's
+    # broken copy where it has one (a story with no sentence to move has none); a draw resamples these stories
+    intact = [r for r in chosen if r["kind"] == "intact" and kind in r["sides"]]
+    copy_of = {r["unit"]: r for r in chosen if r["kind"] == kind}
+    broken = [copy_of.get(r["unit"]) for r in intact]
+    has_copy = np.array([b is not None for b in broken])
+    if not has_copy.any():
         raise ValueError(f"{key}: no pairs of that view, generator and kind")
+    # a story without a copy stands in as its own (never compared: has_copy masks it out of both measures)
+    broken = [b or r for b, r in zip(broken, intact)]
 
     def outcomes(score_of):
-        if measure_name == "within":
-            return win_outcomes([score_of[r["text"]] for r in sides], [score_of[r["text"]] for r in broken])
-        return win_outcomes(np.array([score_of[r["text"]] for r in sides])[:, None], np.array([score_of[r["text"]] for r in broken])[None, :])
+        higher, lower = np.array([score_of[r["text"]] for r in intact]), np.array([score_of[r["text"]] for r in broken])
+        return win_outcomes(higher, lower) if measure_name == "within" else win_outcomes(higher[:, None], lower[None, :])
 
     difference = outcomes(candidate) - outcomes(baseline)
-    matched = None if measure_name == "within" else across_story_matches(
-        ([r["words"] for r in sides], [r["group"] for r in sides]), ([r["words"] for r in broken], [r["group"] for r in broken]))
+    # the cells measure() counts: within, each story with a copy; across, another prompt's copy of about its length
+    cells = has_copy if measure_name == "within" else across_story_matches(
+        ([r["words"] for r in intact], [r["group"] for r in intact]),
+        ([r["words"] for r in broken], [r["group"] for r in broken])) & has_copy[None, :]
+    cells = cells.astype(float)
+    cell_differences = cells * difference
 
     def statistic(index):
-        if matched is None:
-            return difference[index].mean()
-        cells = matched[np.ix_(index, index)]  # a story drawn twice meets each drawn copy twice, as in a larger sample
-        return difference[np.ix_(index, index)][cells].mean() if cells.any() else 0.0
+        drawn = np.bincount(index, minlength=len(intact)).astype(float)  # a story drawn twice counts twice, on both sides
+        if measure_name == "within":
+            total = drawn @ cells
+            return (drawn @ cell_differences) / total if total else 0.0
+        total = drawn @ cells @ drawn
+        return (drawn @ cell_differences @ drawn) / total if total else 0.0
 
     # percentile, not BCa: BCa's jackknife is undefined where a difference is the same in every story (often 0)
-    result = stats.bootstrap((np.arange(len(broken)),), statistic, vectorized=False, paired=True, confidence_level=confidence,
+    result = stats.bootstrap((np.arange(len(intact)),), statistic, vectorized=False, paired=True, confidence_level=confidence,
                              n_resamples=resamples, method="percentile", random_state=np.random.default_rng(seed))
     return [round(float(result.confidence_interval.low), 4), round(float(result.confidence_interval.high), 4)]
 
