@@ -30,13 +30,18 @@ def data_dir() -> Path:
     return path
 
 
-def one_line_data_errors(main):
-    """A console script's ``main`` that ends a missing data folder in one line (exit status 1), not a traceback:
-    the first thing a new user on another layout meets."""
+class RunRefused(Exception):
+    """What a run was given cannot be trained on as asked, found before its first step (a start model, its pairs):
+    :func:`one_line_errors` ends it in one line. A recipe's refusal subclasses it beside ValueError."""
+
+
+def one_line_errors(main):
+    """A console script's ``main`` that ends a missing data folder or a :class:`RunRefused` in one line (exit status
+    1), not a traceback: the first things a new user on another layout, or with another start model, meets."""
     @functools.wraps(main)
     def wrapper(argv=None):
         try:
             return main(argv)
-        except DataFolderMissing as error:
+        except (DataFolderMissing, RunRefused) as error:
             sys.exit(f"error: {error}")
     return wrapper

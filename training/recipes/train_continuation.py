@@ -365,7 +365,7 @@ def train(args, rated_splits: datasets.DatasetDict | None = None) -> dict:
     return results
 
 
-@paths.one_line_data_errors
+@paths.one_line_errors
 def main(argv=None) -> None:
     logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.INFO)
     train(parse_args(argv))

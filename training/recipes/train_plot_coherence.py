@@ -36,7 +36,6 @@ from __future__ import annotations
 import argparse
 import logging
 import shutil
-import sys
 from pathlib import Path
 
 import datasets
@@ -123,13 +122,10 @@ def run_pairs(args) -> tuple[datasets.DatasetDict, int]:
     return build_pairs(groups, root / "human", args.seed, args.negatives)
 
 
-@paths.one_line_data_errors
+@paths.one_line_errors
 def main(argv=None) -> None:
     # a console script exits with main()'s return value: returning the results dict made a good run exit with status 1
-    try:
-        train(argv)
-    except train_union.StartRefused as error:
-        sys.exit(f"error: {error}")
+    train(argv)
 
 
 def train(argv=None) -> dict:

@@ -59,6 +59,7 @@ from torch.utils.data import DataLoader
 from transformers.utils import ModelOutput
 
 from storyeval.checkpoints.resolution import OFFLINE_BACKBONE
+from storyeval_training import paths
 from storyeval_training.data.named_sets import counts_per_set, pair_folder, set_names, techniques_per_set, with_techniques
 from storyeval_training.loop import LoopArguments, TrainingLoop, add_loop_arguments, check_loop_arguments
 from storyeval_training.recipes import train_union
@@ -174,7 +175,7 @@ def normalised(rows: datasets.Dataset, delexicalize: bool) -> datasets.Dataset:
     return train_union.normalise_pairs(rows, delexicalize, "normalising raw pairs")
 
 
-class PairsRefused(ValueError):
+class PairsRefused(ValueError, paths.RunRefused):
     """The pairs cannot be trained on as asked (a story over the window without ``--skip-over-length``, or none left
     with it): ``main`` reports it in one line."""
 
@@ -332,16 +333,14 @@ def evaluate(model, loader, accelerator, kind_names: list[str], across: dict[str
     return metrics
 
 
+@paths.one_line_errors  # pairs or a start model that cannot be trained on as asked, found before the first step
 def main(argv=None) -> None:
     args = parse_args(argv)
     try:  # a missing folder, or a kind left without pairs: one line, before any model loads
         kinds = load_kinds(args)
     except (FileNotFoundError, ValueError) as error:
         sys.exit(f"error: {error}")
-    try:  # pairs that cannot be trained on as asked are found after tokenising, before the first step
-        train(args, kinds)
-    except (PairsRefused, train_union.StartRefused) as error:
-        sys.exit(f"error: {error}")
+    train(args, kinds)
 
 
 def train(args, kinds: dict[str, datasets.DatasetDict] | None = None) -> dict:

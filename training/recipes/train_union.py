@@ -14,7 +14,6 @@ import argparse
 import dataclasses
 import json
 import logging
-import sys
 from pathlib import Path
 
 import datasets
@@ -268,15 +267,12 @@ def evaluate(model, dataloader, accelerator) -> dict:
     return results
 
 
-@paths.one_line_data_errors
+@paths.one_line_errors
 def main(argv=None) -> None:
-    try:
-        train(parse_args(argv))
-    except StartRefused as error:
-        sys.exit(f"error: {error}")
+    train(parse_args(argv))
 
 
-class StartRefused(ValueError):
+class StartRefused(ValueError, paths.RunRefused):
     """The model to start from cannot be trained as asked (a window past its tokenizer's, partial-training options its
     checkpoint does not allow): each recipe's ``main`` reports it in one line."""
 

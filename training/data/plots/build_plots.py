@@ -190,7 +190,7 @@ def parse_args(argv=None):
     return args
 
 
-@paths.one_line_data_errors
+@paths.one_line_errors
 def main(argv=None):
     args = parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
