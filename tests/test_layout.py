@@ -34,7 +34,8 @@ TRAINING_LAYERS = (
     ("loop", ("storyeval_training.loop",)),
     ("data", ("storyeval_training.data",)),
     ("recipes", ("storyeval_training.recipes",)),
-    ("export's commands", ("storyeval_training.export.export_state", "storyeval_training.export.window_aggregation")),
+    ("export's commands", ("storyeval_training.export.export_state", "storyeval_training.export.window_aggregation",
+                           "storyeval_training.export.weight_mix")),
 )
 BENCHMARK_LAYERS = (
     ("shared helpers", ("benchmarks", "benchmarks.common", "benchmarks.correlation")),
