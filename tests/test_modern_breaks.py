@@ -168,6 +168,7 @@ def test_the_benchmark_reports_both_measures_per_kind_view_and_generator(tmp_pat
     assert result["wp"]["held_out_generator"] == modern_breaks.HELD_OUT_GENERATOR
     assert set(result["wp"]["generators"]) == {"gpt-4", modern_breaks.HELD_OUT_GENERATOR}
     assert payload["checkpoints"]["b"]["regressions_against_baseline"] == {}  # the same checkpoint holds against itself
+    assert payload["checkpoints"]["b"]["chance_of_a_fall_if_equal"] == 0.0  # and errs on no other story
 
 
 def test_a_cut_is_measured_on_the_stories_that_reach_their_end_and_every_other_kind_on_the_view_sample(tmp_path):
@@ -656,3 +657,29 @@ def test_a_fall_comes_with_a_paired_interval_that_reaches_zero_when_the_stories_
     sunk = {**baseline, "s0-intact": -1.0}
     assert benchmark.difference_interval(rows, sunk, baseline, "roc/swap/within") == [0.0, 0.0]
     assert benchmark.difference_interval(rows, sunk, baseline, "roc/swap/auc")[0] < 0.0
+
+
+def test_the_chance_of_a_fall_for_an_equal_candidate_grows_with_how_differently_it_errs_and_with_fewer_stories():
+    import numpy as np
+
+    def check(stories):
+        rows = []
+        for i in range(stories):
+            unit, words = f"s{i}", 100 + i % 3
+            rows.append({"unit": unit, "view": "roc", "generator": "gpt-4" if i % 2 else "claude-instant", "kind": "intact",
+                         "text": f"{unit}-intact", "words": words, "group": f"g{i}", "sides": ["swap"]})
+            rows.append({"unit": unit, "view": "roc", "generator": rows[-1]["generator"], "kind": "swap", "text": f"{unit}-swap",
+                         "words": words, "group": f"g{i}"})
+        return rows
+
+    def noisy(rows, seed):  # intact stories a little above their copies, each checkpoint erring on its own stories
+        rng = np.random.default_rng(seed)
+        return {r["text"]: float(rng.normal(0.3 if r["kind"] == "intact" else 0.0, 1.0)) for r in rows}
+
+    keys = ["roc/swap/within", "roc/swap/auc", "roc/claude-instant/swap/within", "roc/claude-instant/swap/auc"]
+    few, many = check(40), check(400)
+    assert benchmark.chance_of_a_fall(few, noisy(few, 0), noisy(few, 0), keys, resamples=200) == 0.0  # the same scores
+    small = benchmark.chance_of_a_fall(many, noisy(many, 1), noisy(many, 2), keys[:1], resamples=200)
+    assert small < benchmark.chance_of_a_fall(many, noisy(many, 1), noisy(many, 2), keys, resamples=200)  # more figures, more falls
+    assert benchmark.chance_of_a_fall(few, noisy(few, 1), noisy(few, 2), keys, resamples=200) > 0.5  # 40 stories: mostly noise
+    assert benchmark.chance_of_a_fall(few, noisy(few, 1), noisy(few, 2), keys, tolerance=1.0, resamples=200) == 0.0

@@ -158,14 +158,11 @@ def flat(result: dict, min_count: int = 0) -> dict[str, float]:
     return out
 
 
-def difference_interval(rows: list[dict], candidate: dict[str, float], baseline: dict[str, float], key: str,
-                        confidence: float = 0.95, resamples: int = 2000, seed: int = 0) -> list[float]:
-    """A paired bootstrap interval of candidate minus baseline for one :func:`flat` figure (``view/kind/measure`` or
-    ``view/generator/kind/measure``), both scored on the same stories: the stories (an intact one with its broken copy)
-    are resampled, so one draw moves both checkpoints' figures together. It says whether a fall the no-regression rule
-    names is more than the sample's noise: a fall whose interval reaches 0 could come from which stories were drawn."""
+def _paired_cells(rows: list[dict], candidate: dict[str, float], baseline: dict[str, float], key: str):
+    """What a paired draw of stories needs of one :func:`flat` figure: its stories (the intact sides' units), the
+    cells measure() counts (within: a story with a copy; across: an (intact, broken) comparison of matched length), and
+    each cell's candidate-minus-baseline outcome."""
     import numpy as np
-    from scipy import stats
 
     from storyeval_training.selection import across_story_matches, win_outcomes
 
@@ -189,25 +186,74 @@ def difference_interval(rows: list[dict], candidate: dict[str, float], baseline:
         return win_outcomes(higher, lower) if measure_name == "within" else win_outcomes(higher[:, None], lower[None, :])
 
     difference = outcomes(candidate) - outcomes(baseline)
-    # the cells measure() counts: within, each story with a copy; across, another prompt's copy of about its length
     cells = has_copy if measure_name == "within" else across_story_matches(
         ([r["words"] for r in intact], [r["group"] for r in intact]),
         ([r["words"] for r in broken], [r["group"] for r in broken])) & has_copy[None, :]
     cells = cells.astype(float)
-    cell_differences = cells * difference
+    return [r["unit"] for r in intact], cells, cells * difference
 
-    def statistic(index):
-        drawn = np.bincount(index, minlength=len(intact)).astype(float)  # a story drawn twice counts twice, on both sides
-        if measure_name == "within":
-            total = drawn @ cells
-            return (drawn @ cell_differences) / total if total else 0.0
-        total = drawn @ cells @ drawn
-        return (drawn @ cell_differences @ drawn) / total if total else 0.0
+
+def _drawn_difference(drawn, cells, cell_differences):
+    """A figure's paired difference with each story counted as often as a draw took it (``drawn``: stories, or draws
+    by stories): within, over the drawn stories' pairs; across, over the comparisons between drawn stories."""
+    if cells.ndim == 1:
+        total, moved = drawn @ cells, drawn @ cell_differences
+    else:
+        total, moved = ((drawn @ cells) * drawn).sum(-1), ((drawn @ cell_differences) * drawn).sum(-1)
+    return moved / (total + (total == 0)) * (total != 0)  # no comparison drawn: no difference
+
+
+def difference_interval(rows: list[dict], candidate: dict[str, float], baseline: dict[str, float], key: str,
+                        confidence: float = 0.95, resamples: int = 2000, seed: int = 0) -> list[float]:
+    """A paired bootstrap interval of candidate minus baseline for one :func:`flat` figure (``view/kind/measure`` or
+    ``view/generator/kind/measure``), both scored on the same stories: the stories (an intact one with its broken copy)
+    are resampled, so one draw moves both checkpoints' figures together. It says whether a fall the no-regression rule
+    names is more than the sample's noise: a fall whose interval reaches 0 could come from which stories were drawn."""
+    import numpy as np
+    from scipy import stats
+
+    units, cells, cell_differences = _paired_cells(rows, candidate, baseline, key)
+
+    def statistic(index):  # a story drawn twice counts twice, on both sides
+        return float(_drawn_difference(np.bincount(index, minlength=len(units)).astype(float), cells, cell_differences))
 
     # percentile, not BCa: BCa's jackknife is undefined where a difference is the same in every story (often 0)
-    result = stats.bootstrap((np.arange(len(intact)),), statistic, vectorized=False, paired=True, confidence_level=confidence,
+    result = stats.bootstrap((np.arange(len(units)),), statistic, vectorized=False, paired=True, confidence_level=confidence,
                              n_resamples=resamples, method="percentile", random_state=np.random.default_rng(seed))
     return [round(float(result.confidence_interval.low), 4), round(float(result.confidence_interval.high), 4)]
+
+
+def chance_of_a_fall(rows: list[dict], candidate: dict[str, float], baseline: dict[str, float], keys: list[str],
+                     tolerance: float | None = None, resamples: int = 2000, seed: int = 0) -> float:
+    """How often the no-regression rule would name a fall on these ``keys`` if the candidate were, in truth, exactly
+    as good as the baseline on every figure, erring on other stories as much as it does here.
+
+    Each draw takes every view's stories again (one draw for all of a view's figures, so that figures sharing stories
+    move together, as they do when a sample is drawn) and takes each figure's paired difference less its observed one
+    (the bootstrap's estimate of the sample's own error, centred so that every true difference is 0); a draw counts
+    where any figure falls more than ``tolerance`` (default: the rule's). scipy.stats.bootstrap gives one statistic's
+    interval, not the joint minimum over figures this needs, so the draws are made here."""
+    import numpy as np
+
+    from storyeval_training.selection import NO_REGRESSION_TOLERANCE
+
+    tolerance = NO_REGRESSION_TOLERANCE if tolerance is None else tolerance
+
+    rng = np.random.default_rng(seed)
+    figures = {key: _paired_cells(rows, candidate, baseline, key) for key in keys}
+    fell = np.zeros(resamples, bool)
+    for view in sorted({key.split("/")[0] for key in keys}):
+        units = sorted({r["unit"] for r in rows if r["view"] == view and r["kind"] == "intact"})
+        position = {unit: i for i, unit in enumerate(units)}
+        drawn = np.stack([np.bincount(rng.integers(len(units), size=len(units)), minlength=len(units))
+                          for _ in range(resamples)]).astype(float)
+        for key, (figure_units, cells, cell_differences) in figures.items():
+            if key.split("/")[0] != view:
+                continue
+            own = drawn[:, [position[unit] for unit in figure_units]]
+            observed = _drawn_difference(np.ones(len(figure_units)), cells, cell_differences)
+            fell |= _drawn_difference(own, cells, cell_differences) - observed < -tolerance
+    return round(float(fell.mean()), 4)
 
 
 def line(label: str, result: dict) -> str:
@@ -322,6 +368,11 @@ def main(argv=None):
                         for key in result["regressions_against_baseline"]}
                     for key, (low, high) in result["regression_intervals"].items():
                         print(f"  {key}: 95% paired bootstrap interval of the difference [{low:+.3f}, {high:+.3f}]")
+                    compared = sorted(key for key, value in flat(result["views"], args.min_count).items()
+                                      if value is not None and base.get(key) is not None)
+                    result["chance_of_a_fall_if_equal"] = chance_of_a_fall(rows, scores_of[label], scores_of[args.baseline], compared)
+                    print(f"  were {label} as good as {args.baseline} on every figure, the rule would name a fall in "
+                          f"{result['chance_of_a_fall_if_equal']:.0%} of draws of these stories ({len(compared)} figures)")
     print("wrote", write_results(args.output, payload))
 
 
