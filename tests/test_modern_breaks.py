@@ -168,7 +168,7 @@ def test_the_benchmark_reports_both_measures_per_kind_view_and_generator(tmp_pat
     assert result["wp"]["held_out_generator"] == modern_breaks.HELD_OUT_GENERATOR
     assert set(result["wp"]["generators"]) == {"gpt-4", modern_breaks.HELD_OUT_GENERATOR}
     assert payload["checkpoints"]["b"]["regressions_against_baseline"] == {}  # the same checkpoint holds against itself
-    assert payload["checkpoints"]["b"]["chance_of_a_fall_if_equal"] == 0.0  # and errs on no other story
+    assert payload["checkpoints"]["b"]["chance_of_a_fall_if_equal"]["chance"] == 0.0  # and errs on no other story
 
 
 def test_a_cut_is_measured_on_the_stories_that_reach_their_end_and_every_other_kind_on_the_view_sample(tmp_path):
@@ -678,8 +678,13 @@ def test_the_chance_of_a_fall_for_an_equal_candidate_grows_with_how_differently_
 
     keys = ["roc/swap/within", "roc/swap/auc", "roc/claude-instant/swap/within", "roc/claude-instant/swap/auc"]
     few, many = check(40), check(400)
-    assert benchmark.chance_of_a_fall(few, noisy(few, 0), noisy(few, 0), keys, resamples=200) == 0.0  # the same scores
-    small = benchmark.chance_of_a_fall(many, noisy(many, 1), noisy(many, 2), keys[:1], resamples=200)
-    assert small < benchmark.chance_of_a_fall(many, noisy(many, 1), noisy(many, 2), keys, resamples=200)  # more figures, more falls
-    assert benchmark.chance_of_a_fall(few, noisy(few, 1), noisy(few, 2), keys, resamples=200) > 0.5  # 40 stories: mostly noise
-    assert benchmark.chance_of_a_fall(few, noisy(few, 1), noisy(few, 2), keys, tolerance=1.0, resamples=200) == 0.0
+
+    def chance(rows, first, second, chosen=keys, **options):
+        return benchmark.chance_of_a_fall(rows, noisy(rows, first), noisy(rows, second), chosen, resamples=200, **options)
+
+    assert chance(few, 0, 0) == {"chance": 0.0, "tolerance_for_5_percent": 0.0, "figures": 4, "draws": 200}  # the same scores
+    assert chance(many, 1, 2, keys[:1])["chance"] < chance(many, 1, 2)["chance"]  # more figures, more falls
+    assert chance(few, 1, 2)["chance"] > 0.5  # 40 stories: mostly noise
+    needed = chance(few, 1, 2)["tolerance_for_5_percent"]
+    assert chance(many, 1, 2)["tolerance_for_5_percent"] < needed  # ten times the stories: a narrower tolerance will do
+    assert chance(few, 1, 2, tolerance=needed)["chance"] == pytest.approx(0.05, abs=0.01)
