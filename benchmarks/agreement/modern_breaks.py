@@ -25,7 +25,9 @@ With ``--baseline LABEL``, each other row lists where it falls more than 0.02 be
 rule); the label may be one of an ``--earlier`` file's, measured before (a config as it ships, against a candidate),
 and ``--min-count N`` leaves out of that comparison a figure resting on fewer than N pairs or comparisons. Where both
 rows are scored in the run, each fall comes with a 95% paired bootstrap interval of the difference, the stories
-resampled (``regression_intervals``): an interval that reaches 0 is a fall the sample alone could make.
+resampled (``regression_intervals``): an interval that reaches 0 is a fall the sample alone could make; and
+``chance_of_a_fall_if_equal``: how often the rule would name a fall on these stories for a candidate as good as the
+baseline on every figure, and the tolerance that would fail one such candidate in twenty (:func:`chance_of_a_fall`).
 ``--split test`` is the report; ``validation`` is what training runs select on.
 """
 from __future__ import annotations
