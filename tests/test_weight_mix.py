@@ -60,3 +60,12 @@ def test_another_architecture_an_existing_folder_or_no_weights_is_refused(parent
             weight_mix.parse_args(["--start", str(folders[0]), "--end", str(folders[1]), "--weight", "0.5", "--export-dir", str(export)])
         assert message in capsys.readouterr().err
     assert not (tmp_path / "mix").exists() and not any((tmp_path / "taken").iterdir())
+
+
+def test_tensors_that_do_not_match_end_the_run_in_one_line_and_write_nothing(parents, tmp_path, capsys):
+    start, end = parents
+    weights = load_file(end / weight_mix.WEIGHTS)
+    save_file({name: tensor for name, tensor in weights.items() if name != "classifier.bias"}, end / weight_mix.WEIGHTS)
+    with pytest.raises(SystemExit, match="error: the checkpoints hold different tensors"):
+        weight_mix.main(["--start", str(start), "--end", str(end), "--weight", "0.5", "--export-dir", str(tmp_path / "mix")])
+    assert not (tmp_path / "mix").exists()

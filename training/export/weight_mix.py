@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import sys
 from pathlib import Path
 
 import torch
@@ -76,8 +77,8 @@ def _tokenizer_file(path: Path):
 def mix_weights(start: dict[str, torch.Tensor], end: dict[str, torch.Tensor], weight: float) -> dict[str, torch.Tensor]:
     """``(1 - weight) * start + weight * end`` tensor by tensor, summed in float32 and stored in the parents' dtype.
 
-    Written out because the merge libraries (mergekit and the like) take the architectures of causal language models;
-    two state dicts of one model need only this sum.
+    Written out because the merge libraries (mergekit and the like) read a model's layout from the architectures they
+    know, this one not among them; two state dicts of one model need only this sum.
     """
     if start.keys() != end.keys():
         raise ValueError(f"the checkpoints hold different tensors: {sorted(start.keys() ^ end.keys())[:5]}")
@@ -122,7 +123,10 @@ def write_mix(start: Path, end: Path, weight: float, export_dir: Path) -> dict:
 
 def main(argv=None) -> None:
     args = parse_args(argv)
-    record = write_mix(Path(args.start), Path(args.end), args.weight, Path(args.export_dir))
+    try:  # tensors that do not match, found before anything is written: one line
+        record = write_mix(Path(args.start), Path(args.end), args.weight, Path(args.export_dir))
+    except ValueError as error:
+        sys.exit(f"error: {error}")
     print(json.dumps(record["weight_mix"], indent=2))
 
 
