@@ -69,3 +69,43 @@ def test_tensors_that_do_not_match_end_the_run_in_one_line_and_write_nothing(par
     with pytest.raises(SystemExit, match="error: the checkpoints hold different tensors"):
         weight_mix.main(["--start", str(start), "--end", str(end), "--weight", "0.5", "--export-dir", str(tmp_path / "mix")])
     assert not (tmp_path / "mix").exists()
+
+
+def test_top_layer_checkpoints_on_one_backbone_mix_their_layers_and_load_onto_it(tmp_path):
+    from test_base_tier import tiny_mpnet
+
+    from storyeval.models import UnionModel
+
+    backbone = tiny_mpnet(tmp_path / "backbone")
+    folders = []
+    for shift in (0.0, 0.1):
+        model = UnionModel.from_encoder(str(backbone), max_length=32, window_stride=16, recon_weight=0.0)
+        model.train_top_layers_only(1)
+        with torch.no_grad():  # stand-in for training: the end moved from the start
+            for parameter in model.parameters():
+                if parameter.requires_grad:
+                    parameter.fill_(shift)
+        model.save_trained_parameters(tmp_path / f"top-{shift}", base_model=str(backbone))
+        folders.append(tmp_path / f"top-{shift}")
+    for folder, path in zip(folders, (str(backbone), "/elsewhere/backbone")):  # read from two folders: one architecture
+        config = json.loads((folder / "config.json").read_text())
+        config["encoder"]["_name_or_path"] = path
+        (folder / "config.json").write_text(json.dumps(config))
+    weight_mix.main(["--start", str(folders[0]), "--end", str(folders[1]), "--weight", "0.5", "--export-dir", str(tmp_path / "mix")])
+    mixed = load_file(tmp_path / "mix" / weight_mix.WEIGHTS)
+    assert mixed.keys() == load_file(folders[0] / weight_mix.WEIGHTS).keys()
+    assert all(torch.allclose(tensor.float(), torch.full_like(tensor.float(), 0.05), atol=1e-3) for tensor in mixed.values())
+    # the encoder named without this machine's path (base_model is the fixture's folder; a real export names its backbone)
+    assert json.loads((tmp_path / "mix" / "config.json").read_text())["encoder"]["_name_or_path"] == "backbone"
+    loaded = UnionModel.from_pretrained(tmp_path / "mix", dtype=torch.float32)  # onto the backbone its config names
+    assert loaded(torch.randint(5, 1000, (1, 8))).logits.shape[0] == 1
+
+
+def test_a_lora_checkpoint_is_refused(parents, tmp_path, capsys):
+    start, end = parents
+    for folder in (start, end):
+        config = json.loads((folder / "config.json").read_text())
+        (folder / "config.json").write_text(json.dumps({**config, "lora_rank": 4}))
+    with pytest.raises(SystemExit):
+        weight_mix.parse_args(["--start", str(start), "--end", str(end), "--weight", "0.5", "--export-dir", str(tmp_path / "mix")])
+    assert "ships LoRA adapters" in capsys.readouterr().err

@@ -5,8 +5,10 @@
 
 A run continued from a shipped checkpoint (a student distilled again, a ranker taught new pairs) can gain on what it
 was selected for and lose elsewhere; a point on the straight line between the two sets of weights often keeps more of
-both than either end. Both must be full checkpoints of one run's line (the end continued from the start), with one
-config and one tokenizer. The mix is written in their dtype beside the start's config and tokenizer; its
+both than either end. Both must be checkpoints of one run's line (the end continued from the start), with one config
+and one tokenizer: full checkpoints, or top-layer ones on one backbone (the base tier: the mix is of the layers they
+ship, the backbone they share stays as it is). LoRA checkpoints are refused: a mix of two adapters' factors is not the
+mix of the weights they adapt. The mix is written in their dtype beside the start's config and tokenizer; its
 ``training_results.json`` records the weight and both parents (weights' SHA-256, training commit, and the end's own
 training record), so that a card and the distillation recipes can tell where it came from.
 """
@@ -21,6 +23,7 @@ from pathlib import Path
 import torch
 from safetensors.torch import load_file, save_file
 
+from storyeval.checkpoints.backbones import published_backbone_name
 from storyeval_training.data.transfer import file_sha256, training_commit
 from storyeval_training.export.provenance import environment, portable_path, published_record
 
@@ -53,10 +56,12 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 def check_compatible(start: Path, end: Path) -> None:
     """Raise ValueError unless both folders hold one architecture with one config and one tokenizer."""
-    configs = [json.loads((folder / "config.json").read_text()) for folder in (start, end)]
+    configs = [_architecture(json.loads((folder / "config.json").read_text())) for folder in (start, end)]
     for config, folder in zip(configs, (start, end)):
-        if config.get("trained_top_layers") or config.get("lora_rank"):
-            raise ValueError(f"{folder} ships only some of its weights (top layers or adapters): mix full checkpoints")
+        if config.get("lora_rank"):
+            raise ValueError(f"{folder} ships LoRA adapters: their factors do not mix as the weights they adapt would; "
+                             "mix full or top-layer checkpoints")
+    # equal configs: the same trained_top_layers and, for a top-layer checkpoint, the same backbone by its weights' hash
     differing = sorted(key for key in configs[0].keys() | configs[1].keys() if configs[0].get(key) != configs[1].get(key))
     if differing:
         raise ValueError(f"{start} and {end} have different configs ({', '.join(differing)}): a mix needs one architecture")
@@ -64,6 +69,12 @@ def check_compatible(start: Path, end: Path) -> None:
         files = [folder / name for folder in (start, end)]
         if any(f.is_file() for f in files) and not (all(f.is_file() for f in files) and _tokenizer_file(files[0]) == _tokenizer_file(files[1])):
             raise ValueError(f"{start} and {end} differ in {name}: a mix needs one tokenizer")
+
+
+def _architecture(config: dict) -> dict:
+    """A checkpoint's config less where its encoder was read from (a folder of the machine that trained it)."""
+    encoder = {key: value for key, value in (config.get("encoder") or {}).items() if key != "_name_or_path"}
+    return {**config, "encoder": encoder} if "encoder" in config else config
 
 
 def _tokenizer_file(path: Path):
@@ -109,7 +120,11 @@ def write_mix(start: Path, end: Path, weight: float, export_dir: Path) -> dict:
     export_dir.mkdir(parents=True)
     save_file(mixed, export_dir / WEIGHTS, metadata={"format": "pt"})
     (export_dir / WEIGHTS).chmod(0o644)  # safetensors writes through a private temporary file; the parents' files are 644
-    for name in CHECKPOINT_FILES:
+    config = json.loads((start / "config.json").read_text())
+    if "_name_or_path" in config.get("encoder", {}):  # a folder of the machine that trained the start: published by name
+        config["encoder"]["_name_or_path"] = published_backbone_name(config["encoder"]["_name_or_path"])
+    (export_dir / "config.json").write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
+    for name in CHECKPOINT_FILES[1:]:
         if (start / name).is_file():
             shutil.copyfile(start / name, export_dir / name)
     end_results = end / "training_results.json"
