@@ -54,7 +54,7 @@ def test_another_architecture_an_existing_folder_or_no_weights_is_refused(parent
     (tmp_path / "empty").mkdir()
     (tmp_path / "empty" / "config.json").write_text("{}")
     for folders, message in (((start, other), "different configs (max_length)"), ((start, end, "taken"), "exists"),
-                             ((tmp_path / "empty", end), "not a full checkpoint (no model.safetensors)")):
+                             ((tmp_path / "empty", end), "not a checkpoint folder (no model.safetensors)")):
         export = tmp_path / (folders[2] if len(folders) > 2 else "mix")
         with pytest.raises(SystemExit):
             weight_mix.parse_args(["--start", str(folders[0]), "--end", str(folders[1]), "--weight", "0.5", "--export-dir", str(export)])

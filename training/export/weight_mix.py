@@ -44,7 +44,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     for option, folder in (("--start", args.start), ("--end", args.end)):
         missing = [name for name in ("config.json", WEIGHTS) if not (Path(folder) / name).is_file()]
         if missing:
-            p.error(f"{option} {folder}: not a full checkpoint (no {', '.join(missing)})")
+            p.error(f"{option} {folder}: not a checkpoint folder (no {', '.join(missing)})")
     if Path(args.export_dir).exists():
         p.error(f"--export-dir {args.export_dir} exists: give a new folder")
     try:
