@@ -365,7 +365,8 @@ def main(argv=None):
                     args.min_count)
         for label, result in payload["checkpoints"].items():
             if label != args.baseline:
-                result["regressions_against_baseline"] = regressions(flat(result["views"], args.min_count), base)
+                figures = flat(result["views"], args.min_count)
+                result["regressions_against_baseline"] = regressions(figures, base)
                 print(f"{label} below {args.baseline} by more than 0.02: {result['regressions_against_baseline'] or 'nowhere'}")
                 if args.baseline in scores_of and label in scores_of:  # both scored now: how much of each fall is noise
                     result["regression_intervals"] = {
@@ -373,8 +374,7 @@ def main(argv=None):
                         for key in result["regressions_against_baseline"]}
                     for key, (low, high) in result["regression_intervals"].items():
                         print(f"  {key}: 95% paired bootstrap interval of the difference [{low:+.3f}, {high:+.3f}]")
-                    compared = sorted(key for key, value in flat(result["views"], args.min_count).items()
-                                      if value is not None and base.get(key) is not None)
+                    compared = sorted(key for key, value in figures.items() if value is not None and base.get(key) is not None)
                     chance = result["chance_of_a_fall_if_equal"] = chance_of_a_fall(rows, scores_of[label], scores_of[args.baseline], compared)
                     print(f"  were {label} as good as {args.baseline} on all {len(compared)} figures, the rule would name a fall in "
                           f"{chance['chance']:.0%} of draws of these stories (a tolerance of {chance['tolerance_for_5_percent']:.3f}: 5%)")

@@ -25,11 +25,11 @@ from safetensors.torch import load_file, save_file
 
 from storyeval.checkpoints.backbones import published_backbone_name
 from storyeval_training.data.transfer import file_sha256, training_commit
-from storyeval_training.export.provenance import environment, portable_path, published_record
+from storyeval_training.export.provenance import environment, published_record
 
 WEIGHTS = "model.safetensors"
-# every file a full checkpoint's scorer reads besides its weights (the tokenizer's, as save_pretrained writes them)
-CHECKPOINT_FILES = ("config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt")
+# the tokenizer's files a scorer reads, as save_pretrained writes them (the config is written apart, its encoder named)
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt")
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -65,7 +65,7 @@ def check_compatible(start: Path, end: Path) -> None:
     differing = sorted(key for key in configs[0].keys() | configs[1].keys() if configs[0].get(key) != configs[1].get(key))
     if differing:
         raise ValueError(f"{start} and {end} have different configs ({', '.join(differing)}): a mix needs one architecture")
-    for name in CHECKPOINT_FILES[1:]:
+    for name in TOKENIZER_FILES:
         files = [folder / name for folder in (start, end)]
         if any(f.is_file() for f in files) and not (all(f.is_file() for f in files) and _tokenizer_file(files[0]) == _tokenizer_file(files[1])):
             raise ValueError(f"{start} and {end} differ in {name}: a mix needs one tokenizer")
@@ -109,7 +109,7 @@ def mix_weights(start: dict[str, torch.Tensor], end: dict[str, torch.Tensor], we
 
 def parent(folder: Path) -> dict:
     """A parent of the mix by what outlives its folder: its weights' hash and the commit it was trained at."""
-    return {"checkpoint": portable_path(str(folder.resolve())), "weights_sha256": file_sha256(folder / WEIGHTS),
+    return {"checkpoint": str(folder.resolve()), "weights_sha256": file_sha256(folder / WEIGHTS),  # published_record makes it portable
             "trained_at": training_commit(folder)}
 
 
@@ -124,7 +124,7 @@ def write_mix(start: Path, end: Path, weight: float, export_dir: Path) -> dict:
     if "_name_or_path" in config.get("encoder", {}):  # a folder of the machine that trained the start: published by name
         config["encoder"]["_name_or_path"] = published_backbone_name(config["encoder"]["_name_or_path"])
     (export_dir / "config.json").write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
-    for name in CHECKPOINT_FILES[1:]:
+    for name in TOKENIZER_FILES:
         if (start / name).is_file():
             shutil.copyfile(start / name, export_dir / name)
     end_results = end / "training_results.json"
