@@ -688,3 +688,58 @@ def test_the_chance_of_a_fall_for_an_equal_candidate_grows_with_how_differently_
     needed = chance(few, 1, 2)["tolerance_for_5_percent"]
     assert chance(many, 1, 2)["tolerance_for_5_percent"] < needed  # ten times the stories: a narrower tolerance will do
     assert chance(few, 1, 2, tolerance=needed)["chance"] == pytest.approx(0.05, abs=0.01)
+
+
+def test_shuffled_copies_are_seeded_by_the_text_keep_every_sentence_and_never_the_texts_own_order():
+    from benchmarks.agreement.self_contrast import shuffled_copies
+    from storyeval.text import split_sentences
+
+    text = " ".join(STORY)
+    copies = shuffled_copies(text)
+    assert copies == shuffled_copies(text) and len(copies) == 4
+    assert all(copy != text and sorted(split_sentences(copy)) == sorted(STORY) for copy in copies)
+    assert shuffled_copies("One. Two.") == ["Two. One."] * 4  # the only other order
+    with pytest.raises(ValueError, match="1 sentence"):
+        shuffled_copies("Only one sentence here.")
+
+
+def test_self_contrast_is_the_logit_less_the_weighted_mean_logit_of_the_copies_clipped_at_0_and_1():
+    from benchmarks.agreement.self_contrast import CLIP, contrasted, logit
+
+    assert contrasted(0.5, [0.5, 0.5], 1.0) == 0.0
+    assert contrasted(0.9, [0.5, 0.1], 1.0) == pytest.approx(logit(0.9) - (logit(0.5) + logit(0.1)) / 2)
+    assert contrasted(0.9, [0.1], 0.5) == pytest.approx(logit(0.9) - 0.5 * logit(0.1))
+    assert contrasted(1.0, [0.0], 1.0) == pytest.approx(2 * logit(1 - CLIP))  # exact 0 and 1 stay finite
+
+
+def test_a_self_contrast_row_is_measured_beside_its_plain_checkpoint_and_its_copies_scored_once(tmp_path, tiny_checkpoint, monkeypatch):
+    from benchmarks import common
+    from storyeval.scoring.sequence import SequenceScorer
+
+    monkeypatch.setattr(common, "RESULTS", tmp_path)
+    scored, real_score = [], SequenceScorer.score
+    monkeypatch.setattr(SequenceScorer, "score", lambda self, texts, **kw: scored.append(len(texts)) or real_score(self, texts, **kw))
+    benchmark.main(["--breaks-dir", str(saved_check(tmp_path / "check")), "--checkpoint", f"a={tiny_checkpoint}",
+                    "--self-contrast", f"c1={tiny_checkpoint}:1", "--self-contrast", f"c05={tiny_checkpoint}:0.5",
+                    "--baseline", "a", "--output", "out"])
+    rows = json.loads((tmp_path / "out.json").read_text())["checkpoints"]
+    assert rows["c05"]["self_contrast"] == {"copies": 4, "weight": 0.5} and set(rows["c1"]["views"]) == {"wp", "roc"}
+    assert "regressions_against_baseline" in rows["c1"]
+    assert len(scored) == 2  # the stories once and their copies once, for all three rows
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--self-contrast", "c=somewhere"], "expects label=folder:weight"),
+    (["--self-contrast", "c=somewhere:2"], "expects label=folder:weight with 0 < weight <= 1"),
+    (["--self-contrast", "c=somewhere:0.5"], "--self-contrast c=somewhere: no checkpoint there"),
+])
+def test_self_contrast_options_are_refused_before_scoring(tmp_path, capsys, argv, message):
+    with pytest.raises(SystemExit) as stopped:
+        benchmark.main(["--breaks-dir", str(tmp_path), *argv])
+    assert stopped.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_a_self_contrast_label_may_not_repeat_a_checkpoints(tmp_path, tiny_checkpoint, capsys):
+    with pytest.raises(SystemExit):
+        benchmark.main(["--breaks-dir", str(tmp_path), "--checkpoint", f"a={tiny_checkpoint}", "--self-contrast", f"a={tiny_checkpoint}:1"])
+    assert "each row needs its own label" in capsys.readouterr().err

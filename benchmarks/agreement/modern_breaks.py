@@ -28,7 +28,9 @@ rows are scored in the run, each fall comes with a 95% paired bootstrap interval
 resampled (``regression_intervals``): an interval that reaches 0 is a fall the sample alone could make; and
 ``chance_of_a_fall_if_equal``: how often the rule would name a fall on these stories for a candidate as good as the
 baseline on every figure, and the tolerance that would fail one such candidate in twenty (:func:`chance_of_a_fall`).
-``--split test`` is the report; ``validation`` is what training runs select on.
+``--self-contrast LABEL=FOLDER:WEIGHT`` adds a row of a checkpoint's score less WEIGHT times its score of four
+shuffled copies of each story (:mod:`.self_contrast`). ``--split test`` is the report; ``validation`` is what training
+runs select on.
 """
 from __future__ import annotations
 
@@ -261,6 +263,19 @@ def chance_of_a_fall(rows: list[dict], candidate: dict[str, float], baseline: di
             "figures": len(keys), "draws": resamples}
 
 
+def self_contrast_spec(value: str) -> tuple[str, str, float]:
+    """argparse type of ``--self-contrast LABEL=FOLDER:WEIGHT``."""
+    label, sep, spec = value.partition("=")
+    folder, _, weight = spec.rpartition(":")
+    try:
+        number = float(weight)
+    except ValueError:
+        number = None
+    if not (sep and label and folder) or number is None or not 0 < number <= 1:
+        raise argparse.ArgumentTypeError(f"expects label=folder:weight with 0 < weight <= 1, got {value!r}")
+    return label, folder, number
+
+
 def line(label: str, result: dict) -> str:
     parts = []
     for view, r in result.items():
@@ -303,6 +318,9 @@ def main(argv=None):
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--suite", action="append", default=[], metavar="LABEL=CONFIG[:COMBINATION]", help=SUITE_HELP)
     parser.add_argument("--fitted-suite", action="append", default=[], metavar="LABEL=REPORT", help=FITTED_HELP)
+    parser.add_argument("--self-contrast", action="append", default=[], type=self_contrast_spec, metavar="LABEL=FOLDER:WEIGHT",
+                        help="a checkpoint's score less WEIGHT (0 < WEIGHT <= 1) times its score of four shuffled copies of "
+                             "each story, as logits (benchmarks/agreement/self_contrast.py); repeatable")
     parser.add_argument("--baseline", default=None, help="a label: list where each other row falls more than 0.02 below it")
     add_checkpoint_options(parser, batch_size=16, required=False, help="label=folder (repeatable); default: every shipped config")
     parser.add_argument("--earlier", nargs="+", default=[], metavar="NAME",
@@ -314,12 +332,18 @@ def main(argv=None):
     parser.add_argument("--output", default="modern_breaks")
     args = parser.parse_args(argv)
     checkpoints = checked_checkpoints(parser, args) if args.checkpoint else {}
+    contrasts = dict((label, (folder, weight)) for label, folder, weight in args.self_contrast)
+    for label, (folder, _) in contrasts.items():
+        if not (Path(folder) / "config.json").is_file():
+            parser.error(f"--self-contrast {label}={folder}: no checkpoint there (config.json)")
+    if len(contrasts) < len(args.self_contrast) or set(contrasts) & set(checkpoints):
+        parser.error(f"each row needs its own label: --self-contrast labels {[c[0] for c in args.self_contrast]}")
     try:  # an unknown suite or combination: one line, before any model loads
         suites = parse_suites(args.suite)
-        fitted = parse_fitted_suites(args.fitted_suite, {*suites, *checkpoints})
+        fitted = parse_fitted_suites(args.fitted_suite, {*suites, *checkpoints, *contrasts})
     except ValueError as error:
         parser.error(str(error))
-    if not (checkpoints or suites or fitted):
+    if not (checkpoints or suites or fitted or contrasts):
         checkpoints = {name: str(BUNDLED / name) for name in SHIPPED_CHECKPOINTS}
         suites = {f"story-quality-{config}": (config, None) for config in SHIPPED_SUITES}
     if args.max_units_per_view is not None and args.max_units_per_view < 1:
@@ -330,8 +354,8 @@ def main(argv=None):
         earlier = earlier_views(args.earlier)
     except FileNotFoundError as error:
         parser.error(str(error))
-    if args.baseline and args.baseline not in {*checkpoints, *suites, *fitted, *earlier}:
-        parser.error(f"--baseline {args.baseline}: not one of the labels {sorted({*checkpoints, *suites, *fitted})}"
+    if args.baseline and args.baseline not in {*checkpoints, *suites, *fitted, *contrasts, *earlier}:
+        parser.error(f"--baseline {args.baseline}: not one of the labels {sorted({*checkpoints, *suites, *fitted, *contrasts})}"
                      + (f" or of the --earlier files' {sorted(earlier)}" if earlier else ""))
     from storyeval_training.data.modern_breaks import HELD_OUT_GENERATOR
     from storyeval_training.selection import regressions
@@ -348,7 +372,8 @@ def main(argv=None):
     scores = StoryScores(stories, args.batch_size)
     measured = itertools.chain(((label, lambda folder=folder: scores.checkpoint(folder)) for label, folder in checkpoints.items()),
                                ((label, lambda spec=spec: scores.suite(*spec)) for label, spec in suites.items()),
-                               ((label, lambda entry=entry: scores.fitted_suite(entry)) for label, entry in fitted.items()))
+                               ((label, lambda entry=entry: scores.fitted_suite(entry)) for label, entry in fitted.items()),
+                               ((label, lambda spec=spec: scores.self_contrast(*spec)) for label, spec in contrasts.items()))
     scores_of = {}  # label -> its scores, for the baseline's paired intervals
     for label, score in measured:
         score_of, fields = score()

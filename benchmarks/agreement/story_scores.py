@@ -75,7 +75,7 @@ class StoryScores:
 
     def __init__(self, stories: list[str], batch_size: int, progress_bar: bool = True):
         self.stories, self.batch_size, self.progress_bar = stories, batch_size, progress_bar
-        self._scored: dict[str, dict[str, float]] = {}  # checkpoint files' hash -> story -> score
+        self._scored: dict[str, dict[str, float]] = {}  # checkpoint files' hash (+ "/shuffled": the copies) -> text -> score
 
     def _scores(self, folder: str, scorer) -> dict[str, float]:
         key = checkpoint_key(folder)
@@ -100,6 +100,26 @@ class StoryScores:
 
         scorer = load_story_classifier(folder, device="cpu")
         return self._scores(folder, scorer), {"path": portable_path(str(folder)), "settings": scorer.settings()}
+
+    def self_contrast(self, folder: str, weight: float) -> tuple[dict[str, float], dict]:
+        """story -> its score less ``weight`` times its shuffled copies' (:mod:`.self_contrast`), logits of a
+        checkpoint folder's scores, and its fields; the copies are scored once per checkpoint, whatever the weight."""
+        from storyeval.scoring.sequence import load_story_classifier
+        from storyeval_training.export.provenance import portable_path
+
+        from .self_contrast import COPIES, contrasted, shuffled_copies
+
+        scorer = load_story_classifier(folder, device="cpu")
+        plain = self._scores(folder, scorer)
+        copies = {story: shuffled_copies(story) for story in self.stories}
+        key = f"{checkpoint_key(folder)}/shuffled"
+        if key not in self._scored:
+            texts = sorted({copy for story_copies in copies.values() for copy in story_copies})
+            self._scored[key] = dict(zip(texts, scorer.score(texts, batch_size=self.batch_size, progress_bar=self.progress_bar)))
+        scored = self._scored[key]
+        contrast = {story: contrasted(plain[story], [scored[copy] for copy in copies[story]], weight) for story in self.stories}
+        return contrast, {"path": portable_path(str(folder)), "settings": scorer.settings(),
+                          "self_contrast": {"copies": COPIES, "weight": weight}}
 
     def suite(self, config: str, combination: str | None = None) -> tuple[dict[str, float], dict]:
         """story -> ``combined`` of a ``story_quality`` config by ``combination`` (None: the config's default; its parts
