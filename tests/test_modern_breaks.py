@@ -724,7 +724,9 @@ def test_a_self_contrast_row_is_measured_beside_its_plain_checkpoint_and_its_cop
                     "--baseline", "a", "--output", "out"])
     rows = json.loads((tmp_path / "out.json").read_text())["checkpoints"]
     assert rows["c05"]["self_contrast"] == {"copies": 4, "weight": 0.5} and set(rows["c1"]["views"]) == {"wp", "roc"}
-    assert "regressions_against_baseline" in rows["c1"]
+    assert "regressions_against_baseline" in rows["c1"] and "above_own_shuffles" not in rows["a"]
+    shuffles = rows["c05"]["above_own_shuffles"]  # of the story's margin over its shuffles, whatever the weight
+    assert shuffles == rows["c1"]["above_own_shuffles"] and set(shuffles) == {"wp", "roc"} and shuffles["wp"]["stories"] == 4
     assert len(scored) == 2  # the stories once and their copies once, for all three rows
 
 

@@ -29,7 +29,8 @@ resampled (``regression_intervals``): an interval that reaches 0 is a fall the s
 ``chance_of_a_fall_if_equal``: how often the rule would name a fall on these stories for a candidate as good as the
 baseline on every figure, and the tolerance that would fail one such candidate in twenty (:func:`chance_of_a_fall`).
 ``--self-contrast LABEL=FOLDER:WEIGHT`` adds a row of a checkpoint's score less WEIGHT times its score of four
-shuffled copies of each story (:mod:`.self_contrast`). ``--split test`` is the report; ``validation`` is what training
+shuffled copies of each story (:mod:`.self_contrast`), with how often an intact story scores above its own
+shuffled copies (``above_own_shuffles``). ``--split test`` is the report; ``validation`` is what training
 runs select on.
 """
 from __future__ import annotations
@@ -263,6 +264,17 @@ def chance_of_a_fall(rows: list[dict], candidate: dict[str, float], baseline: di
             "figures": len(keys), "draws": resamples}
 
 
+def above_own_shuffles(rows: list[dict], margin_of: dict[str, float]) -> dict:
+    """Per view: the share of intact stories scored above the mean of their own shuffled copies (``margin_of``: a
+    story's logit less theirs; a tie counts half), and the mean margin."""
+    out = {}
+    for view in sorted({r["view"] for r in rows}):
+        margins = [margin_of[r["text"]] for r in rows if r["view"] == view and r["kind"] == "intact"]
+        out[view] = {"share": round(sum((m > 0) + 0.5 * (m == 0) for m in margins) / len(margins), 4),
+                     "mean_logit_margin": round(sum(margins) / len(margins), 4), "stories": len(margins)}
+    return out
+
+
 def self_contrast_spec(value: str) -> tuple[str, str, float]:
     """argparse type of ``--self-contrast LABEL=FOLDER:WEIGHT``."""
     label, sep, spec = value.partition("=")
@@ -379,6 +391,8 @@ def main(argv=None):
         score_of, fields = score()
         scores_of[label] = score_of
         views = report(rows, score_of, HELD_OUT_GENERATOR)
+        if label in contrasts:  # does the checkpoint see sentence order at all?
+            fields = {**fields, "above_own_shuffles": above_own_shuffles(rows, scores.self_contrast(contrasts[label][0], 1.0)[0])}
         if label in earlier:
             fields = {**fields, "measured_now": {view: sorted(r["per_kind"]) for view, r in views.items()}, "earlier": args.earlier}
             views = with_kinds(earlier[label], views)
