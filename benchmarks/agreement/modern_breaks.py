@@ -344,7 +344,7 @@ def main(argv=None):
     parser.add_argument("--output", default="modern_breaks")
     args = parser.parse_args(argv)
     checkpoints = checked_checkpoints(parser, args) if args.checkpoint else {}
-    contrasts = dict((label, (folder, weight)) for label, folder, weight in args.self_contrast)
+    contrasts = {label: (folder, weight) for label, folder, weight in args.self_contrast}
     for label, (folder, _) in contrasts.items():
         if not (Path(folder) / "config.json").is_file():
             parser.error(f"--self-contrast {label}={folder}: no checkpoint there (config.json)")

@@ -76,6 +76,7 @@ class StoryScores:
     def __init__(self, stories: list[str], batch_size: int, progress_bar: bool = True):
         self.stories, self.batch_size, self.progress_bar = stories, batch_size, progress_bar
         self._scored: dict[str, dict[str, float]] = {}  # checkpoint files' hash (+ "/shuffled": the copies) -> text -> score
+        self._copies: dict[str, list[str]] | None = None  # story -> its shuffled copies, made once
 
     def _scores(self, folder: str, scorer) -> dict[str, float]:
         key = checkpoint_key(folder)
@@ -109,9 +110,11 @@ class StoryScores:
 
         from .self_contrast import COPIES, contrasted, shuffled_copies
 
+        if self._copies is None:  # before any scoring: a story with no shuffle stops the run here
+            self._copies = {story: shuffled_copies(story) for story in self.stories}
+        copies = self._copies
         scorer = load_story_classifier(folder, device="cpu")
         plain = self._scores(folder, scorer)
-        copies = {story: shuffled_copies(story) for story in self.stories}
         key = f"{checkpoint_key(folder)}/shuffled"
         if key not in self._scored:
             texts = sorted({copy for story_copies in copies.values() for copy in story_copies})
