@@ -32,11 +32,11 @@ def metric_checkpoint_spec(value: str) -> tuple[str, str, str]:
     return (metric, *checkpoint_spec(rest))
 
 
-def require_checkpoint_folders(parser: argparse.ArgumentParser, checkpoints: dict[str, str]) -> None:
+def require_checkpoint_folders(parser: argparse.ArgumentParser, checkpoints: dict[str, str], option: str = "--checkpoint") -> None:
     """A mistyped path fails here, before any scoring or results file."""
     for label, path in checkpoints.items():
         if not (Path(path) / "config.json").is_file():
-            parser.error(f"--checkpoint {label}={path}: no checkpoint there (config.json)")
+            parser.error(f"{option} {label}={path}: no checkpoint there (config.json)")
 
 
 def add_checkpoint_options(parser: argparse.ArgumentParser, batch_size: int, required: bool = True,

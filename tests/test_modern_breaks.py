@@ -741,7 +741,9 @@ def test_self_contrast_options_are_refused_before_scoring(tmp_path, capsys, argv
     assert stopped.value.code == 2 and message in capsys.readouterr().err
 
 
-def test_a_self_contrast_label_may_not_repeat_a_checkpoints(tmp_path, tiny_checkpoint, capsys):
+@pytest.mark.parametrize("other", [["--checkpoint", "a={}"], ["--suite", "a=roc"], ["--self-contrast", "a={}:0.5"]])
+def test_a_self_contrast_label_may_not_repeat_another_rows(tmp_path, tiny_checkpoint, capsys, other):
     with pytest.raises(SystemExit):
-        benchmark.main(["--breaks-dir", str(tmp_path), "--checkpoint", f"a={tiny_checkpoint}", "--self-contrast", f"a={tiny_checkpoint}:1"])
+        benchmark.main(["--breaks-dir", str(tmp_path), other[0], other[1].format(tiny_checkpoint),
+                        "--self-contrast", f"a={tiny_checkpoint}:1"])
     assert "each row needs its own label" in capsys.readouterr().err

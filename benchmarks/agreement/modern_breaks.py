@@ -40,7 +40,7 @@ import itertools
 from collections import defaultdict
 from pathlib import Path
 
-from benchmarks.common import BUNDLED, add_checkpoint_options, checked_checkpoints, command_line, machine, write_results
+from benchmarks.common import BUNDLED, add_checkpoint_options, checked_checkpoints, command_line, machine, require_checkpoint_folders, write_results
 from storyeval_training.data.breaks import ENDING_KINDS, KINDS
 
 from .story_scores import FITTED_HELP, SUITE_HELP, parse_fitted_suites, parse_suites
@@ -345,13 +345,11 @@ def main(argv=None):
     args = parser.parse_args(argv)
     checkpoints = checked_checkpoints(parser, args) if args.checkpoint else {}
     contrasts = {label: (folder, weight) for label, folder, weight in args.self_contrast}
-    for label, (folder, _) in contrasts.items():
-        if not (Path(folder) / "config.json").is_file():
-            parser.error(f"--self-contrast {label}={folder}: no checkpoint there (config.json)")
-    if len(contrasts) < len(args.self_contrast) or set(contrasts) & set(checkpoints):
-        parser.error(f"each row needs its own label: --self-contrast labels {[c[0] for c in args.self_contrast]}")
+    require_checkpoint_folders(parser, {label: folder for label, (folder, _) in contrasts.items()}, "--self-contrast")
     try:  # an unknown suite or combination: one line, before any model loads
         suites = parse_suites(args.suite)
+        if len(contrasts) < len(args.self_contrast) or set(contrasts) & {*checkpoints, *suites}:
+            raise ValueError(f"each row needs its own label: --self-contrast labels {[c[0] for c in args.self_contrast]}")
         fitted = parse_fitted_suites(args.fitted_suite, {*suites, *checkpoints, *contrasts})
     except ValueError as error:
         parser.error(str(error))
@@ -392,7 +390,7 @@ def main(argv=None):
         scores_of[label] = score_of
         views = report(rows, score_of, HELD_OUT_GENERATOR)
         if label in contrasts:  # does the checkpoint see sentence order at all?
-            fields = {**fields, "above_own_shuffles": above_own_shuffles(rows, scores.self_contrast(contrasts[label][0], 1.0)[0])}
+            fields = {**fields, "above_own_shuffles": above_own_shuffles(rows, scores.shuffle_margins(contrasts[label][0]))}
         if label in earlier:
             fields = {**fields, "measured_now": {view: sorted(r["per_kind"]) for view, r in views.items()}, "earlier": args.earlier}
             views = with_kinds(earlier[label], views)

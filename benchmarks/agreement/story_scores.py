@@ -108,21 +108,30 @@ class StoryScores:
         from storyeval.scoring.sequence import load_story_classifier
         from storyeval_training.export.provenance import portable_path
 
-        from .self_contrast import COPIES, contrasted, shuffled_copies
+        from .self_contrast import COPIES, shuffled_copies
 
         if self._copies is None:  # before any scoring: a story with no shuffle stops the run here
             self._copies = {story: shuffled_copies(story) for story in self.stories}
-        copies = self._copies
         scorer = load_story_classifier(folder, device="cpu")
-        plain = self._scores(folder, scorer)
+        self._scores(folder, scorer)
         key = f"{checkpoint_key(folder)}/shuffled"
         if key not in self._scored:
-            texts = sorted({copy for story_copies in copies.values() for copy in story_copies})
+            texts = sorted({copy for story_copies in self._copies.values() for copy in story_copies})
             self._scored[key] = dict(zip(texts, scorer.score(texts, batch_size=self.batch_size, progress_bar=self.progress_bar)))
-        scored = self._scored[key]
-        contrast = {story: contrasted(plain[story], [scored[copy] for copy in copies[story]], weight) for story in self.stories}
-        return contrast, {"path": portable_path(str(folder)), "settings": scorer.settings(),
-                          "self_contrast": {"copies": COPIES, "weight": weight}}
+        return self._contrast(folder, weight), {"path": portable_path(str(folder)), "settings": scorer.settings(),
+                                                "self_contrast": {"copies": COPIES, "weight": weight}}
+
+    def shuffle_margins(self, folder: str) -> dict[str, float]:
+        """story -> its logit less the mean logit of its shuffled copies, from the scores :meth:`self_contrast` made
+        (no model is loaded again)."""
+        return self._contrast(folder, 1.0)
+
+    def _contrast(self, folder: str, weight: float) -> dict[str, float]:
+        from .self_contrast import contrasted
+
+        key = checkpoint_key(folder)
+        plain, copies = self._scored[key], self._scored[f"{key}/shuffled"]
+        return {story: contrasted(plain[story], [copies[copy] for copy in self._copies[story]], weight) for story in self.stories}
 
     def suite(self, config: str, combination: str | None = None) -> tuple[dict[str, float], dict]:
         """story -> ``combined`` of a ``story_quality`` config by ``combination`` (None: the config's default; its parts
