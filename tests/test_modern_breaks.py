@@ -26,11 +26,30 @@ def apply(kind, sentences, seed=0):
     return getattr(breaks, kind)(sentences, rng)
 
 
-@pytest.mark.parametrize("kind", breaks.KINDS)
+@pytest.mark.parametrize("kind", [kind for kind in breaks.KINDS if kind != "shuffle"])
 def test_each_break_leaves_the_opening_and_shows_where_it_is(kind):
     for seed in range(5):
         broken, at = apply(kind, STORY, seed)
         assert broken != STORY and broken[0] == STORY[0] and 1 <= at < len(broken)
+
+
+def test_a_shuffle_reorders_the_whole_story_and_shows_where_it_first_differs():
+    for seed in range(20):
+        shuffled, at = apply("shuffle", STORY, seed)
+        assert shuffled != STORY and sorted(shuffled) == sorted(STORY)
+        assert shuffled[:at] == STORY[:at] and shuffled[at] != STORY[at]
+    assert apply("shuffle", ["Same."] * 5) is None  # no order other than its own
+
+
+def test_a_triple_says_one_body_sentence_three_times_in_a_row_and_a_half_keeps_the_first_half():
+    for seed in range(10):
+        tripled, at = apply("triple", STORY, seed)
+        assert len(tripled) == len(STORY) + 2 and tripled[at - 1] == tripled[at] == tripled[at + 1] and at >= 2
+        assert tripled[:at] + tripled[at + 2:] == STORY
+    halved, at = apply("half", STORY)
+    assert halved == STORY[:3] and at == 2
+    assert apply("half", STORY[:4])[0] == STORY[:2]
+    assert set(breaks.FIRST_CHECKS) <= set(breaks.KINDS) and set(breaks.ENDING_KINDS) == {"cut", "half"}
 
 
 @pytest.mark.parametrize("kind", breaks.KINDS)
@@ -99,9 +118,9 @@ def test_a_text_that_stops_before_its_story_ends_carries_no_cut_and_its_other_br
 
     whole, with_end = rows(True)
     window, without_end = rows(False)
-    assert set(with_end) - set(without_end) == {"cut"}
-    assert {kind: text for kind, text in with_end.items() if kind != "cut"} == without_end  # the same seeded breaks
-    assert window.counts == {"view_before_story_end/machine/roc/cut": 1} and not whole.counts
+    assert set(with_end) - set(without_end) == {"cut", "half"}
+    assert {kind: text for kind, text in with_end.items() if kind not in ("cut", "half")} == without_end  # the same seeded breaks
+    assert window.counts == {"view_before_story_end/machine/roc/cut": 1, "view_before_story_end/machine/roc/half": 1} and not whole.counts
 
 
 def test_a_view_says_whether_it_reaches_its_story_end():
@@ -352,15 +371,18 @@ def test_explain_cases_from_the_check_target_both_sentences_of_a_swap_and_both_c
 
     check = saved_check(tmp_path / "check")
     cases = break_cases(check, "roc", per_kind=2, seed=0)
-    assert {c["kind"] for c in cases} == set(breaks.KINDS)
+    assert {c["kind"] for c in cases} == set(breaks.KINDS) - {"shuffle"}  # no one sentence to blame
     for case in cases:
         assert case["targets"] and all(1 <= t < len(case["sentences"]) for t in case["targets"])
         if case["kind"] in ("swap", "repeat"):
             assert len(case["targets"]) == 2
+        if case["kind"] == "triple":
+            assert len(case["targets"]) == 3
 
 
 @pytest.mark.parametrize("folder, argv, message", [
     ("new", ["--max-human-stories", "-1"], "--max-human-stories must not be negative"),
+    ("new", ["--max-human-test-stories", "-2"], "--max-human-test-stories must not be negative"),
     (".", [], "exists: choose a new folder"),
 ])
 def test_the_builder_refuses_bad_options_before_reading_anything(tmp_path, capsys, folder, argv, message):

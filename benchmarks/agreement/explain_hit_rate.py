@@ -99,6 +99,10 @@ def build_cases(per_kind: int, seed: int) -> list[dict]:
     return cases
 
 
+# a shuffled story has no one sentence out of place to blame
+UNBLAMABLE_KINDS = ("shuffle",)
+
+
 def break_cases(breaks_dir, view: str, per_kind: int, seed: int) -> list[dict]:
     """``per_kind`` broken copies of each kind (a seeded sample) of the check's test split, with their targets."""
     import datasets
@@ -111,11 +115,13 @@ def break_cases(breaks_dir, view: str, per_kind: int, seed: int) -> list[dict]:
             by_kind[r["kind"]].append(r)
     cases = []
     for kind, broken in sorted(by_kind.items()):
+        if kind in UNBLAMABLE_KINDS:
+            continue
         for r in random.Random(seed).sample(broken, min(per_kind, len(broken))):
             sentences, original = r["sentences"], intact[r["unit"]]
             if kind == "swap":
                 targets = [i for i, (a, b) in enumerate(zip(sentences, original)) if a != b]
-            else:  # a repeated sentence's two copies are one text, so either may be blamed
+            else:  # a repeated sentence's copies are one text, so any may be blamed
                 targets = [i for i, s in enumerate(sentences) if s == sentences[r["break_at"]]]
             cases.append({"kind": kind, "sentences": sentences, "targets": targets})
     return cases

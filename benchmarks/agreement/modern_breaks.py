@@ -6,7 +6,10 @@
 The stories are those of ``python -m storyeval_training.data.modern_breaks``: intact stories by instruction-tuned
 generators (one held out of all training) and copies of each with exactly one break (an off-topic sentence, a
 contradiction, two events swapped, a sentence repeated, a cut mid-plot, a sentence moved), read at WP length and
-as ROC-length windows. No human label is used. For each view and kind of break, two measures:
+as ROC-length windows; from revision 2 on, also human stories of the builders' test splits (``human-roc``: whole
+ROCStories stories; ``human-wp``: human WP stories at WP length) with the same breaks, among them the checks a
+researcher runs first (the sentences shuffled, a sentence said three times, the first half alone, an inserted
+sentence). No human label is used. For each view and kind of break, two measures:
 
 * **within-pair accuracy**: the share of stories that score above their own broken copy (a tie counts half);
 * **across-story AUC**: intact stories against broken copies of *other* stories (another prompt) of about the
@@ -52,6 +55,20 @@ SHIPPED_SUITES = ("roc", "roc-base", "wp", "wp-base")
 MEASURES = ("within", "auc")
 
 
+# the views a report has: stories by today's LLMs at WP length and as ROC-length windows, and human stories of the
+# builders' test splits (revision 2): whole ROCStories stories and human WP stories at WP length
+VIEWS = ("wp", "roc", "human-wp", "human-roc")
+
+
+def report_view(row: dict) -> str | None:
+    """The report's view of a check row: an LLM story's own view; a human story's corpus (``human-roc`` or
+    ``human-wp``) where the row is read at its corpus's length, else None (a human WP story's ROC-length window is for
+    training only)."""
+    if row["origin"] == "machine":
+        return row["view"]
+    return row["generator"] if row["generator"] == f"human-{row['view']}" else None
+
+
 def read_stories(breaks_dir: Path, split: str, views: list[str], max_units: int | None, seed: int,
                  kinds: tuple[str, ...] = KINDS) -> list[dict]:
     """The split's rows of the chosen views and kinds: at most ``max_units`` intact stories (and their copies) per
@@ -63,7 +80,8 @@ def read_stories(breaks_dir: Path, split: str, views: list[str], max_units: int 
     folder = breaks_dir / "stories"
     if not (folder / "dataset_dict.json").is_file():
         raise FileNotFoundError(f"--breaks-dir {breaks_dir}: no stories/ (a modern_breaks output folder holds stories/ and pairs/)")
-    rows = datasets.load_from_disk(str(folder))[split].filter(lambda r: r["origin"] == "machine" and r["view"] in views).to_list()
+    rows = [{**r, "view": report_view(r)} for r in datasets.load_from_disk(str(folder))[split].to_list()]
+    rows = [r for r in rows if r["view"] in views]
     intact_units, carriers = defaultdict(set), defaultdict(set)  # view -> units; (view, kind) -> units with that copy
     for r in rows:
         (intact_units[r["view"]] if r["kind"] == "intact" else carriers[(r["view"], r["kind"])]).add(r["unit"])
@@ -323,7 +341,8 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--breaks-dir", required=True, type=Path, help="python -m storyeval_training.data.modern_breaks's output")
     parser.add_argument("--split", default="test", choices=["validation", "test"])
-    parser.add_argument("--views", nargs="+", default=["wp", "roc"], choices=["wp", "roc"])
+    parser.add_argument("--views", nargs="+", default=list(VIEWS), choices=VIEWS,
+                        help="LLM stories at WP length and as ROC windows, human WP and ROC stories (default: all there are)")
     parser.add_argument("--max-units-per-view", type=int, default=None,
                         help="a seeded sample of intact stories per view (an ending kind's: of those that reach their end)")
     parser.add_argument("--kinds", nargs="+", default=list(KINDS), choices=KINDS, help="the kinds of break to measure (default: all)")

@@ -18,7 +18,14 @@ first sentence (the opening, often the prompt's echo) is never changed, so every
   :data:`ENDING_KINDS`);
 * ``move``: one sentence is moved at least three sentences away, out of its paragraph.
 
-``insert`` and ``repeat`` add a sentence and ``cut`` removes several, so a broken copy's length differs from
+Three more are the checks a researcher runs first on a story metric (issue 86), planted the same way:
+
+* ``shuffle``: every sentence in a seeded order other than the story's (the one kind that may move the opening:
+  a researcher shuffles the whole story);
+* ``triple``: one body sentence said three times in a row;
+* ``half``: only the story's first half (an ending kind, as ``cut``).
+
+``insert``, ``repeat`` and ``triple`` add sentences and ``cut`` and ``half`` remove several, so a broken copy's length differs from
 its story's; the benchmark matches lengths across stories, and training balances the kinds that lengthen
 against the one that shortens.
 """
@@ -36,6 +43,7 @@ CUT_SHARE = 0.6
 SWAP_DISTANCE = 2
 MOVE_DISTANCE = 3
 REPEAT_DISTANCE = 2
+TRIPLE_TIMES = 3
 
 Broken = tuple[list[str], int]
 
@@ -85,6 +93,33 @@ def move(sentences: Sequence[str], rng: random.Random) -> Broken | None:
     out = list(sentences)
     out.insert(j, out.pop(i))
     return out, j
+
+
+def shuffle(sentences: Sequence[str], rng: random.Random) -> Broken | None:
+    """Every sentence in a seeded order other than the story's; the break shows at the first sentence out of place."""
+    if len(sentences) < MIN_SENTENCES or len(set(sentences)) < 2:
+        return None
+    order = list(range(len(sentences)))
+    while order == sorted(order) or [sentences[i] for i in order] == list(sentences):
+        rng.shuffle(order)
+    out = [sentences[i] for i in order]
+    return out, next(i for i, (a, b) in enumerate(zip(out, sentences)) if a != b)
+
+
+def triple(sentences: Sequence[str], rng: random.Random) -> Broken | None:
+    """One body sentence said :data:`TRIPLE_TIMES` times in a row; the break shows at its first repetition."""
+    if len(sentences) < MIN_SENTENCES:
+        return None
+    i = rng.randrange(1, len(sentences))
+    return [*sentences[:i + 1], *[sentences[i]] * (TRIPLE_TIMES - 1), *sentences[i + 1:]], i + 1
+
+
+def half(sentences: Sequence[str], rng: random.Random) -> Broken | None:
+    """The first half of the sentences (rounded down, so at least two of four)."""
+    if len(sentences) < MIN_SENTENCES:
+        return None
+    keep = len(sentences) // 2
+    return list(sentences[:keep]), keep - 1
 
 
 # --- contradiction ---
@@ -188,8 +223,11 @@ def contradiction(sentences: Sequence[str], rng: random.Random, antonyms: dict[s
     return None
 
 
-KINDS = ("insert", "contradiction", "swap", "repeat", "cut", "move")
-LENGTHENING, SHORTENING = ("insert", "repeat"), ("cut",)
+# new kinds go last: a story's seeded draws are made in this order, so the earlier kinds' copies stay as they were
+KINDS = ("insert", "contradiction", "swap", "repeat", "cut", "move", "shuffle", "triple", "half")
+# the checks a researcher runs first (issue 86): BENCHMARKS.md's "first checks" table
+FIRST_CHECKS = ("shuffle", "triple", "half", "insert")
+LENGTHENING, SHORTENING = ("insert", "repeat", "triple"), ("cut", "half")
 # kinds whose break is at the story's end: planted only in a text that reaches it, and measured against intact texts
 # that reach it (an intact window from mid-story has no ending to lose)
-ENDING_KINDS = ("cut",)
+ENDING_KINDS = ("cut", "half")

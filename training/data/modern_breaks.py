@@ -7,8 +7,9 @@ No human label goes in. The intact stories are ``wp_extra``'s stories by instruc
 (:data:`VIEWS`): ``wp``, its leading whole sentences up to 260 words, and ``roc``, one window of 5-7
 consecutive sentences at a seeded place (ROCStories' length). Every story gets one broken copy per kind of
 :mod:`storyeval_training.data.breaks` (an off-topic sentence from another story of the same generator, a
-contradiction, two events swapped, a sentence repeated, a cut mid-plot, a sentence moved out of its place), each
-with exactly one break; a cut only where the view reaches the story's end (a longer story's leading 260 words, or a
+contradiction, two events swapped, a sentence repeated, a cut mid-plot, a sentence moved out of its place, and the
+first checks: the sentences shuffled, a sentence said three times, the first half alone), each
+with exactly one break; a cut (or half) only where the view reaches the story's end (a longer story's leading 260 words, or a
 window in its middle, already stop before it: cutting them again breaks nothing), the others counted. A story of
 fewer than four sentences carries no break: it is skipped and counted, never paired, and a break that cannot
 apply to a story (no sentence far enough to swap) is counted too.
@@ -17,8 +18,10 @@ Splits are by prompt (the WP builders' groups), and one generator (:data:`HELD_O
 entirely: ``test`` holds all its stories and the other generators' stories of the WP builders' validation and
 test splits, which no shipped checkpoint trained on; ``validation`` (for selecting) and ``train`` share the rest
 by a seeded hash of the prompt. For training, human stories (``wp_extra``'s and the plot-guided WP release's,
-and ROCStories) get the same breaks in ``train`` and ``validation`` only, so that what is learned is the break
-and not the writer.
+and ROCStories) of the builders' training split get the same breaks in ``train`` and ``validation``, so that what
+is learned is the break and not the writer. The check's human views (``human-roc``: whole ROCStories stories;
+``human-wp``: human WP stories at WP length) are stories of the builders' test splits (``--max-human-test-stories``
+of each corpus), in ``test`` only: a researcher's first checks run on human stories too.
 
 Output, under ``--output-dir``:
 
@@ -187,9 +190,11 @@ def machine_stories(cache_dir, counts: Counter) -> list[dict]:
     return out
 
 
-def human_stories(cache_dir, counts: Counter, max_stories: int, seed: int, test_groups: set[str]) -> list[dict]:
+def human_stories(cache_dir, counts: Counter, max_stories: int, seed: int, test_groups: set[str],
+                  max_test_stories: int = 0) -> list[dict]:
     """Human WP and ROC stories of the builders' training split (at most ``max_stories`` of each corpus), but
-    none whose prompt a test story shares (a machine story's group is its human story's id)."""
+    none whose prompt a test story shares (a machine story's group is its human story's id); and, as the check's
+    human views, at most ``max_test_stories`` of each corpus's test split, which no checkpoint trained on."""
     root = paths.data_dir()
     out = []
     for corpus, builder in (("wp", WritingPrompts(cache_dir=cache_dir, data_dir=str(root / "wp"), config_name="extra", **AS_WRITTEN)),
@@ -204,10 +209,16 @@ def human_stories(cache_dir, counts: Counter, max_stories: int, seed: int, test_
             split = human_split("train", row["id"], seed)
             out.append({"id": row["id"], "group": row["id"], "generator": f"human-{corpus}", "sentences": row["sentences"],
                         "split": split, "corpus": corpus})
+        if max_test_stories:
+            rows = builder.as_dataset(split="test").shuffle(seed=seed)
+            for row in rows.select(range(min(max_test_stories, len(rows)))):
+                out.append({"id": row["id"], "group": row["id"], "generator": f"human-{corpus}", "sentences": row["sentences"],
+                            "split": "test", "corpus": corpus})
     return out
 
 
-def build(cache_dir=None, seed: int = 42, max_human_stories: int = 2000) -> tuple[datasets.DatasetDict, dict[str, datasets.DatasetDict], dict]:
+def build(cache_dir=None, seed: int = 42, max_human_stories: int = 2000,
+          max_human_test_stories: int = 300) -> tuple[datasets.DatasetDict, dict[str, datasets.DatasetDict], dict]:
     from storyeval_training.data.negatives.substitution import read_antonyms
 
     counts = Counter()
@@ -216,7 +227,8 @@ def build(cache_dir=None, seed: int = 42, max_human_stories: int = 2000) -> tupl
     for story in machine:
         story["split"] = modern_split(story["builder_split"], story["generator"], story["group"], seed)
     test_groups = {story["group"] for story in machine if story["split"] == "test"}
-    human = human_stories(cache_dir, counts, max_human_stories, seed, test_groups) if max_human_stories else []
+    human = (human_stories(cache_dir, counts, max_human_stories, seed, test_groups, max_human_test_stories)
+             if max_human_stories or max_human_test_stories else [])
     units = Units(antonyms, seed, human_judged_keys(str(paths.data_dir() / "human")))
     for story in (*machine, *human):
         units.collect_foreign(story["split"], story["generator"], story["group"], story["sentences"])
@@ -228,6 +240,8 @@ def build(cache_dir=None, seed: int = 42, max_human_stories: int = 2000) -> tupl
         counts[f"stories/{story['split']}/{story['generator']}"] += 1
         if story["corpus"] == "roc":  # a ROC story is one window already
             chosen = {"roc": (story["sentences"], True)}
+        elif story["split"] == "test":  # a human view of the check: WP stories at WP length only
+            chosen = {"wp": views(story["sentences"], random.Random(f"{seed}:view:{story['id']}"))["wp"]}
         else:
             chosen = views(story["sentences"], random.Random(f"{seed}:view:{story['id']}"))
         for view, (sentences, reaches_end) in chosen.items():
@@ -284,12 +298,15 @@ def parse_args(argv=None):
     p.add_argument("--seed", type=int, default=42, help="the breaks', windows' and validation split's seed")
     p.add_argument("--max-human-stories", type=int, default=2000,
                    help="human stories of each corpus (WP, ROC) broken for training (0: modern stories only)")
+    p.add_argument("--max-human-test-stories", type=int, default=300,
+                   help="human stories of each corpus's test split broken as the check's human views (human-roc, human-wp)")
     p.add_argument("--cache-dir", default=None, help="`datasets` cache")
     args = p.parse_args(argv)
     if Path(args.output_dir).exists():
         p.error(f"--output-dir {args.output_dir} exists: choose a new folder")
-    if args.max_human_stories < 0:
-        p.error("--max-human-stories must not be negative")
+    for option in ("max_human_stories", "max_human_test_stories"):
+        if getattr(args, option) < 0:
+            p.error(f"--{option.replace('_', '-')} must not be negative")
     return args
 
 
@@ -299,7 +316,7 @@ def main(argv=None) -> None:
     args = parse_args(argv)
     logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.INFO)
     run_environment = environment()
-    stories, kind_pairs, summary = build(args.cache_dir, args.seed, args.max_human_stories)
+    stories, kind_pairs, summary = build(args.cache_dir, args.seed, args.max_human_stories, args.max_human_test_stories)
     output = Path(args.output_dir)
     stories.save_to_disk(str(output / "stories"))
     for name, rows in kind_pairs.items():
