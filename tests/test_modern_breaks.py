@@ -769,3 +769,37 @@ def test_a_self_contrast_label_may_not_repeat_another_rows(tmp_path, tiny_checkp
         benchmark.main(["--breaks-dir", str(tmp_path), other[0], other[1].format(tiny_checkpoint),
                         "--self-contrast", f"a={tiny_checkpoint}:1"])
     assert "each row needs its own label" in capsys.readouterr().err
+
+
+def _pairs_check(stories, kinds=("swap", "half")):
+    rows = []
+    for i in range(stories):
+        unit, words = f"s{i}", 100 + i % 3
+        rows.append({"unit": unit, "view": "roc", "generator": "gpt-4", "kind": "intact", "text": f"{unit}-intact",
+                     "words": words, "group": f"g{i}", "sides": list(kinds)})
+        rows += [{"unit": unit, "view": "roc", "generator": "gpt-4", "kind": kind, "text": f"{unit}-{kind}", "words": words,
+                  "group": f"g{i}"} for kind in kinds]
+    return rows
+
+
+def test_the_ship_rule_wants_a_rise_beyond_the_interval_on_the_targets_and_no_fall_beyond_the_joint_tolerance():
+    import numpy as np
+
+    rows = _pairs_check(300)
+    rng = np.random.default_rng(0)
+    noise = {r["text"]: float(rng.normal(0, 1)) for r in rows}
+    baseline = {t: v + (0.3 if t.endswith("intact") else 0) for t, v in noise.items()}
+    learnt = {t: v - (3.0 if t.endswith("-half") else 0) for t, v in baseline.items()}  # the half copies now score lower
+    broke_swaps = {t: v + (3.0 if t.endswith("-swap") else 0) for t, v in learnt.items()}
+
+    def rule(candidate):
+        flat_of = lambda s: benchmark.flat(benchmark.report(rows, s, "claude-instant"))  # noqa: E731
+        return benchmark.ship_rule(rows, candidate, baseline, flat_of(candidate), flat_of(baseline), ("half",), ["roc"])
+
+    holds = rule(learnt)
+    assert holds["holds"] and holds["targeted_means"]["within"]["rises"] and holds["targeted_means"]["within"]["interval"][0] > 0
+    assert holds["tolerance"] >= 0.02 and not holds["falls"]
+    fails = rule(broke_swaps)  # the same rise, but swaps fall far beyond the draw
+    assert not fails["holds"] and "roc/swap/within" in fails["falls"]
+    same = rule(baseline)  # nothing rises: an equal candidate does not replace the one it is equal to
+    assert not same["holds"] and same["chance_an_equal_candidate_falls"] == 0.0

@@ -267,10 +267,7 @@ def chance_of_a_fall(rows: list[dict], candidate: dict[str, float], baseline: di
     figures = {key: _paired_cells(rows, candidate, baseline, key) for key in keys}
     lowest = np.zeros(resamples)
     for view in sorted({key.split("/")[0] for key in keys}):
-        units = sorted({r["unit"] for r in rows if r["view"] == view and r["kind"] == "intact"})
-        position = {unit: i for i, unit in enumerate(units)}
-        drawn = np.stack([np.bincount(rng.integers(len(units), size=len(units)), minlength=len(units))
-                          for _ in range(resamples)]).astype(float)
+        position, drawn = _view_draws(rows, view, resamples, rng)
         for key, (figure_units, cells, cell_differences) in figures.items():
             if key.split("/")[0] != view:
                 continue
@@ -280,6 +277,69 @@ def chance_of_a_fall(rows: list[dict], candidate: dict[str, float], baseline: di
     return {"chance": round(float((lowest < -tolerance).mean()), 4),
             "tolerance_for_5_percent": round(float(-np.quantile(lowest, 0.05)), 4) + 0.0,  # + 0.0: no "-0.0" in a record
             "figures": len(keys), "draws": resamples}
+
+
+def _view_draws(rows: list[dict], view: str, resamples: int, rng):
+    """The view's intact units and ``resamples`` bootstrap draws of them (how often each unit is drawn)."""
+    import numpy as np
+
+    units = sorted({r["unit"] for r in rows if r["view"] == view and r["kind"] == "intact"})
+    drawn = np.stack([np.bincount(rng.integers(len(units), size=len(units)), minlength=len(units))
+                      for _ in range(resamples)]).astype(float)
+    return {unit: i for i, unit in enumerate(units)}, drawn
+
+
+def targeted_means(rows: list[dict], candidate: dict[str, float], baseline: dict[str, float], targets: tuple[str, ...],
+                   views: list[str], confidence: float = 0.95, resamples: int = 2000, seed: int = 0) -> dict:
+    """Per measure, candidate minus baseline on the mean over ``views`` and the ``targets`` kinds of that measure's
+    figures, with its paired bootstrap interval: every view's stories drawn again in each draw, both checkpoints'
+    figures from the same draw. ``rises``: the interval lies above 0 (the ship rule's first part). Figures with no
+    comparison (an AUC where no lengths match) are left out of the mean."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    draws = {view: _view_draws(rows, view, resamples, rng) for view in views}
+    out = {}
+    for measure_name in MEASURES:
+        keys = [f"{view}/{kind}/{measure_name}" for view in views for kind in targets
+                if any(r["view"] == view and r["kind"] == kind for r in rows)]
+        observed, drawn_differences = [], []
+        for key in keys:
+            view = key.split("/")[0]
+            units, cells, cell_differences = _paired_cells(rows, candidate, baseline, key)
+            if not cells.any():
+                continue
+            position, drawn = draws[view]
+            observed.append(float(_drawn_difference(np.ones(len(units)), cells, cell_differences)))
+            drawn_differences.append(_drawn_difference(drawn[:, [position[unit] for unit in units]], cells, cell_differences))
+        if not observed:
+            out[measure_name] = None
+            continue
+        mean = np.mean(drawn_differences, axis=0)
+        low, high = np.quantile(mean, [(1 - confidence) / 2, (1 + confidence) / 2])
+        out[measure_name] = {"difference": round(float(np.mean(observed)), 4), "interval": [round(float(low), 4), round(float(high), 4)],
+                             "figures": len(observed), "rises": bool(low > 0)}
+    return out
+
+
+def ship_rule(rows: list[dict], candidate: dict[str, float], baseline: dict[str, float], candidate_figures: dict[str, float],
+              baseline_figures: dict[str, float], targets: tuple[str, ...], views: list[str]) -> dict:
+    """The check's part of the ship rule (issue 86), candidate against the checkpoint it would replace, both scored on
+    these stories: on the ``targets`` kinds its mean within-pair accuracy or its mean across-story AUC rises beyond
+    that mean's paired 95% interval, and no figure (held-out generator's included) falls by more than both 0.02 and
+    the joint one-in-twenty tolerance of :func:`chance_of_a_fall`. ``chance_an_equal_candidate_falls``: how often a
+    candidate as good as the baseline would be named a fall here (the human sets' part is measured apart)."""
+    from storyeval_training.selection import NO_REGRESSION_TOLERANCE, regressions
+
+    compared = sorted(key for key, value in candidate_figures.items() if value is not None and baseline_figures.get(key) is not None)
+    joint = chance_of_a_fall(rows, candidate, baseline, compared)
+    tolerance = max(NO_REGRESSION_TOLERANCE, joint["tolerance_for_5_percent"])
+    means = targeted_means(rows, candidate, baseline, targets, views)
+    falls = regressions(candidate_figures, baseline_figures, tolerance)
+    rises = any(m and m["rises"] for m in means.values())
+    return {"targets": list(targets), "targeted_means": means, "tolerance": round(tolerance, 4), "falls": falls,
+            "chance_an_equal_candidate_falls": chance_of_a_fall(rows, candidate, baseline, compared, tolerance)["chance"],
+            "holds": bool(rises and not falls)}
 
 
 def above_own_shuffles(rows: list[dict], margin_of: dict[str, float]) -> dict:
@@ -357,6 +417,10 @@ def main(argv=None):
     parser.add_argument("--earlier", nargs="+", default=[], metavar="NAME",
                         help="results files (benchmarks/results/NAME.json) whose figures a label of the same name keeps for the "
                              "kinds not measured now (with --kinds): each row is then whole, as the no-regression rule compares")
+    parser.add_argument("--targets", nargs="+", default=None, choices=KINDS, metavar="KIND",
+                        help="with --baseline: the kinds a candidate targets; each other row then gets the ship rule's verdict "
+                             "(its mean within-pair accuracy or AUC on them rises beyond the paired 95%% interval, and no figure "
+                             "falls by more than both 0.02 and the joint one-in-twenty tolerance)")
     parser.add_argument("--min-count", type=int, default=0,
                         help="with --baseline: leave out of the comparison a figure resting on fewer pairs (within) or "
                              "across-story comparisons (AUC) than this (default 0: every figure)")
@@ -379,6 +443,8 @@ def main(argv=None):
         parser.error("--max-units-per-view must be positive")
     if args.min_count < 0:
         parser.error("--min-count must not be negative")
+    if args.targets and not args.baseline:
+        parser.error("--targets needs --baseline: the checkpoint a candidate would replace")
     try:
         earlier = earlier_views(args.earlier)
     except FileNotFoundError as error:
@@ -434,6 +500,14 @@ def main(argv=None):
                     chance = result["chance_of_a_fall_if_equal"] = chance_of_a_fall(rows, scores_of[label], scores_of[args.baseline], compared)
                     print(f"  were {label} as good as {args.baseline} on all {len(compared)} figures, the rule would name a fall in "
                           f"{chance['chance']:.0%} of draws of these stories (a tolerance of {chance['tolerance_for_5_percent']:.3f}: 5%)")
+                    if args.targets:
+                        rule = result["ship_rule"] = ship_rule(rows, scores_of[label], scores_of[args.baseline], figures, base,
+                                                               tuple(args.targets), sorted({r["view"] for r in rows}))
+                        means = "; ".join(f"mean {m} {v['difference']:+.3f} [{v['interval'][0]:+.3f}, {v['interval'][1]:+.3f}]"
+                                          for m, v in rule["targeted_means"].items() if v)
+                        print(f"  ship rule on {', '.join(args.targets)}: {means}; falls beyond {rule['tolerance']:.3f}: "
+                              f"{rule['falls'] or 'none'} -> {'holds' if rule['holds'] else 'fails'} (an equal candidate "
+                              f"falls {rule['chance_an_equal_candidate_falls']:.0%} of the time)")
     print("wrote", write_results(args.output, payload))
 
 
