@@ -137,12 +137,13 @@ def reproduce_paper(human_set: HumanSet) -> dict:
     return result
 
 
-def score_set(scorer, human_set: HumanSet, batch_size: int) -> dict:
-    """The checkpoint's correlations on the set, and how long scoring took."""
+def score_set(scorer, human_set: HumanSet, batch_size: int, keep_scores: bool = False):
+    """The checkpoint's correlations on the set, and how long scoring took (with ``keep_scores``: and the scores)."""
     started = time.perf_counter()
-    result = correlations(scorer.score(human_set.stories, batch_size=batch_size), human_set.human)
+    scores = scorer.score(human_set.stories, batch_size=batch_size)
+    result = correlations(scores, human_set.human)
     result["seconds"] = round(time.perf_counter() - started, 2)
-    return result
+    return (result, scores) if keep_scores else result
 
 
 def format_row(result: dict, order=COEFFICIENTS, decimals: int = 4, p_values: bool = True) -> str:

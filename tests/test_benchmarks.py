@@ -363,3 +363,19 @@ def test_wp_rank_pairs_scores_each_pair_and_averages_over_prompts(tmp_path):
         wp_rank_pairs.read_rank_pairs(bad)
     with pytest.raises(FileNotFoundError, match="no rank pairs at"):
         wp_rank_pairs.read_rank_pairs(tmp_path / "missing.jsonl")
+
+
+def test_a_spearman_difference_falls_only_when_its_whole_paired_interval_is_below_zero():
+    import numpy as np
+
+    from benchmarks.agreement.cross_metric import spearman_difference
+
+    rng = np.random.default_rng(0)
+    human = rng.normal(size=300)
+    good = human + rng.normal(size=300)
+    same = spearman_difference(good, good, human, resamples=200)
+    assert same == {"difference": 0.0, "interval": [0.0, 0.0], "falls": False}
+    worse = spearman_difference(rng.normal(size=300), good, human, resamples=200)
+    assert worse["falls"] and worse["interval"][1] < 0 < -worse["difference"]
+    close = spearman_difference(good + 0.05 * rng.normal(size=300), good, human, resamples=200)
+    assert not close["falls"] and close["interval"][0] < 0  # a small move is within the draw of stories

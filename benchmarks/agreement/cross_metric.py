@@ -8,11 +8,16 @@
 Sets: UNION's ``union_roc`` (400 stories) and ``union_wp`` (200), scored as the
 mean of 7 binary votes, and the plot paper's AMT ROC set (300 stories), scored as
 the mean of 5 ratings (0-5). Results go to ``benchmarks/results/cross_metric.json`` (``--output``: another name).
-These are test sets: nothing here may be used to choose a checkpoint.
+These are test sets: nothing here may be used to choose a checkpoint. With ``--baseline LABEL`` (the checkpoint a
+candidate would replace, scored in the same run), each other checkpoint gets, per set, the paired bootstrap 95%
+interval of its Spearman less the baseline's, the stories resampled, and whether it falls beyond it: the human sets'
+part of the ship rule (a candidate that ships measures them once, after the rest of its rule holds).
 """
 from __future__ import annotations
 
 import argparse
+
+import numpy as np
 
 from ..common import BUNDLED, command_line, machine, metric_checkpoint_spec, write_results
 from ..correlation import HUMAN_SETS, format_row, load_human_set, score_set
@@ -23,27 +28,60 @@ DEFAULT_CHECKPOINTS = [
 ]
 
 
+def spearman_difference(candidate, baseline, human, confidence: float = 0.95, resamples: int = 2000, seed: int = 0) -> dict:
+    """Candidate's Spearman with ``human`` less the baseline's, with a paired percentile bootstrap interval (the same
+    stories drawn for both); ``falls``: the whole interval lies below 0."""
+    from scipy import stats
+
+    def difference(c, b, h):
+        return stats.spearmanr(c, h)[0] - stats.spearmanr(b, h)[0]
+
+    data = tuple(np.asarray(x, dtype=float) for x in (candidate, baseline, human))
+    result = stats.bootstrap(data, difference, paired=True, vectorized=False, confidence_level=confidence, n_resamples=resamples,
+                             method="percentile", random_state=np.random.default_rng(seed))
+    low, high = (round(float(v), 4) for v in (result.confidence_interval.low, result.confidence_interval.high))
+    return {"difference": round(float(difference(*data)), 4), "interval": [low, high], "falls": high < 0}
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--checkpoint", action="append", default=[], type=metric_checkpoint_spec,
                         help="metric:label=folder_or_config (repeatable)")
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--sets", nargs="+", default=list(HUMAN_SETS), choices=HUMAN_SETS, help="human sets to score (default: all)")
+    parser.add_argument("--baseline", default=None, help="a label: each other checkpoint's Spearman difference from it, "
+                        "with its paired bootstrap 95%% interval")
     parser.add_argument("--output", default="cross_metric", help="name of the results file (a new checkpoint's keeps the bundled rows' file)")
     args = parser.parse_args(argv)
+    checkpoints = args.checkpoint or DEFAULT_CHECKPOINTS
+    if args.baseline and args.baseline not in {label for _, label, _ in checkpoints}:
+        parser.error(f"--baseline {args.baseline}: not one of the labels {sorted(label for _, label, _ in checkpoints)}")
 
     from storyeval.checkpoints.resolution import resolve_checkpoint
     from storyeval.scoring.sequence import load_scorer
+    from storyeval_training.export.provenance import portable_path
 
     payload = {"machine": machine(), "command": command_line(__name__, argv), "checkpoints": {}}
     human_sets = [load_human_set(name) for name in args.sets]
-    for metric, label, config in args.checkpoint or DEFAULT_CHECKPOINTS:
+    scores = {}  # label -> set -> scores, for the baseline's paired intervals
+    for metric, label, config in checkpoints:
         path = resolve_checkpoint(metric, config)
         scorer = load_scorer(metric, path)
-        entry = payload["checkpoints"][label] = {"metric": metric, "path": str(path), "sets": {}}
+        entry = payload["checkpoints"][label] = {"metric": metric, "path": portable_path(str(path)), "sets": {}}
         for human_set in human_sets:
-            entry["sets"][human_set.name] = score_set(scorer, human_set, args.batch_size)
+            result, scores.setdefault(label, {})[human_set.name] = score_set(scorer, human_set, args.batch_size, keep_scores=True)
+            entry["sets"][human_set.name] = result
             print(f"{label} on {human_set.name}: " + format_row(entry["sets"][human_set.name], decimals=3, p_values=False))
+    if args.baseline:
+        for label, entry in payload["checkpoints"].items():
+            if label == args.baseline:
+                continue
+            entry["spearman_against_baseline"] = {
+                human_set.name: spearman_difference(scores[label][human_set.name], scores[args.baseline][human_set.name], human_set.human)
+                for human_set in human_sets}
+            for name, d in entry["spearman_against_baseline"].items():
+                print(f"{label} - {args.baseline} on {name}: Spearman {d['difference']:+.4f}, 95% paired interval "
+                      f"[{d['interval'][0]:+.4f}, {d['interval'][1]:+.4f}]{' (falls beyond it)' if d['falls'] else ''}")
     print("wrote", write_results(args.output, payload))
 
 
