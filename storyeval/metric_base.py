@@ -17,6 +17,7 @@ import datasets
 import evaluate
 
 from storyeval.checkpoints import resolution as checkpoints
+from storyeval.checkpoints.registry import default_note, metric_spec
 from storyeval.inputs import (
     DTYPE_NAMES,
     FLOAT_DTYPE_NAMES,
@@ -57,6 +58,16 @@ def runtime_options_doc(batch_size: int, unit: str, int8: bool = True) -> str:
 """
 
 
+def say_default(metric: str, default: str, fast: str | None) -> None:
+    """A load of the default config: where a faster config exists, one line that names it (a warning, so that it
+    shows at evaluate's default verbosity); else the config at INFO, so a normal load does not read like a problem."""
+    note = default_note(metric, default, fast)
+    if note:
+        logger.warning(note)
+    else:
+        logger.info("%s: config 'default' is '%s'", metric, default)
+
+
 class CheckpointMetric(evaluate.Metric):
     """A metric backed by one checkpoint chosen by ``config_name``.
 
@@ -72,8 +83,9 @@ class CheckpointMetric(evaluate.Metric):
     DTYPES: tuple[str, ...] = DTYPE_NAMES  # the precisions its scorer runs in
 
     def _info(self) -> evaluate.MetricInfo:
-        if self.config_name == "default":  # a normal load: said at INFO, so it does not read like a problem
-            logger.info("%s: config 'default' is '%s'", self.METRIC, checkpoints.DEFAULT_CONFIG[self.METRIC])
+        if self.config_name == "default":
+            spec = metric_spec(self.METRIC)
+            say_default(spec.name, spec.default, spec.fast)
         return evaluate.MetricInfo(
             description=self.DESCRIPTION,
             citation=self.CITATION,

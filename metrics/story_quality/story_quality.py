@@ -67,7 +67,7 @@ class StoryQuality(metric_base.CheckpointMetric):
 
     def _info(self) -> evaluate.MetricInfo:
         if self.config_name == "default":
-            metric_base.logger.info("story_quality: config 'default' is '%s'", suite.DEFAULT_SUITE_CONFIG)
+            metric_base.say_default("story_quality", suite.DEFAULT_SUITE_CONFIG, suite.FAST_SUITE_CONFIG)
         return evaluate.MetricInfo(
             description=_DESCRIPTION,
             citation=_CITATION,

@@ -94,6 +94,7 @@ SUITE_CONFIGS: dict[str, tuple[SuitePart, ...]] = {
                 suite_part("continuation_quality", "deltascore")),
 }
 DEFAULT_SUITE_CONFIG = "roc"
+FAST_SUITE_CONFIG = "roc"  # the MiniLM suite a load of the default names, where the default is not it
 # continuation quality's criterion that enters ``combined``: the overall rating, which the other two refine
 CONTINUATION_CRITERION = "overall"
 

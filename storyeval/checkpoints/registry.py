@@ -28,6 +28,7 @@ class MetricSpec:
     scorer_class: str  # "module:Class"; the class scores with .score(...)
     loader: str  # "module:function", called as loader(checkpoint_folder, device) and returning a scorer_class
     takes_contexts: bool = False  # whether .score needs the text before each prediction
+    fast: str | None = None  # the fast config a load of the default names, where the default is not it
     batch_size: int = 16  # the default of compute() and `storyeval score`: windows, or pairs, per forward pass
 
     def scorer_type(self) -> type:
@@ -42,13 +43,13 @@ METRICS: dict[str, MetricSpec] = {
     for spec in (
         # "-base": the base-size tier (MPNet-base; the backbone is installed apart, see storyeval.checkpoints.backbones)
         MetricSpec("union", {"roc": "union-roc", "wp": "union-wp", "roc-base": "union-roc-base", "wp-base": "union-wp-base"}, "roc",
-                   "storyeval.scoring.sequence:SequenceScorer", "storyeval.scoring.sequence:load_story_classifier"),
+                   "storyeval.scoring.sequence:SequenceScorer", "storyeval.scoring.sequence:load_story_classifier", fast="roc"),
         MetricSpec("plot_coherence", {"roc": "plot-coherence-roc", "wp": "plot-coherence-wp", "roc-base": "plot-coherence-roc-base",
                                       "wp-base": "plot-coherence-wp-base"}, "roc",
-                   "storyeval.scoring.sequence:SequenceScorer", "storyeval.scoring.sequence:load_story_classifier"),
+                   "storyeval.scoring.sequence:SequenceScorer", "storyeval.scoring.sequence:load_story_classifier", fast="roc"),
         MetricSpec("continuation_quality", {"deltascore": "continuation-quality", "deltascore-base": "continuation-quality-base"}, "deltascore",
                    "storyeval.scoring.continuation:ContinuationScorer", "storyeval.scoring.continuation:load_continuation_scorer",
-                   takes_contexts=True, batch_size=256),
+                   takes_contexts=True, fast="deltascore", batch_size=256),
     )
 }
 
@@ -61,6 +62,15 @@ UNPUBLISHED = {
         "train one as docs/TRAINING.md says ('WritingPrompts on a CPU')"
     ),
 }
+
+
+def default_note(metric: str, default: str, fast: str | None) -> str | None:
+    """The one line a load of ``metric``'s default config says: which config that is and how to get the fast one
+    (as evaluate's BLEURT names its other checkpoints); None where the default is the fast config."""
+    if fast is None or fast == default:
+        return None
+    return (f"{metric}: the default config is '{default}' (MPNet-base, the most accurate); '{fast}' (MiniLM) is about "
+            f"five times faster: evaluate.load('{metric}', '{fast}') or storyeval score --config {fast}")
 
 
 def metric_spec(metric: str) -> MetricSpec:

@@ -50,11 +50,11 @@ from pathlib import Path
 from tqdm.auto import tqdm
 
 from storyeval.analysis import compare
-from storyeval.analysis.suite import DEFAULT_SUITE_CONFIG, SUITE_CONFIGS
+from storyeval.analysis.suite import DEFAULT_SUITE_CONFIG, FAST_SUITE_CONFIG, SUITE_CONFIGS
 from storyeval.analysis.suite import check_dtype as check_suite_dtype
 from storyeval.checkpoints import resolution as checkpoints
 from storyeval.checkpoints.registry import CORPORA as REFERENCE_CORPORA
-from storyeval.checkpoints.registry import METRICS, metric_spec
+from storyeval.checkpoints.registry import METRICS, default_note, metric_spec
 from storyeval.cli import shards
 from storyeval.cli.errors import reporting_bad_input
 from storyeval.files import FORMATS, InputError, Writer, csv_header, file_format, read_rows, sniffed_format, survey_rows
@@ -588,6 +588,11 @@ def main(argv=None) -> int:
             args.context_column = args.context_column or "context"
         else:
             args.context_column = None  # union and plot coherence score the story as written
+    if args.config is None:  # the default: one line on stderr names the fast config, where there is one
+        fast = FAST_SUITE_CONFIG if args.metric == SUITE else metric_spec(args.metric).fast
+        note = default_note(args.metric, default_config, fast)
+        if note:
+            print(f"storyeval: {note}", file=sys.stderr)
     args.config = default_config if args.config is None else args.config
     args.batch_size = default_batch_size if args.batch_size is None else args.batch_size
     if args.output == "-":
