@@ -355,6 +355,47 @@ def test_a_story_longer_than_the_students_window_is_left_out_and_counted(scored,
     assert len(train) + len(heldout) + sum(left_out.values()) == len(STORIES)
 
 
+def test_a_rebuilt_cache_is_compared_with_its_reference_logit_by_logit(scored, teacher, tmp_path, monkeypatch, capsys):
+    """benchmarks.checkpoints.teacher_scores_rebuild: the check that `transfer score`, run again, gives the scores a
+    student learned from (the caches are rebuilt, not kept in the repository)."""
+    from benchmarks import common
+    from benchmarks.checkpoints import teacher_scores_rebuild
+
+    folder, cache, _ = scored
+    monkeypatch.setattr(common, "RESULTS", tmp_path / "results")
+    argv = ["--transfer-dir", str(folder), "--teacher", str(teacher), "--reference", str(cache), "--stories", "10",
+            "--chunk", "8", "--batch-size", "4", "--output", "rebuild"]
+    assert teacher_scores_rebuild.main(argv) == 0
+    payload = json.loads((tmp_path / "results" / "rebuild.json").read_text())
+    assert payload["compared"] == payload["identical"] == 10 and payload["max_abs_difference"] == 0.0 and payload["within_tolerance"]
+    assert payload["header_fields_differing"] == {} and payload["reference"]["sha256"] == transfer.file_sha256(cache)
+
+    lines = cache.read_text().splitlines()
+    moved = json.loads(lines[3])
+    moved["logit"] += 0.01
+    cache.write_text("\n".join([*lines[:3], json.dumps(moved), *lines[4:]]) + "\n")
+    assert teacher_scores_rebuild.main(argv[:-1] + ["moved"]) == 1  # written, then status 1
+    payload = json.loads((tmp_path / "results" / "moved.json").read_text())
+    assert payload["max_abs_difference"] == pytest.approx(0.01) and payload["identical"] == 9 and not payload["within_tolerance"]
+    assert "above the tolerance" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("field", ["weights_sha256", "transfer_sha256"])
+def test_a_rebuild_against_another_teachers_or_files_cache_is_refused_before_scoring(scored, teacher, tmp_path, monkeypatch, capsys, field):
+    from benchmarks import common
+    from benchmarks.checkpoints import teacher_scores_rebuild
+
+    folder, cache, _ = scored
+    lines = cache.read_text().splitlines()
+    header = json.loads(lines[0])
+    header[field] = "other"
+    cache.write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n")
+    monkeypatch.setattr(common, "RESULTS", tmp_path / "results")
+    with pytest.raises(SystemExit):
+        teacher_scores_rebuild.main(["--transfer-dir", str(folder), "--teacher", str(teacher), "--reference", str(cache), "--output", "x"])
+    assert f"another {field}" in capsys.readouterr().err and not (tmp_path / "results").exists()
+
+
 @pytest.mark.parametrize("config, transfer_sha256, scored", [("wp-base", "bf9bd378", 6400), ("roc-base", "46ccdbcf", 22831)])
 def test_a_committed_teacher_cache_names_the_bundled_teacher(config, transfer_sha256, scored):
     """training/teacher_scores holds the union teachers' logits of the shipped students' transfer stories (the expensive
