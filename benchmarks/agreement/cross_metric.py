@@ -3,7 +3,7 @@
     python -m benchmarks.agreement.cross_metric
     python -m benchmarks.agreement.cross_metric --checkpoint union:union-roc=hub_cards/union-roc \
         --checkpoint plot_coherence:plot-coherence-roc=hub_cards/plot-coherence-roc
-    python -m benchmarks.agreement.cross_metric --checkpoint plot_coherence:plot-coherence-wp=<folder> --output plot_coherence_wp_correlation
+    python -m benchmarks.agreement.cross_metric --checkpoint plot_coherence:plot-coherence-wp=<folder> --output wp/plot_coherence_wp_correlation
 
 Sets: UNION's ``union_roc`` (400 stories) and ``union_wp`` (200), scored as the
 mean of 7 binary votes, and the plot paper's AMT ROC set (300 stories), scored as
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..common import BUNDLED, command_line, machine, metric_checkpoint_spec, write_results
+from ..common import BUNDLED, command_line, machine, metric_checkpoint_spec, results_name, write_results
 from ..correlation import HUMAN_SETS, format_row, load_human_set, score_set
 
 DEFAULT_CHECKPOINTS = [
@@ -29,7 +29,8 @@ def main(argv=None):
                         help="metric:label=folder_or_config (repeatable)")
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--sets", nargs="+", default=list(HUMAN_SETS), choices=HUMAN_SETS, help="human sets to score (default: all)")
-    parser.add_argument("--output", default="cross_metric", help="name of the results file (a new checkpoint's keeps the bundled rows' file)")
+    parser.add_argument("--output", type=results_name, default="cross_metric",
+                        help="name of the results file (a new checkpoint's keeps the bundled rows' file)")
     args = parser.parse_args(argv)
 
     from storyeval.checkpoints.resolution import resolve_checkpoint

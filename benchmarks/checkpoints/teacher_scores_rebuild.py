@@ -18,7 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-from benchmarks.common import command_line, machine, write_results
+from benchmarks.common import command_line, machine, results_name, write_results
 from storyeval_training.data import transfer
 
 
@@ -53,7 +53,7 @@ def main(argv=None) -> int:
     parser.add_argument("--batch-size", type=int, default=32, help="as `transfer score` (its default)")
     parser.add_argument("--chunk", type=int, default=512, help="as `transfer score`: the batches form within a chunk")
     parser.add_argument("--tolerance", type=float, default=1e-4, help="the largest difference of a logit counted as the same")
-    parser.add_argument("--output", required=True, help="results file name")
+    parser.add_argument("--output", type=results_name, required=True, help="results file name")
     args = parser.parse_args(argv)
     if min(args.stories, args.batch_size, args.chunk) < 1 or args.tolerance < 0:
         parser.error("--stories, --batch-size and --chunk must be positive, --tolerance not negative")
