@@ -12,7 +12,9 @@ from scipy import stats
 from storyeval_training.export.provenance import environment, portable
 
 CHECKOUT = Path(__file__).resolve().parent.parent
-RESULTS = CHECKOUT / "benchmarks" / "results"
+RESULTS = CHECKOUT / "benchmarks" / "results"  # the files behind BENCHMARKS.md's summary, the cards and the docs
+EXPERIMENTS = "experiments"  # under RESULTS: one folder of runs per log in EXPERIMENT_LOGS, named as the log
+EXPERIMENT_LOGS = CHECKOUT / "benchmarks" / "experiments"
 BUNDLED = CHECKOUT / "hub_cards"
 
 
@@ -86,11 +88,45 @@ def machine() -> dict:
     return environment(exclude=("benchmarks/results",))
 
 
+def experiment_logs() -> list[str]:
+    """The experiments a results name may name: each log's file name in ``benchmarks/experiments/`` less ``.md``."""
+    return sorted(path.stem for path in EXPERIMENT_LOGS.glob("*.md"))
+
+
+def results_name(value: str) -> str:
+    """argparse type of a results file's name: ``NAME`` (a file behind the summary, the cards or the docs) or
+    ``EXPERIMENT/NAME`` (a run an experiment log reports), refused here, before anything is measured, if it is neither."""
+    experiment, _, name = value.rpartition("/")
+    if not name or name.endswith(".json") or name.startswith(".") or "\\" in value:
+        raise argparse.ArgumentTypeError(f"{value!r}: give NAME or EXPERIMENT/NAME, without .json")
+    if experiment and experiment not in experiment_logs():
+        raise argparse.ArgumentTypeError(f"{value!r}: no experiment log benchmarks/experiments/{experiment}.md "
+                                         f"(the logs: {', '.join(experiment_logs())})")
+    return value
+
+
+def results_path(name: str, folder: Path | None = None) -> Path:
+    """Where results file ``name`` is, or goes: ``EXPERIMENT/NAME`` in ``<folder>/experiments/EXPERIMENT/``, a bare ``NAME``
+    in ``<folder>`` (default: RESULTS, read at call time, so tests can point it elsewhere) unless only an experiment's
+    folder holds it: a recorded command, or an ``--earlier`` name, finds its file where it was filed."""
+    folder = RESULTS if folder is None else Path(folder)
+    if "/" in name:
+        experiment, _, stem = name.rpartition("/")
+        return folder / EXPERIMENTS / experiment / f"{stem}.json"
+    top = folder / f"{name}.json"
+    filed = sorted((folder / EXPERIMENTS).glob(f"*/{name}.json"))
+    if top.exists() or not filed:
+        return top
+    if len(filed) > 1:
+        raise ValueError(f"results file {name}.json is in several experiments' folders ({', '.join(p.parent.name for p in filed)}): "
+                         "name it as EXPERIMENT/NAME")
+    return filed[0]
+
+
 def write_results(name: str, payload: dict, folder: Path | None = None) -> Path:
-    """``<folder>/<name>.json`` (default: RESULTS, read at call time, so tests can point it elsewhere), with every
-    absolute path in it made portable: results are published, and a checkpoint's or a run's folder names this machine."""
-    folder = RESULTS if folder is None else folder
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{name}.json"
+    """Results file ``name`` (:func:`results_path`), with every absolute path in it made portable: results are published,
+    and a checkpoint's or a run's folder names this machine."""
+    path = results_path(name, folder)
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(portable(payload), indent=2) + "\n")
     return path

@@ -1,6 +1,7 @@
 """The benchmark commands' argument checks (the benchmarks themselves are not timed tests)."""
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -115,11 +116,39 @@ def test_story_cloze_accuracy_counts_a_tie_as_half():
 
 
 def test_union_correlation_refuses_a_missing_checkpoint_before_writing(tmp_path, capsys):
-    before = {p.name: p.stat().st_mtime for p in common.RESULTS.glob("*.json")}
+    before = {p: p.stat().st_mtime for p in common.RESULTS.rglob("*.json")}
     with pytest.raises(SystemExit):
         union_correlation.main(["--checkpoint", f"typo={tmp_path / 'nothing'}", "--output", "never_written"])
     assert "no checkpoint there" in capsys.readouterr().err
-    assert {p.name: p.stat().st_mtime for p in common.RESULTS.glob("*.json")} == before
+    assert {p: p.stat().st_mtime for p in common.RESULTS.rglob("*.json")} == before
+
+
+def test_an_experiments_results_go_to_its_folder_and_a_bare_name_finds_the_file_where_it_was_filed(tmp_path, monkeypatch):
+    monkeypatch.setattr(common, "RESULTS", tmp_path)
+    assert common.results_name("union_correlation") == "union_correlation"
+    assert common.results_name("modern_text/modern_breaks_c2") == "modern_text/modern_breaks_c2"
+    written = common.write_results("modern_text/modern_breaks_c2", {"figure": 1})
+    assert written == tmp_path / "experiments" / "modern_text" / "modern_breaks_c2.json"
+    # a recorded command names it bare: reading and rewriting it find it in its experiment's folder
+    assert common.results_path("modern_breaks_c2") == written
+    assert common.write_results("modern_breaks_c2", {"figure": 2}) == written and json.loads(written.read_text()) == {"figure": 2}
+    assert common.results_path("a_new_name") == tmp_path / "a_new_name.json"  # a new bare name is one of the summary's
+    common.write_results("wp/modern_breaks_c2", {})
+    with pytest.raises(ValueError, match=r"several experiments' folders \(modern_text, wp\)"):
+        common.results_path("modern_breaks_c2")
+    assert common.results_path("wp/modern_breaks_c2", tmp_path / "elsewhere") == tmp_path / "elsewhere" / "experiments" / "wp" / "modern_breaks_c2.json"
+
+
+@pytest.mark.parametrize("name, message", [("modern_txt/x", "no experiment log benchmarks/experiments/modern_txt.md"),
+                                           ("x.json", "without .json"), ("modern_text/", "give NAME or EXPERIMENT/NAME"),
+                                           ("../x", "no experiment log"), ("modern_text/a/b", "no experiment log")])
+def test_a_results_name_of_no_experiment_is_refused_before_anything_is_measured(name, message, tmp_path, capsys):
+    with pytest.raises(argparse.ArgumentTypeError, match=re.escape(message)):
+        common.results_name(name)
+    before = {p: p.stat().st_mtime for p in common.RESULTS.rglob("*.json")}
+    with pytest.raises(SystemExit):
+        union_correlation.main(["--checkpoint", f"x={tmp_path}", "--output", name])
+    assert message in capsys.readouterr().err and {p: p.stat().st_mtime for p in common.RESULTS.rglob("*.json")} == before
 
 
 def test_union_development_set_never_reads_the_held_out_pairs(shared_data):
@@ -150,12 +179,12 @@ def test_union_development_groups_scores_by_generating_model():
 
 @pytest.mark.parametrize("labels", [["a", "a"], ["missing"]])
 def test_union_development_refuses_bad_checkpoints_before_writing(labels, tiny_checkpoint, tmp_path, capsys):
-    before = {p.name: p.stat().st_mtime for p in common.RESULTS.glob("*.json")}
+    before = {p: p.stat().st_mtime for p in common.RESULTS.rglob("*.json")}
     paths = {"a": tiny_checkpoint, "missing": tmp_path / "nothing"}
     with pytest.raises(SystemExit):
         union_development.main([arg for label in labels for arg in ("--checkpoint", f"{label}={paths[label]}")] + ["--output", "never_written"])
     assert ("unique" if labels == ["a", "a"] else "no checkpoint there") in capsys.readouterr().err
-    assert {p.name: p.stat().st_mtime for p in common.RESULTS.glob("*.json")} == before
+    assert {p: p.stat().st_mtime for p in common.RESULTS.rglob("*.json")} == before
 
 
 def test_build_memory_adds_up_the_whole_process_tree():

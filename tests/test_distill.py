@@ -1,7 +1,6 @@
 """Distillation: the teacher-score cache (identity, resuming, the leakage rule) and the student recipe on the loop."""
 import json
 import math
-from pathlib import Path
 
 import datasets
 import numpy as np
@@ -51,6 +50,16 @@ def test_the_cache_holds_the_teachers_logits_and_resumes_without_rescoring(score
     assert [1 / (1 + math.exp(-row["logit"])) for row in rows] == pytest.approx(probabilities, abs=1e-6)
     again = transfer.score(folder, teacher, cache, batch_size=4, chunk=8, time_budget_minutes=None)
     assert again["scored_now"] == 0 and cache.read_text().splitlines() == lines
+
+
+def test_max_stories_scores_the_files_first_stories_and_a_later_run_goes_on(tmp_path, teacher, shared_data):
+    folder = write_transfer(tmp_path / "transfer")
+    cache = tmp_path / "teacher.jsonl"
+    first = transfer.score(folder, teacher, cache, batch_size=4, chunk=8, time_budget_minutes=None, max_stories=10)
+    assert first["scored_now"] == 10 and not first["complete"] and first["max_stories"] == 10
+    assert [json.loads(line)["id"] for line in cache.read_text().splitlines()[1:]] == [f"s{i}" for i in range(10)]
+    rest = transfer.score(folder, teacher, cache, batch_size=4, chunk=8, time_budget_minutes=None)
+    assert rest["scored_now"] == len(STORIES) - 10 and rest["complete"]
 
 
 def test_a_line_cut_short_is_dropped_and_rescored(scored, teacher):
@@ -355,19 +364,45 @@ def test_a_story_longer_than_the_students_window_is_left_out_and_counted(scored,
     assert len(train) + len(heldout) + sum(left_out.values()) == len(STORIES)
 
 
-@pytest.mark.parametrize("config, transfer_sha256, scored", [("wp-base", "bf9bd378", 6400), ("roc-base", "46ccdbcf", 22831)])
-def test_a_committed_teacher_cache_names_the_bundled_teacher(config, transfer_sha256, scored):
-    """training/teacher_scores holds the union teachers' logits of the shipped students' transfer stories (the expensive
-    part of a student); when a bundled teacher changes, this fails, and its cache must be scored again."""
-    from storyeval.checkpoints.resolution import resolve_checkpoint
+def test_a_rebuilt_cache_is_compared_with_its_reference_logit_by_logit(scored, teacher, tmp_path, monkeypatch, capsys):
+    """benchmarks.checkpoints.teacher_scores_rebuild: the check that `transfer score`, run again, gives the scores a
+    student learned from (the caches are rebuilt, not kept in the repository)."""
+    from benchmarks import common
+    from benchmarks.checkpoints import teacher_scores_rebuild
 
-    cache = Path(transfer.__file__).resolve().parents[1] / "teacher_scores" / f"union-{config}.jsonl"
-    header = json.loads(cache.read_text(encoding="utf-8").split("\n", 1)[0])
-    teacher = resolve_checkpoint("union", config)
-    assert header["weights_sha256"] == transfer.file_sha256(teacher / "model.safetensors")
-    assert header["teacher_commit"] == transfer.training_commit(teacher)
-    assert header["transfer_sha256"].startswith(transfer_sha256)  # the file TRAINING.md says the student learned on
-    assert len(transfer.read_cache(cache, header)) == scored
+    folder, cache, _ = scored
+    monkeypatch.setattr(common, "RESULTS", tmp_path / "results")
+    argv = ["--transfer-dir", str(folder), "--teacher", str(teacher), "--reference", str(cache), "--stories", "10",
+            "--chunk", "8", "--batch-size", "4", "--output", "rebuild"]
+    assert teacher_scores_rebuild.main(argv) == 0
+    payload = json.loads((tmp_path / "results" / "rebuild.json").read_text())
+    assert payload["compared"] == payload["identical"] == 10 and payload["max_abs_difference"] == 0.0 and payload["within_tolerance"]
+    assert payload["header_fields_differing"] == {} and payload["reference"]["sha256"] == transfer.file_sha256(cache)
+
+    lines = cache.read_text().splitlines()
+    moved = json.loads(lines[3])
+    moved["logit"] += 0.01
+    cache.write_text("\n".join([*lines[:3], json.dumps(moved), *lines[4:]]) + "\n")
+    assert teacher_scores_rebuild.main(argv[:-1] + ["moved"]) == 1  # written, then status 1
+    payload = json.loads((tmp_path / "results" / "moved.json").read_text())
+    assert payload["max_abs_difference"] == pytest.approx(0.01) and payload["identical"] == 9 and not payload["within_tolerance"]
+    assert "above the tolerance" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("field", ["weights_sha256", "transfer_sha256"])
+def test_a_rebuild_against_another_teachers_or_files_cache_is_refused_before_scoring(scored, teacher, tmp_path, monkeypatch, capsys, field):
+    from benchmarks import common
+    from benchmarks.checkpoints import teacher_scores_rebuild
+
+    folder, cache, _ = scored
+    lines = cache.read_text().splitlines()
+    header = json.loads(lines[0])
+    header[field] = "other"
+    cache.write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n")
+    monkeypatch.setattr(common, "RESULTS", tmp_path / "results")
+    with pytest.raises(SystemExit):
+        teacher_scores_rebuild.main(["--transfer-dir", str(folder), "--teacher", str(teacher), "--reference", str(cache), "--output", "x"])
+    assert f"another {field}" in capsys.readouterr().err and not (tmp_path / "results").exists()
 
 
 def test_length_neutral_targets_keep_the_teachers_order_within_a_length_and_drop_its_length_trend():

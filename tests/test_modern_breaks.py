@@ -240,8 +240,9 @@ def test_a_kinds_run_keeps_an_earlier_files_figures_for_the_kinds_it_did_not_mea
 
     monkeypatch.setattr(common, "RESULTS", tmp_path)
     check = saved_check(tmp_path / "check")
-    benchmark.main(["--breaks-dir", str(check), "--checkpoint", f"a={tiny_checkpoint}", "--output", "whole"])
-    whole = json.loads((tmp_path / "whole.json").read_text())["checkpoints"]["a"]["views"]
+    # an experiment's run, in its log's folder; --earlier finds it by its bare name too (a recorded command's)
+    benchmark.main(["--breaks-dir", str(check), "--checkpoint", f"a={tiny_checkpoint}", "--output", "modern_text/whole"])
+    whole = json.loads((tmp_path / "experiments" / "modern_text" / "whole.json").read_text())["checkpoints"]["a"]["views"]
     benchmark.main(["--breaks-dir", str(check), "--checkpoint", f"a={tiny_checkpoint}", "--kinds", "cut",
                     "--earlier", "whole", "--output", "revised"])
     revised = json.loads((tmp_path / "revised.json").read_text())["checkpoints"]["a"]
@@ -250,7 +251,7 @@ def test_a_kinds_run_keeps_an_earlier_files_figures_for_the_kinds_it_did_not_mea
     with pytest.raises(SystemExit):
         benchmark.main(["--breaks-dir", str(check), "--checkpoint", f"a={tiny_checkpoint}", "--earlier", "nope"])
     # a candidate against a row measured before: the same checkpoint falls nowhere
-    benchmark.main(["--breaks-dir", str(check), "--checkpoint", f"b={tiny_checkpoint}", "--earlier", "whole", "--baseline", "a",
+    benchmark.main(["--breaks-dir", str(check), "--checkpoint", f"b={tiny_checkpoint}", "--earlier", "modern_text/whole", "--baseline", "a",
                     "--output", "against"])
     assert json.loads((tmp_path / "against.json").read_text())["checkpoints"]["b"]["regressions_against_baseline"] == {}
 

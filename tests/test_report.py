@@ -4,7 +4,7 @@ import shutil
 
 import pytest
 
-from benchmarks import report
+from benchmarks import common, report
 from benchmarks.common import RESULTS
 
 
@@ -24,6 +24,25 @@ def test_every_current_row_reads_its_figures_from_its_results_file():
                 assert f"{result[name]:.4f}" in line
         else:
             assert f"{data['full']['spearman']['relevance']['rho']:.3f}" in summary
+
+
+def test_the_files_the_summary_cards_and_runtime_read_are_at_the_top_and_each_experiment_folder_has_its_log():
+    """benchmarks/results/ holds what the summary, the cards and the int8 rule read; a run an experiment log reports is
+    in results/experiments/<log>/, and no name is filed twice, so a bare name (a recorded command's) finds one file."""
+    from storyeval.scoring.int8.runtime import MEASURED_FIDELITY
+    from storyeval_training.export import model_card
+
+    read = ({row.results for row in report.CURRENT} | {name for row in report.CURRENT for name in getattr(row, "speed", ())}
+            | {row.cross_validated for row in report.CURRENT if getattr(row, "cross_validated", None)}
+            | {name for name, _ in report.PAPER_RESULTS.values()} | {*report.GAMING, report.GUARD_CORRELATION, *report.MODERN}
+            | {*model_card.GAMING_RESULT_FILES, *model_card.KINDS_RESULT_FILES}
+            | {name.removesuffix(".json") for record in MEASURED_FIDELITY.values() for name in (record.results, record.human_results) if name})
+    assert [name for name in sorted(read) if not (RESULTS / f"{name}.json").is_file()] == []
+    experiments = RESULTS / common.EXPERIMENTS
+    assert {p.name for p in experiments.iterdir()} == {p.parent.name for p in experiments.glob("*/*.json")}  # none empty
+    assert {p.name for p in experiments.iterdir()} <= set(common.experiment_logs())
+    filed = [p.name for p in (*RESULTS.glob("*.json"), *experiments.glob("*/*.json"))]
+    assert sorted({name for name in filed if filed.count(name) > 1}) == []
 
 
 @pytest.fixture

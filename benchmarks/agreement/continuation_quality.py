@@ -33,7 +33,7 @@ from scipy import stats
 
 from storyeval_training.paths import data_dir
 
-from ..common import BUNDLED, command_line, machine, write_results
+from ..common import BUNDLED, command_line, machine, results_name, write_results
 
 
 def check_heldout_split(folder: Path) -> None:
@@ -177,7 +177,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--checkpoint", default=str(BUNDLED / "continuation-quality"))
     parser.add_argument("--update-card", action="store_true", help="rewrite the checkpoint's model card with these figures")
-    parser.add_argument("--output", default="continuation_quality", help="results file name under benchmarks/results/")
+    parser.add_argument("--output", type=results_name, default="continuation_quality", help="results file name under benchmarks/results/")
     parser.add_argument("--ablation", action="store_true",
                         help="retrain with all features, without each feature group, and with contradicting "
                              "cloze negatives (the first run fits the LM / PMI statistics, the others reuse them)")

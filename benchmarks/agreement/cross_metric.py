@@ -3,7 +3,7 @@
     python -m benchmarks.agreement.cross_metric
     python -m benchmarks.agreement.cross_metric --checkpoint union:union-roc=hub_cards/union-roc \
         --checkpoint plot_coherence:plot-coherence-roc=hub_cards/plot-coherence-roc
-    python -m benchmarks.agreement.cross_metric --checkpoint plot_coherence:plot-coherence-wp=<folder> --output plot_coherence_wp_correlation
+    python -m benchmarks.agreement.cross_metric --checkpoint plot_coherence:plot-coherence-wp=<folder> --output wp/plot_coherence_wp_correlation
 
 Sets: UNION's ``union_roc`` (400 stories) and ``union_wp`` (200), scored as the
 mean of 7 binary votes, and the plot paper's AMT ROC set (300 stories), scored as
@@ -19,7 +19,7 @@ import argparse
 
 import numpy as np
 
-from ..common import BUNDLED, command_line, machine, metric_checkpoint_spec, write_results
+from ..common import BUNDLED, command_line, machine, metric_checkpoint_spec, results_name, write_results
 from ..correlation import HUMAN_SETS, format_row, load_human_set, score_set
 
 DEFAULT_CHECKPOINTS = [
@@ -51,7 +51,8 @@ def main(argv=None):
     parser.add_argument("--sets", nargs="+", default=list(HUMAN_SETS), choices=HUMAN_SETS, help="human sets to score (default: all)")
     parser.add_argument("--baseline", default=None, help="a label: each other checkpoint's Spearman difference from it, "
                         "with its paired bootstrap 95%% interval")
-    parser.add_argument("--output", default="cross_metric", help="name of the results file (a new checkpoint's keeps the bundled rows' file)")
+    parser.add_argument("--output", type=results_name, default="cross_metric",
+                        help="name of the results file (a new checkpoint's keeps the bundled rows' file)")
     args = parser.parse_args(argv)
     checkpoints = args.checkpoint or DEFAULT_CHECKPOINTS
     if args.baseline and args.baseline not in {label for _, label, _ in checkpoints}:

@@ -16,7 +16,7 @@ import argparse
 from storyeval_training.data.continuation_data import read_deltascore_stories
 from storyeval_training.paths import data_dir
 
-from ..common import add_checkpoint_options, checked_checkpoints, command_line, correlations, machine, write_results
+from ..common import add_checkpoint_options, checked_checkpoints, command_line, correlations, machine, results_name, write_results
 
 
 def rated_stories(corpus: str) -> tuple[list[str], dict[str, list[float]]]:
@@ -27,7 +27,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--corpus", default="wp", choices=["roc", "wp"])
     add_checkpoint_options(parser, batch_size=16)
-    parser.add_argument("--output", default=None, help="results file name (default: deltascore_stories_<corpus>)")
+    parser.add_argument("--output", type=results_name, default=None, help="results file name (default: deltascore_stories_<corpus>)")
     args = parser.parse_args(argv)
     checkpoints = checked_checkpoints(parser, args)
 

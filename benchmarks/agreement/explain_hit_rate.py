@@ -37,7 +37,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from benchmarks.checkpoints.reference_scores import test_stories
-from benchmarks.common import CHECKOUT, command_line, machine, metric_checkpoint_spec, write_results
+from benchmarks.common import CHECKOUT, command_line, machine, metric_checkpoint_spec, results_name, write_results
 from storyeval_training.paths import data_dir
 
 KINDS = ("negation", "antonym", "repeat_ngram", "repeat_sentence")
@@ -163,7 +163,7 @@ def main(argv=None):
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--breaks-dir", type=Path, default=None, help="the modern-text check's output: its broken copies are the cases")
     parser.add_argument("--view", choices=["roc", "wp"], default="roc", help="with --breaks-dir: which view's copies")
-    parser.add_argument("--output", default=None,
+    parser.add_argument("--output", type=results_name, default=None,
                         help="results file name (default: explain_hit_rate_modern with --breaks-dir, else explain_hit_rate)")
     args = parser.parse_args(argv)
     if args.per_kind < 1 or args.batch_size < 1:

@@ -43,7 +43,16 @@ import itertools
 from collections import defaultdict
 from pathlib import Path
 
-from benchmarks.common import BUNDLED, add_checkpoint_options, checked_checkpoints, command_line, machine, require_checkpoint_folders, write_results
+from benchmarks.common import (
+    BUNDLED,
+    add_checkpoint_options,
+    checked_checkpoints,
+    command_line,
+    machine,
+    require_checkpoint_folders,
+    results_name,
+    write_results,
+)
 from storyeval_training.data.breaks import ENDING_KINDS, KINDS
 
 from .story_scores import FITTED_HELP, SUITE_HELP, parse_fitted_suites, parse_suites
@@ -390,10 +399,10 @@ def earlier_views(names: list[str]) -> dict[str, dict]:
 
     from benchmarks import common
 
-    paths = [common.RESULTS / f"{name}.json" for name in names]
+    paths = [common.results_path(name) for name in names]  # NAME, EXPERIMENT/NAME, or a NAME an experiment has filed
     for name, path in zip(names, paths):
         if not path.is_file():
-            raise FileNotFoundError(f"--earlier {name}: no {path.name} in {common.RESULTS.name}/")
+            raise FileNotFoundError(f"--earlier {name}: no {path.relative_to(common.RESULTS.parent)}")
     return merged_views(json.loads(path.read_text(encoding="utf-8")) for path in paths)
 
 
@@ -414,8 +423,8 @@ def main(argv=None):
                              "each story, as logits (benchmarks/agreement/self_contrast.py); repeatable")
     parser.add_argument("--baseline", default=None, help="a label: list where each other row falls more than 0.02 below it")
     add_checkpoint_options(parser, batch_size=16, required=False, help="label=folder (repeatable); default: every shipped config")
-    parser.add_argument("--earlier", nargs="+", default=[], metavar="NAME",
-                        help="results files (benchmarks/results/NAME.json) whose figures a label of the same name keeps for the "
+    parser.add_argument("--earlier", nargs="+", default=[], metavar="NAME", type=results_name,
+                        help="results files (NAME or EXPERIMENT/NAME, as --output names them) whose figures a label of the same name keeps for the "
                              "kinds not measured now (with --kinds): each row is then whole, as the no-regression rule compares")
     parser.add_argument("--targets", nargs="+", default=None, choices=KINDS, metavar="KIND",
                         help="with --baseline: the kinds a candidate targets; each other row then gets the ship rule's verdict "
@@ -424,7 +433,7 @@ def main(argv=None):
     parser.add_argument("--min-count", type=int, default=0,
                         help="with --baseline: leave out of the comparison a figure resting on fewer pairs (within) or "
                              "across-story comparisons (AUC) than this (default 0: every figure)")
-    parser.add_argument("--output", default="modern_breaks")
+    parser.add_argument("--output", default="modern_breaks", type=results_name)
     args = parser.parse_args(argv)
     checkpoints = checked_checkpoints(parser, args) if args.checkpoint else {}
     contrasts = {label: (folder, weight) for label, folder, weight in args.self_contrast}
@@ -447,7 +456,7 @@ def main(argv=None):
         parser.error("--targets needs --baseline: the checkpoint a candidate would replace")
     try:
         earlier = earlier_views(args.earlier)
-    except FileNotFoundError as error:
+    except (FileNotFoundError, ValueError) as error:
         parser.error(str(error))
     if args.baseline and args.baseline not in {*checkpoints, *suites, *fitted, *contrasts, *earlier}:
         parser.error(f"--baseline {args.baseline}: not one of the labels {sorted({*checkpoints, *suites, *fitted, *contrasts})}"

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..common import add_checkpoint_options, checked_checkpoints, command_line, machine, write_results
+from ..common import add_checkpoint_options, checked_checkpoints, command_line, machine, results_name, write_results
 from ..correlation import format_row, load_human_set, read_amt_ratings, reproduce_paper, score_set, update_card
 
 ORDER = ("spearman", "kendall", "pearson")  # the paper prints Spearman and Kendall
@@ -25,7 +25,7 @@ ORDER = ("spearman", "kendall", "pearson")  # the paper prints Spearman and Kend
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add_checkpoint_options(parser, batch_size=32, required=False, help="label=folder or config name (repeatable)")
-    parser.add_argument("--output", default="plot_coherence_correlation", help="name of the results file")
+    parser.add_argument("--output", type=results_name, default="plot_coherence_correlation", help="name of the results file")
     parser.add_argument("--update-card", action="store_true", help="write evaluation.json + model card into each checkpoint folder")
     args = parser.parse_args(argv)
     checkpoints = checked_checkpoints(parser, args, folders=False)

@@ -33,7 +33,7 @@ import time
 
 import numpy as np
 
-from benchmarks.common import command_line, correlations, machine, write_results
+from benchmarks.common import command_line, correlations, machine, results_name, write_results
 from storyeval_training.paths import data_dir
 
 from .story_scores import FITTED_HELP, parse_fitted_suites
@@ -110,7 +110,7 @@ def main(argv=None):
     parser.add_argument("--tier", choices=["default", "base"], default="default",
                         help="base: the roc-base and wp-base configs")
     parser.add_argument("--fitted-suite", action="append", default=[], metavar="LABEL=REPORT", help=FITTED_HELP)
-    parser.add_argument("--output", default=None, help="the results file's name (required with --fitted-suite)")
+    parser.add_argument("--output", type=results_name, default=None, help="the results file's name (required with --fitted-suite)")
     args = parser.parse_args(argv)
     if args.batch_size < 1:
         parser.error("--batch-size must be positive")

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..common import BUNDLED, add_checkpoint_options, checked_checkpoints, command_line, machine, write_results
+from ..common import BUNDLED, add_checkpoint_options, checked_checkpoints, command_line, machine, results_name, write_results
 from ..correlation import format_row, load_human_set, reproduce_paper, score_set, update_card
 
 
@@ -21,7 +21,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sets", nargs="+", default=["roc", "wp"], choices=["roc", "wp"])
     add_checkpoint_options(parser, batch_size=32, required=False, help="label=path (repeatable); default: bundled union-roc/-wp")
-    parser.add_argument("--output", default="union_correlation", help="name of the results file")
+    parser.add_argument("--output", type=results_name, default="union_correlation", help="name of the results file")
     parser.add_argument("--update-card", action="store_true", help="write evaluation.json + model card into each checkpoint folder")
     args = parser.parse_args(argv)
 

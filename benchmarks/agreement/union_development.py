@@ -24,7 +24,7 @@ import numpy as np
 
 from storyeval_training.paths import data_dir
 
-from ..common import add_checkpoint_options, checked_checkpoints, command_line, correlations, machine, write_results
+from ..common import add_checkpoint_options, checked_checkpoints, command_line, correlations, machine, results_name, write_results
 
 SETS = ("roc", "wp")
 DEVELOPMENT_SIDES = ("train", "validation")
@@ -61,7 +61,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sets", nargs="+", default=list(SETS), choices=SETS)
     add_checkpoint_options(parser, batch_size=32, help="label=path (repeatable)")
-    parser.add_argument("--output", default="union_development", help="name of the results file")
+    parser.add_argument("--output", type=results_name, default="union_development", help="name of the results file")
     args = parser.parse_args(argv)
     checkpoints = checked_checkpoints(parser, args)
 

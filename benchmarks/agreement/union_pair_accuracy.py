@@ -20,7 +20,7 @@ from __future__ import annotations
 import argparse
 from collections import defaultdict
 
-from ..common import BUNDLED, add_checkpoint_options, checked_checkpoints, command_line, machine, write_results
+from ..common import BUNDLED, add_checkpoint_options, checked_checkpoints, command_line, machine, results_name, write_results
 
 
 def pair_accuracy(human_scores, negative_scores, techniques) -> dict:
@@ -45,7 +45,7 @@ def main(argv=None):
     parser.add_argument("--pairs-dir", help="a storyeval-build-negatives output (default: build ROC pairs, seed 42)")
     parser.add_argument("--split", default="test", choices=["validation", "test"])
     add_checkpoint_options(parser, batch_size=32, required=False, help="label=path (repeatable); default: bundled union-roc")
-    parser.add_argument("--output", default="union_pair_accuracy", help="name of the results file")
+    parser.add_argument("--output", type=results_name, default="union_pair_accuracy", help="name of the results file")
     args = parser.parse_args(argv)
     checkpoints = checked_checkpoints(parser, args, default={"union-roc": str(BUNDLED / "union-roc")})
 

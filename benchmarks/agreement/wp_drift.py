@@ -21,7 +21,7 @@ from __future__ import annotations
 import argparse
 import random
 
-from ..common import checkpoint_spec, command_line, machine, write_results
+from ..common import checkpoint_spec, command_line, machine, results_name, write_results
 from .wp_extra_pairs import outcome
 
 WINDOWS = (128, 256, 512)
@@ -67,7 +67,7 @@ def main(argv=None):
     parser.add_argument("--per-generator", type=int, default=30, help="machine pairs drawn per weak generator")
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--batch-size", type=int, default=16)
-    parser.add_argument("--output", default="wp_drift")
+    parser.add_argument("--output", type=results_name, default="wp_drift")
     args = parser.parse_args(argv)
     if args.per_generator < 1 or args.batch_size < 1:
         parser.error("--per-generator and --batch-size must be positive")

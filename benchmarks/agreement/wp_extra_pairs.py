@@ -22,7 +22,7 @@ import argparse
 import json
 from collections import defaultdict
 
-from ..common import add_checkpoint_options, checked_checkpoints, command_line, machine, write_results
+from ..common import add_checkpoint_options, checked_checkpoints, command_line, machine, results_name, write_results
 
 WEAK = ("gpt2-xl", "opt-2.7b", "gpt-neo-2.7b", "gpt-j-6b", "gpt-neox-20b")
 
@@ -62,7 +62,7 @@ def main(argv=None):
     parser.add_argument("--confounds", action="store_true", help="add the length and source checks")
     add_checkpoint_options(parser, batch_size=16)
     parser.add_argument("--cache-dir", default=None, help="`datasets` cache for the builder (with --confounds)")
-    parser.add_argument("--output", default="wp_extra_pairs")
+    parser.add_argument("--output", type=results_name, default="wp_extra_pairs")
     args = parser.parse_args(argv)
     checkpoints = checked_checkpoints(parser, args)
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from benchmarks.common import add_checkpoint_options, checked_checkpoints, command_line, machine, write_results
+from benchmarks.common import add_checkpoint_options, checked_checkpoints, command_line, machine, results_name, write_results
 
 from .story_scores import FITTED_HELP, SUITE_HELP, parse_fitted_suites, parse_suites
 
@@ -63,7 +63,7 @@ def main(argv=None):
     parser.add_argument("--suite", action="append", default=[], metavar="LABEL=CONFIG[:COMBINATION]", help=SUITE_HELP)
     parser.add_argument("--fitted-suite", action="append", default=[], metavar="LABEL=REPORT", help=FITTED_HELP)
     add_checkpoint_options(parser, batch_size=16, required=False)
-    parser.add_argument("--output", default="wp_kinds")
+    parser.add_argument("--output", type=results_name, default="wp_kinds")
     args = parser.parse_args(argv)
     checkpoints = checked_checkpoints(parser, args) if args.checkpoint else {}
     try:  # an unknown suite or combination: one line, before any model loads

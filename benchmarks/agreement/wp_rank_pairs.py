@@ -19,7 +19,7 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
-from ..common import add_checkpoint_options, checked_checkpoints, command_line, machine, write_results
+from ..common import add_checkpoint_options, checked_checkpoints, command_line, machine, results_name, write_results
 from .wp_extra_pairs import outcome
 
 RANK_FILE = "rank_pairs.jsonl"
@@ -66,7 +66,7 @@ def main(argv=None):
                         help="keep the pairs whose two stories are both in these WP builder splits")
     add_checkpoint_options(parser, batch_size=16)
     parser.add_argument("--cache-dir", default=None, help="`datasets` cache for the WP builder")
-    parser.add_argument("--output", default="wp_rank_pairs")
+    parser.add_argument("--output", type=results_name, default="wp_rank_pairs")
     args = parser.parse_args(argv)
     checkpoints = checked_checkpoints(parser, args)
 

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.common import add_checkpoint_options, checked_checkpoints, command_line, machine, write_results
+from benchmarks.common import add_checkpoint_options, checked_checkpoints, command_line, machine, results_name, write_results
 from storyeval.analysis.percentiles import REFERENCE_FILE
 
 QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)
@@ -92,7 +92,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--corpus", nargs="+", choices=["roc", "wp"], help="score on these corpora instead of the checkpoint's own")
     add_checkpoint_options(parser, batch_size=32)
-    parser.add_argument("--output", default="reference_scores",
+    parser.add_argument("--output", type=results_name, default="reference_scores",
                         help="name of the summary results file (another name keeps the earlier checkpoints' summary)")
     args = parser.parse_args(argv)
     checkpoints = checked_checkpoints(parser, args, folders=False)  # each folder is checked below, with its metric

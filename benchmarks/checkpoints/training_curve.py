@@ -1,11 +1,11 @@
 """A run's cost curve: its selection signal against training steps and minutes, read from a saved state.
 
-    python -m benchmarks.checkpoints.training_curve --state <run>/step_200 --output plot_coherence_wp_base_curve
+    python -m benchmarks.checkpoints.training_curve --state <run>/step_200 --output wp_v2/plot_coherence_wp_base_curve
 
 Every evaluation a run made is in its states' ``trainer_state.json`` (``storyeval_training.loop``), and in the
-``all_results.json`` it writes when it ends, with the step and the training minutes it was made at. This writes them as ``benchmarks/results/<output>.json`` and
-prints one line per evaluation, with the best-so-far value of ``--metric``: what more CPU time bought. Nothing
-is scored, so it never touches a human-judged set.
+``all_results.json`` it writes when it ends, with the step and the training minutes it was made at. This writes them
+as results file ``<output>`` (``benchmarks.common.results_path``) and prints one line per evaluation, with the
+best-so-far value of ``--metric``: what more CPU time bought. Nothing is scored, so it never touches a human-judged set.
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import argparse
 import json
 from pathlib import Path
 
-from benchmarks.common import command_line, write_results
+from benchmarks.common import command_line, results_name, write_results
 from storyeval_training.loop import RUN_RESULTS, TRAINER_STATE
 
 
@@ -35,7 +35,7 @@ def main(argv=None) -> int:
     parser.add_argument("--metric", default=None,
                         help="the evaluation key to follow (default: selection_pair_accuracy where the run had selection pairs, "
                              "else pair_accuracy)")
-    parser.add_argument("--output", required=True, help="name of the results file")
+    parser.add_argument("--output", type=results_name, required=True, help="name of the results file")
     args = parser.parse_args(argv)
     # a saved state, or an ended run's folder (which keeps no state for a last step off the checkpointing grid)
     path = next((args.state / name for name in (TRAINER_STATE, RUN_RESULTS) if (args.state / name).is_file()), None)

@@ -45,7 +45,7 @@ import time
 
 import numpy as np
 
-from benchmarks.common import command_line, machine, write_results
+from benchmarks.common import command_line, machine, results_name, write_results
 
 STRATEGIES = ("human", "prompt_repeated", "sentence_repeated", "copied_training_story", "universal_story", "one_sentence",
               "very_long", "generic_ending", "keyword_list", "shuffled_human", "contradiction", "sentences_doubled")
@@ -196,7 +196,7 @@ def main(argv=None) -> int:
                         help="metric:config pairs (default: every shipped config)")
     parser.add_argument("--no-guard", dest="guard", action="store_false", help="plain rewards only")
     parser.add_argument("--seed", type=int, default=43)
-    parser.add_argument("--output", default="reward_gaming")
+    parser.add_argument("--output", type=results_name, default="reward_gaming")
     parser.add_argument("--guard-thresholds", action="store_true",
                         help="print the guard's bounds read from the training splits (storyeval.analysis.rewards.GUARD_BOUNDS) and exit")
     args = parser.parse_args(argv)

@@ -21,7 +21,7 @@ import time
 
 import numpy as np
 
-from benchmarks.common import command_line, correlations, machine, write_results
+from benchmarks.common import command_line, correlations, machine, results_name, write_results
 
 # human set -> the reward configs measured on it (the rows BENCHMARKS.md has for that set)
 ROWS = {
@@ -62,7 +62,7 @@ def in_calls(reward, prompts: list[str], completions: list[str]) -> tuple[list[f
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--output", default="reward_guard_correlation")
+    parser.add_argument("--output", type=results_name, default="reward_guard_correlation")
     args = parser.parse_args(argv)
 
     import storyeval

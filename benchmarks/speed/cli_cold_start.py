@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from ..common import command_line, machine, write_results
+from ..common import command_line, machine, results_name, write_results
 
 STORIES = (
     "Tom went to the store. He bought milk. He went home.",
@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--config", default="roc", help="union config to score with")
     parser.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "int8"])
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--output", default=None, help="results file name (default: cli_cold_start[_<dtype>])")
+    parser.add_argument("--output", type=results_name, default=None, help="results file name (default: cli_cold_start[_<dtype>])")
     args = parser.parse_args(argv)
     if args.repeats < 1:
         parser.error(f"--repeats must be positive, got {args.repeats}")

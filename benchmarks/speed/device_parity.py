@@ -19,7 +19,7 @@ from pathlib import Path
 
 from storyeval.inputs import FLOAT_DTYPE_NAMES
 
-from ..common import checkpoint_spec, command_line, machine, write_results
+from ..common import checkpoint_spec, command_line, machine, results_name, results_path, write_results
 from .baseline_scorer import bert_base_sized_scorer
 from .scoring_speed import CORPORA, score_agreement
 
@@ -76,7 +76,7 @@ def main(argv=None):
     parser.add_argument("--stories", type=int, default=200, help="test stories per corpus")
     parser.add_argument("--stories-file", default=None, help="one story per line (blank lines skipped), instead of the ROC and WP test stories")
     parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--output", default="device_parity")
+    parser.add_argument("--output", type=results_name, default="device_parity")
     parser.add_argument("--output-dir", default=None, help="where the results file goes (default: benchmarks/results)")
     args = parser.parse_args(argv)
     for metric, folder in args.checkpoint:
@@ -90,7 +90,7 @@ def main(argv=None):
         parser.error(f"--stories-file {args.stories_file}: no such file")
     # a run on a lent machine writes into its own folder, where an earlier file must not be overwritten
     results_folder = Path(args.output_dir) if args.output_dir else None
-    if results_folder is not None and (existing := results_folder / f"{args.output}.json").exists():
+    if results_folder is not None and (existing := results_path(args.output, results_folder)).exists():
         parser.error(f"{existing} exists; remove it or choose another --output")
 
     import torch

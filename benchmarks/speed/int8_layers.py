@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..common import command_line, machine, write_results
+from ..common import command_line, machine, results_name, write_results
 from .scoring_speed import score_agreement
 
 # NNCF ignored-scope patterns over the exported graph's node names (torch.onnx names them by module path)
@@ -88,7 +88,7 @@ def main(argv=None):
                         "layer<i>, ffn_out<i>, ffn_in<i>, or several joined by +")
     parser.add_argument("--num-threads", type=int, default=2)
     parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--output", default=None, help="results file name (default: <checkpoint>_int8_layers)")
+    parser.add_argument("--output", type=results_name, default=None, help="results file name (default: <checkpoint>_int8_layers)")
     args = parser.parse_args(argv)
     unknown = [part for group in args.float_groups for part in group.split("+") if part not in GROUPS]
     if unknown:

@@ -30,7 +30,7 @@ import sys
 import time
 from pathlib import Path
 
-from ..common import CHECKOUT, command_line, correlations, machine, write_results
+from ..common import CHECKOUT, command_line, correlations, machine, results_name, write_results
 from ..correlation import load_human_set
 from . import scoring_speed
 from .scoring_speed import CORPORA, add_workload_arguments, score_agreement, workload_checkpoint
@@ -174,7 +174,7 @@ def main(argv=None):
     parser.add_argument("--skip-bfloat16", action="store_true", help="leave out torch bfloat16 (speed and drift modes)")
     parser.add_argument("--repeats", type=int, default=3, help="fresh processes per scorer; the median is reported")
     parser.add_argument("--num-threads", type=int, default=0, help="threads for torch and the int8 sessions (0: torch's default)")
-    parser.add_argument("--output", default=None, help="name of the results file (default: <metric>_int8_<mode>)")
+    parser.add_argument("--output", type=results_name, default=None, help="name of the results file (default: <metric>_int8_<mode>)")
     args = parser.parse_args(argv)
     if args.repeats < 1 or args.stories < 1 or args.num_threads < 0:
         parser.error("--repeats and --stories must be at least 1, --num-threads at least 0")

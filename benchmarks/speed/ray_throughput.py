@@ -38,7 +38,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.common import CHECKOUT, machine, write_results
+from benchmarks.common import CHECKOUT, machine, results_name, write_results
 from storyeval.analysis.ray_data import StoryScorer
 
 TEN_MILLION = 10_000_000
@@ -297,7 +297,7 @@ def main(argv=None):
     parser.add_argument("--rounds", type=int, default=2, help="rounds of every float32 measurement, in ABBA order; medians reported")
     parser.add_argument("--skip-int8", action="store_true", help="no int8 measurements (they need the [int8] extra)")
     parser.add_argument("--skip-ranks", action="store_true", help="no torchrun measurements (they need accelerate)")
-    parser.add_argument("--output", default="ray_throughput", help="results file name")
+    parser.add_argument("--output", type=results_name, default="ray_throughput", help="results file name")
     args = parser.parse_args(argv)
     if min(args.stories, args.batch_size, args.ray_batch_size, args.rounds) < 1:
         parser.error("--stories, --batch-size, --ray-batch-size and --rounds must be positive")

@@ -27,7 +27,7 @@ import sys
 from storyeval.inputs import DTYPE_NAMES
 from storyeval_training.paths import data_dir
 
-from ..common import CHECKOUT, RESULTS, command_line, machine, write_results
+from ..common import CHECKOUT, RESULTS, command_line, machine, results_name, write_results
 
 CHILD = r"""
 import json, resource, sys, time
@@ -167,7 +167,7 @@ def main(argv=None):
     parser.add_argument("--same-process", type=int, default=0, metavar="ROUNDS",
                         help="also time ours and the BERT-base-sized scorer in one process, alternating, this many rounds "
                              "(0: not); the ratio of their median speeds there is free of the spread between processes")
-    parser.add_argument("--output", default=None, help="results file name (default: <metric>_speed[_<dtype>], the bundled checkpoint's)")
+    parser.add_argument("--output", type=results_name, default=None, help="results file name (default: <metric>_speed[_<dtype>], the bundled checkpoint's)")
     args = parser.parse_args(argv)
     if args.repeats < 1:
         parser.error("--repeats must be at least 1")

@@ -29,7 +29,10 @@ one, with the count. Training stories that share a key with a held-out story or 
 which distillation leaves out and counts) after a header naming the teacher (its settings string, the hash of
 its weights and the commit it was trained at) and the transfer file's hash. Teacher inference is the expensive
 part, so it runs in chunks: a rerun skips the ids already scored, and a cache written by another teacher,
-checkpoint, commit or transfer file is refused with the line saying which.
+checkpoint, commit or transfer file is refused with the line saying which. ``--max-stories N`` stops at the file's first
+N stories, all a student needs when it learns on the first N minus the held-out ones. The cache is this command's
+output, not a file of the repository: a shipped student's is rebuilt by it (docs/TRAINING.md), and
+``benchmarks.checkpoints.teacher_scores_rebuild`` measures how close a rebuild comes to the scores the student learned.
 """
 from __future__ import annotations
 
@@ -296,8 +299,10 @@ def single_window_logits(scorer, stories: list[str], batch_size: int) -> list[fl
     return logits
 
 
-def score(transfer_dir: Path, teacher: Path, output: Path, batch_size: int, chunk: int, time_budget_minutes: float | None) -> dict:
-    """Score the transfer stories not yet in ``output``, in file order, until done or out of time."""
+def score(transfer_dir: Path, teacher: Path, output: Path, batch_size: int, chunk: int, time_budget_minutes: float | None,
+          max_stories: int | None = None) -> dict:
+    """Score the transfer stories not yet in ``output``, in file order, until done (the first ``max_stories`` of the
+    file, where given) or out of time."""
     from storyeval.scoring.sequence import load_story_classifier
 
     started = time.perf_counter()
@@ -306,7 +311,7 @@ def score(transfer_dir: Path, teacher: Path, output: Path, batch_size: int, chun
     scorer = load_story_classifier(teacher)
     identity = teacher_identity(teacher, scorer, transfer_dir)
     done = read_cache(output, identity, repair=True)
-    todo = [row for row in rows if row["id"] not in done]
+    todo = [row for row in rows[:max_stories] if row["id"] not in done]
     logger.info("%d of %d stories scored already; %d to go", len(done), len(rows), len(todo))
     seconds, scored = 0.0, 0
     longer = sum(logit is None for logit in done.values())
@@ -327,7 +332,7 @@ def score(transfer_dir: Path, teacher: Path, output: Path, batch_size: int, chun
             logger.info("scored %d / %d (%.1f stories/s)", len(done) + scored, len(rows), scored / seconds)
     return {"scored_now": scored, "scored_total": len(done) + scored, "longer_than_one_window": longer, "stories": len(rows),
             "scoring_seconds": round(seconds, 1), "stories_per_second": round(scored / seconds, 2) if seconds else None, "threads": torch.get_num_threads(),
-            "complete": len(done) + scored == len(rows), **identity}
+            "max_stories": max_stories, "complete": len(done) + scored == len(rows), **identity}
 
 
 def parse_args(argv=None):
@@ -350,6 +355,9 @@ def parse_args(argv=None):
     s.add_argument("--batch-size", type=int, default=32)
     s.add_argument("--chunk", type=int, default=512, help="stories scored between two writes")
     s.add_argument("--time-budget-minutes", type=float, default=None, help="stop after the chunk that passes it; rerun to go on")
+    s.add_argument("--max-stories", type=int, default=None,
+                   help="score the file's first N stories only (held-out ones first): what a student of N minus the held-out "
+                        "training stories needs; a later run with a larger N, or none, goes on")
     args = parser.parse_args(argv)
     if args.command == "build":
         if Path(args.output_dir).exists():
@@ -365,8 +373,8 @@ def parse_args(argv=None):
             parser.error(f"--teacher {args.teacher}: no checkpoint there (config.json)")
         if not (Path(args.transfer_dir) / STORIES_FILE).is_file():
             parser.error(f"--transfer-dir {args.transfer_dir}: no {STORIES_FILE} (build it with `transfer build`)")
-        if args.batch_size < 1 or args.chunk < 1 or (args.time_budget_minutes is not None and args.time_budget_minutes <= 0):
-            parser.error("--batch-size, --chunk and --time-budget-minutes must be positive")
+        if args.batch_size < 1 or args.chunk < 1 or any(value is not None and value <= 0 for value in (args.time_budget_minutes, args.max_stories)):
+            parser.error("--batch-size, --chunk, --time-budget-minutes and --max-stories must be positive")
     return args
 
 
@@ -386,7 +394,8 @@ def main(argv=None) -> None:
         print(json.dumps({k: record[k] for k in ("stories", "per_source", "leakage_dropped", "selection_dropped")}))
     else:
         output = Path(args.output)
-        record = score(Path(args.transfer_dir), Path(args.teacher), output, args.batch_size, args.chunk, args.time_budget_minutes)
+        record = score(Path(args.transfer_dir), Path(args.teacher), output, args.batch_size, args.chunk, args.time_budget_minutes,
+                       args.max_stories)
         runs_file = output.with_suffix(".runs.jsonl")  # one line per chunked invocation: its cost, for the record
         with runs_file.open("a", encoding="utf-8") as handle:
             handle.write(json.dumps({**record, "environment": run_environment}) + "\n")
