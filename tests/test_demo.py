@@ -129,10 +129,25 @@ def test_the_union_app_has_no_context_box_it_would_ignore():
 def test_the_base_tier_is_offered_where_its_backbone_is_installed(monkeypatch):
     pytest.importorskip("gradio")
     monkeypatch.setattr(demo, "base_tier_available", lambda: True)
-    tier = components(demo.build_demo())["tier"]
-    assert tier["value"] == "fast" and [choice[1] for choice in tier["choices"]] == ["fast", "base"]
+    page = components(demo.build_demo())
+    assert [choice[1] for choice in page["tier"]["choices"]] == ["fast", "base"]
     monkeypatch.setattr(demo, "base_tier_available", lambda: False)
     assert "tier" not in components(demo.build_demo())
+
+
+def test_the_page_opens_on_the_default_config_of_union_and_without_its_backbone_says_how_to_add_it(monkeypatch):
+    pytest.importorskip("gradio")
+    from storyeval.checkpoints.registry import metric_spec
+
+    corpus, tier = demo.default_choice()
+    assert demo.CONFIGS[corpus, tier]["union"] == metric_spec("union").default  # what evaluate.load("union") loads
+    monkeypatch.setattr(demo, "base_tier_available", lambda: True)
+    page = components(demo.build_demo())
+    assert (page["corpus"]["value"], page["tier"]["value"]) == (corpus, tier)
+    assert page["wp-note"]["visible"] == (corpus == "wp") and "base-missing" not in page
+    monkeypatch.setattr(demo, "base_tier_available", lambda: False)
+    page = components(demo.build_demo())
+    assert page["corpus"]["value"] == corpus and ("base-missing" in page) == (tier == "base")
 
 
 def test_the_base_tier_scores_with_the_base_checkpoints():
@@ -172,8 +187,9 @@ def test_a_long_story_scored_with_the_roc_configs_gets_a_pointer_to_the_wp_ones(
 def test_the_page_offers_both_kinds_of_story_and_the_wp_caveat():
     pytest.importorskip("gradio")
     shown = components(demo.build_demo(offer_base=False))
-    assert [choice[1] for choice in shown["corpus"]["choices"]] == ["roc", "wp"] and shown["corpus"]["value"] == "roc"
-    assert shown["wp-note"]["visible"] is False and "read each score for the kinds of story it was checked on" in shown["wp-note"]["value"]
+    corpus = demo.default_choice()[0]
+    assert [choice[1] for choice in shown["corpus"]["choices"]] == ["roc", "wp"] and shown["corpus"]["value"] == corpus
+    assert shown["wp-note"]["visible"] is (corpus == "wp") and "read each score for the kinds of story it was checked on" in shown["wp-note"]["value"]
 
 
 def test_a_story_or_upload_that_is_not_english_gets_a_message_not_a_score(tmp_path, monkeypatch):

@@ -13,11 +13,23 @@ def storyeval_records(caplog, level=logging.WARNING):
     return [r for r in caplog.records if r.name.startswith("storyeval") and r.levelno >= level]
 
 
-def test_a_default_load_says_which_config_at_info_not_as_a_warning(caplog):
+def test_a_default_load_names_the_fast_config_in_one_warning(caplog):
+    from storyeval.checkpoints.registry import metric_spec
+
+    spec = metric_spec("union")
     with caplog.at_level(logging.INFO):
-        evaluate.load(str(METRICS / "union"))  # config 'default'
+        evaluate.load(str(METRICS / "union"))  # config 'default': the base tier, one argument from the fast one
+    [note] = [r.getMessage() for r in storyeval_records(caplog)]
+    assert f"the default config is '{spec.default}'" in note and f"evaluate.load('union', '{spec.fast}')" in note
+
+
+def test_a_default_load_that_is_the_fast_config_says_which_at_info_only(caplog):
+    from storyeval import metric_base
+
+    with caplog.at_level(logging.INFO):
+        metric_base.say_default("continuation_quality", "deltascore", "deltascore")
     assert storyeval_records(caplog) == []
-    assert any("config 'default' is 'roc'" in r.getMessage() for r in storyeval_records(caplog, logging.INFO))
+    assert any("config 'default' is 'deltascore'" in r.getMessage() for r in storyeval_records(caplog, logging.INFO))
 
 
 @pytest.mark.parametrize("queued", [False, True])

@@ -42,8 +42,10 @@ METRICS: dict[str, MetricSpec] = {
     spec.name: spec
     for spec in (
         # "-base": the base-size tier (MPNet-base; the backbone is installed apart, see storyeval.checkpoints.backbones)
-        MetricSpec("union", {"roc": "union-roc", "wp": "union-wp", "roc-base": "union-roc-base", "wp-base": "union-wp-base"}, "roc",
-                   "storyeval.scoring.sequence:SequenceScorer", "storyeval.scoring.sequence:load_story_classifier", fast="roc"),
+        # each default: the config that passed the first checks best on the check's validation split (issue 86;
+        # benchmarks/experiments/first_checks.md), its fast twin one argument away
+        MetricSpec("union", {"roc": "union-roc", "wp": "union-wp", "roc-base": "union-roc-base", "wp-base": "union-wp-base"}, "wp-base",
+                   "storyeval.scoring.sequence:SequenceScorer", "storyeval.scoring.sequence:load_story_classifier", fast="wp"),
         MetricSpec("plot_coherence", {"roc": "plot-coherence-roc", "wp": "plot-coherence-wp", "roc-base": "plot-coherence-roc-base",
                                       "wp-base": "plot-coherence-wp-base"}, "roc",
                    "storyeval.scoring.sequence:SequenceScorer", "storyeval.scoring.sequence:load_story_classifier", fast="roc"),
@@ -69,8 +71,8 @@ def default_note(metric: str, default: str, fast: str | None) -> str | None:
     (as evaluate's BLEURT names its other checkpoints); None where the default is the fast config."""
     if fast is None or fast == default:
         return None
-    return (f"{metric}: the default config is '{default}' (MPNet-base, the most accurate); '{fast}' (MiniLM) is about "
-            f"five times faster: evaluate.load('{metric}', '{fast}') or storyeval score --config {fast}")
+    return (f"{metric}: the default config is '{default}' (MPNet-base); '{fast}' (MiniLM) is about five times faster: "
+            f"evaluate.load('{metric}', '{fast}') or storyeval score --config {fast}")
 
 
 def metric_spec(metric: str) -> MetricSpec:

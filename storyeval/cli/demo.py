@@ -66,11 +66,13 @@ CONFIGS = {
 TIERS = ("fast", "base")
 
 
-def default_tier() -> str:
-    """The tier the page opens on: the one of ``union``'s default config, as ``evaluate.load("union")`` loads it."""
+def default_choice() -> tuple[str, str]:
+    """The kind of story and tier the page opens on: those of ``union``'s default config, the one
+    ``evaluate.load("union")`` loads, so that the page's scores and blame are the default's."""
     from storyeval.checkpoints.registry import metric_spec
 
-    return "base" if metric_spec("union").default.endswith("-base") else "fast"
+    default = metric_spec("union").default
+    return next(choice for choice, configs in CONFIGS.items() if configs.get("union") == default)
 
 
 TIER_CHOICES = [("Fast: MiniLM-L6 (roc, wp)", "fast"), ("Base: MPNet-base (roc-base, wp-base), agrees with people best, slower", "base")]
@@ -307,14 +309,17 @@ def build_demo(metrics=("union", "plot_coherence", "continuation_quality"), titl
 
     with gr.Blocks(title=title) as demo:
         gr.Markdown(f"# {title}\nLearned, reference-free scores for generated stories. Higher is better for every score.")
-        corpus = gr.Radio(CORPUS_CHOICES, value="roc", label="Kind of story", elem_id="corpus")
-        wp_note = gr.Markdown(WP_NOTE, elem_id="wp-note", visible=False)
+        default_corpus, default_tier = default_choice()
+        if not offer_base:  # without the base tier's backbone, the fast checkpoints for the default's kind of story
+            default_tier = "fast"
+        corpus = gr.Radio(CORPUS_CHOICES, value=default_corpus, label="Kind of story", elem_id="corpus")
+        wp_note = gr.Markdown(WP_NOTE, elem_id="wp-note", visible=default_corpus == "wp")
         corpus.change(lambda chosen: gr.update(visible=chosen == "wp"), corpus, wp_note)
         if offer_base:
-            tier = gr.Radio(TIER_CHOICES, value=default_tier(), label="Checkpoints", elem_id="tier")
+            tier = gr.Radio(TIER_CHOICES, value=default_tier, label="Checkpoints", elem_id="tier")
         else:  # the base tier's backbone is not installed: the fast tier, and the page says how to add the other
             tier = gr.State("fast")
-            if default_tier() == "base":
+            if default_choice()[1] == "base":
                 from storyeval.checkpoints.backbones import BASE_INSTALL_COMMAND
 
                 gr.Markdown(f"Scoring with the fast checkpoints: the default, more accurate ones need the MPNet-base "

@@ -343,6 +343,8 @@ def score_path(args, path: Path, fmt: str | None = None) -> dict:
     if args.dtype == "int8" and hasattr(scorer, "model_in"):  # the torch scorer: its int8 copy is made before the clock starts
         prepare_int8(scorer)
     check_long_stories(path, fmt, fields, survey.long_lines, scorer, args)
+    if args.default_note:
+        print(f"storyeval: {args.default_note}", file=sys.stderr)
     settings = scorer.settings(with_contexts=bool(args.context_column)) if args.metric == SUITE else scorer.settings(args.dtype)
     # an output file appears only when scoring succeeds: a bad line never truncates an old result
     device_output = output_is_a_device(args.output)
@@ -588,11 +590,9 @@ def main(argv=None) -> int:
             args.context_column = args.context_column or "context"
         else:
             args.context_column = None  # union and plot coherence score the story as written
-    if args.config is None:  # the default: one line on stderr names the fast config, where there is one
-        fast = FAST_SUITE_CONFIG if args.metric == SUITE else metric_spec(args.metric).fast
-        note = default_note(args.metric, default_config, fast)
-        if note:
-            print(f"storyeval: {note}", file=sys.stderr)
+    # the default config: once the input has passed its checks and the model has loaded, one line names the fast config
+    fast = FAST_SUITE_CONFIG if args.metric == SUITE else metric_spec(args.metric).fast
+    args.default_note = default_note(args.metric, default_config, fast) if args.config is None else None
     args.config = default_config if args.config is None else args.config
     args.batch_size = default_batch_size if args.batch_size is None else args.batch_size
     if args.output == "-":
