@@ -149,16 +149,20 @@ class StoryScorer:
         self.settings = settings_of(self.scorer, dtype, with_contexts, combination)
 
     def __call__(self, batch):
-        import pyarrow as pa
-
         texts = batch.column(self.column).to_pylist()
         contexts = batch.column(self.context_column).to_pylist() if self.context_column else None
         columns, problems = score_rows(self.scorer, texts, contexts, batch_size=self.batch_size, dtype=self.dtype,
                                        combination=self.combination, names=(f"column {self.column!r}", f"column {self.context_column!r}"))
+        return self.with_scores(batch, columns, problems)
+
+    def with_scores(self, batch, columns: dict[str, list[float]], problems: list[str | None]):
+        """``batch`` with the score columns added: ``columns`` as :func:`score_rows` gives them, and ``problems``."""
+        import pyarrow as pa
+
         for key in self.keys:
             batch = batch.append_column(_named(self.score_field, key), pa.array(columns[key], pa.float64()))
         batch = batch.append_column(f"{self.score_field}_problem", pa.array(problems, pa.string()))
-        return batch.append_column(f"{self.score_field}_settings", pa.array([self.settings] * len(texts), pa.string()))
+        return batch.append_column(f"{self.score_field}_settings", pa.array([self.settings] * len(problems), pa.string()))
 
 
 def score_dataset(dataset, metric: str = "union", config: str | None = None, column: str = "story", *,
@@ -219,7 +223,7 @@ def score_dataset(dataset, metric: str = "union", config: str | None = None, col
             logger.warning("the %d actor(s) take every CPU of the cluster: a task that reads the input and asks for a CPU "
                            "(Ray's readers do by default) waits for ever; read with num_cpus=0 "
                            "(ray.data.read_json(..., num_cpus=0)) or give the actors fewer", actors)
-    return dataset.map_batches(
+    scored = dataset.map_batches(
         scorer_class,
         fn_constructor_kwargs={"metric": metric, "config": config, "column": column, "context_column": context_column,
                                "score_field": score_field, "batch_size": batch_size, "dtype": dtype, "device": device,
@@ -229,6 +233,20 @@ def score_dataset(dataset, metric: str = "union", config: str | None = None, col
         # max_restarts=-1 and max_task_retries=-1 (ray/data/_internal/execution/operators/actor_pool_map_operator.py)
         num_cpus=num_cpus, num_gpus=num_gpus or None, udf_modifying_row_count=False,
     )
+    show_one_progress_bar(scored)
+    return scored
+
+
+def show_one_progress_bar(dataset) -> None:
+    """Ray Data draws a bar per operator besides the total (reading, scoring), and where standard output is no terminal
+    (a log, a notebook) logs each one's state every 10 s: here, the total alone. The setting is the dataset's context,
+    which it shares with the dataset it was made from (each read makes its own), so other datasets keep theirs."""
+    from ray.util.debug import log_once
+
+    dataset.context.enable_operator_progress_bars = False
+    # Ray logs a WARNING, once, that operator bars are off, on the first run with them off: they are off on purpose
+    # here. Its log_once key is Ray's own (ray/data/_internal/progress/__init__.py); were it renamed, the line shows
+    log_once("ray_data_progress_manager_global")
 
 
 def lists_files_in_a_task(dataset) -> bool:
