@@ -363,3 +363,16 @@ def test_wp_rank_pairs_scores_each_pair_and_averages_over_prompts(tmp_path):
         wp_rank_pairs.read_rank_pairs(bad)
     with pytest.raises(FileNotFoundError, match="no rank pairs at"):
         wp_rank_pairs.read_rank_pairs(tmp_path / "missing.jsonl")
+
+
+def test_continuation_scale_counts_the_scores_outside_1_to_5_and_refuses_bad_counts(capsys):
+    from benchmarks.agreement import continuation_scale
+
+    scores = {"overall": [0.5, 2.0, 4.0, 6.0], "relevance": [1.0, 2.0, 3.0, 5.0], "interestingness": [3.0] * 4}
+    result = continuation_scale.summary(scores, [10, 20, 30, 40])
+    assert result["overall"]["above_5"] == 0.25 and result["overall"]["below_1"] == 0.25
+    assert result["relevance"]["above_5"] == 0.0 and result["relevance"]["below_1"] == 0.0  # 1 and 5 are on the scale
+    assert result["overall_spearman_with_words"] == 1.0 and result["words"] == {"median": 25, "max": 40}
+    with pytest.raises(SystemExit):
+        continuation_scale.main(["--cut-words", "0"])
+    assert "must be positive" in capsys.readouterr().err
