@@ -557,8 +557,8 @@ def test_an_over_long_row_is_nan_and_a_shard_that_fails_costs_itself_alone_until
 
             self.scorer.score = failing
 
-    real_score_dataset = ray_data.score_dataset
-    monkeypatch.setattr(ray_data, "score_dataset", lambda *args, **kwargs: real_score_dataset(
+    real_mapped_scores = ray_data.mapped_scores
+    monkeypatch.setattr(ray_data, "mapped_scores", lambda *args, **kwargs: real_mapped_scores(
         *args, **{**kwargs, "scorer_class": FailsOnDay20}))
     assert run_cli(source, "-o", output, "--quiet") == 1
     err = capsys.readouterr().err
@@ -572,7 +572,7 @@ def test_an_over_long_row_is_nan_and_a_shard_that_fails_costs_itself_alone_until
     assert math.isnan(long_row["score"]) and long_row["score_problem"].startswith(
         "column 'story' is 66,000 tokens long and needs 257 windows of 512 tokens; a story may have at most 256")
 
-    monkeypatch.setattr(ray_data, "score_dataset", real_score_dataset)
+    monkeypatch.setattr(ray_data, "mapped_scores", real_mapped_scores)
     assert run_cli(source, "-o", output, "--quiet") == 0
     assert "1 part(s) written, 2 already there; 8 rows" in capsys.readouterr().err
     records = part_records(output)

@@ -47,10 +47,11 @@ def metric_names() -> list[str]:
 
 
 def check_job(metric: str, config: str | None, dtype: str | None, context_column: str | None,
-              combination: str | None = None) -> str:
-    """The config a job scores with (the metric's default for None), or a one-line error about the metric, the config,
-    the dtype or the context column, before anything runs. A config is resolved here, so a checkpoint that is
-    neither bundled, cached nor a folder fails now and not on every actor."""
+              combination: str | None = None) -> tuple[str, Path | None]:
+    """The config a job scores with (the metric's default for None) and its checkpoint's local folder here (None for the
+    suite, whose parts each have one), or a one-line error about the metric, the config, the dtype or the context
+    column, before anything runs. A config is resolved here, so a checkpoint that is neither bundled, cached nor a
+    folder fails now and not on every actor."""
     from storyeval.checkpoints import resolution as checkpoints
     from storyeval.checkpoints.registry import METRICS
 
@@ -65,7 +66,7 @@ def check_job(metric: str, config: str | None, dtype: str | None, context_column
             raise ValueError(f"story_quality scores in float32 only, not dtype {dtype!r}")
         for part in SUITE_CONFIGS[config]:
             checkpoints.resolve_checkpoint(part.metric, part.config)
-        return config
+        return config, None
     if combination is not None:
         raise ValueError("combination is a story_quality option")
     spec = METRICS[metric]
@@ -77,10 +78,10 @@ def check_job(metric: str, config: str | None, dtype: str | None, context_column
     if not spec.takes_contexts and context_column is not None:
         raise ValueError(f"{metric} scores the story alone: a context column is for continuation_quality and story_quality")
     config = spec.default if config is None else config
-    checkpoints.resolve_checkpoint(metric, config)
+    folder = checkpoints.resolve_checkpoint(metric, config)
     if config not in spec.configs and Path(config).expanduser().is_dir():
         config = str(Path(config).expanduser().resolve())  # a worker process may start in another folder than this one
-    return config
+    return config, folder
 
 
 def load_any_scorer(metric: str, config: str, device=None):
@@ -192,7 +193,7 @@ def score_dataset(dataset, metric: str = "union", config: str | None = None, col
         import ray.data
     except ImportError:
         raise ImportError(f"scoring a Ray dataset needs Ray Data: {RAY_INSTALL}") from None
-    config = check_job(metric, config, dtype, context_column, combination)
+    config, _ = check_job(metric, config, dtype, context_column, combination)
     if batch_size is not None:
         check_batch_size(batch_size)
     for name, value in (("actors", actors), *([] if ray_batch_size is None else [("ray_batch_size", ray_batch_size)])):
@@ -223,18 +224,32 @@ def score_dataset(dataset, metric: str = "union", config: str | None = None, col
             logger.warning("the %d actor(s) take every CPU of the cluster: a task that reads the input and asks for a CPU "
                            "(Ray's readers do by default) waits for ever; read with num_cpus=0 "
                            "(ray.data.read_json(..., num_cpus=0)) or give the actors fewer", actors)
-    scored = dataset.map_batches(
+    scored = mapped_scores(dataset, metric, config, column, context_column=context_column, score_field=score_field,
+                           actors=actors, num_cpus=num_cpus, num_gpus=num_gpus, batch_size=batch_size,
+                           ray_batch_size=ray_batch_size, dtype=dtype, device=device, num_threads=threads,
+                           combination=combination, scorer_class=scorer_class)
+    show_one_progress_bar(scored)
+    return scored
+
+
+def mapped_scores(dataset, metric: str, config: str, column: str, *, context_column: str | None, score_field: str,
+                  actors: int, num_cpus: float, num_gpus: float, batch_size: int | None, ray_batch_size: int | None,
+                  dtype: str | None, device, num_threads: int, combination: str | None, scorer_class: type[StoryScorer]):
+    """:func:`score_dataset`'s last step, unchecked: Ray Data's ``map_batches`` over an actor pool. For a caller that has
+    checked every argument as :func:`score_dataset` does (``storyeval score-shards`` checks them, every shard's columns
+    included, before Ray starts), so that nothing is checked twice and no schema is read again."""
+    import ray.data
+
+    return dataset.map_batches(
         scorer_class,
         fn_constructor_kwargs={"metric": metric, "config": config, "column": column, "context_column": context_column,
                                "score_field": score_field, "batch_size": batch_size, "dtype": dtype, "device": device,
-                               "num_threads": threads, "combination": combination},
+                               "num_threads": num_threads, "combination": combination},
         batch_size=ray_batch_size, batch_format="pyarrow", compute=ray.data.ActorPoolStrategy(size=actors),
         # an actor that dies is restarted and the batch it held is run again: Ray Data gives an actor pool
         # max_restarts=-1 and max_task_retries=-1 (ray/data/_internal/execution/operators/actor_pool_map_operator.py)
         num_cpus=num_cpus, num_gpus=num_gpus or None, udf_modifying_row_count=False,
     )
-    show_one_progress_bar(scored)
-    return scored
 
 
 def show_one_progress_bar(dataset) -> None:
