@@ -197,6 +197,8 @@ class StoryScoreMetric(CheckpointMetric):
 
     def add(self, *, prediction=None, reference=None, context=None, on_invalid: str = "raise", **kwargs):
         """Queue one story for the next ``compute()``; see the module description below."""
+        # evaluate.combine's add hands each module its item under the feature's name, as evaluate's own add takes it
+        prediction = kwargs.pop("predictions", prediction)
         self.check_reference_free(reference)
         (prediction,) = check_strings([prediction], "prediction")
         unscorable_rows(on_invalid, False, prediction=[prediction])
@@ -256,6 +258,8 @@ class ContinuationMetric(CheckpointMetric):
 
     def add(self, *, prediction=None, context=None, reference=None, on_invalid: str = "raise", **kwargs):
         """Queue one continuation and its context for the next ``compute()``; see the module description below."""
+        # evaluate.combine's add hands each module its items under the features' names, as evaluate's own add takes them
+        prediction, context = kwargs.pop("predictions", prediction), kwargs.pop("contexts", context)
         self.check_reference_free(reference)
         (prediction,), (context,) = self.check_pairs([prediction], [context], on_invalid)
         super().add(prediction=prediction, contexts=context, **kwargs)  # evaluate keys extra inputs by feature name

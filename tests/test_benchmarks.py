@@ -408,3 +408,16 @@ def test_a_spearman_difference_falls_only_when_its_whole_paired_interval_is_belo
     assert worse["falls"] and worse["interval"][1] < 0 < -worse["difference"]
     close = spearman_difference(good + 0.05 * rng.normal(size=300), good, human, resamples=200)
     assert not close["falls"] and close["interval"][0] < 0  # a small move is within the draw of stories
+
+
+def test_continuation_scale_counts_the_scores_outside_1_to_5_and_refuses_bad_counts(capsys):
+    from benchmarks.agreement import continuation_scale
+
+    scores = {"overall": [0.5, 2.0, 4.0, 6.0], "relevance": [1.0, 2.0, 3.0, 5.0], "interestingness": [3.0] * 4}
+    result = continuation_scale.summary(scores, [10, 20, 30, 40])
+    assert result["overall"]["above_5"] == 0.25 and result["overall"]["below_1"] == 0.25
+    assert result["relevance"]["above_5"] == 0.0 and result["relevance"]["below_1"] == 0.0  # 1 and 5 are on the scale
+    assert result["overall_spearman_with_words"] == 1.0 and result["words"] == {"median": 25, "max": 40}
+    with pytest.raises(SystemExit):
+        continuation_scale.main(["--cut-words", "0"])
+    assert "must be positive" in capsys.readouterr().err

@@ -42,6 +42,12 @@ def test_combine_all_three_with_contexts(combined):
     queued = combined.compute()
     assert queued["union_scores"] == pytest.approx(results["union_scores"], abs=1e-5)
     assert queued["overall"] == pytest.approx(results["overall"], abs=1e-5)
+    # and one pair at a time: combine's add passes each module its item under the feature's name (predictions=)
+    for continuation, context in zip(CONTINUATIONS, CONTEXTS):
+        combined.add(prediction=continuation, contexts=context)
+    one_by_one = combined.compute()
+    assert one_by_one["union_scores"] == pytest.approx(results["union_scores"], abs=1e-5)
+    assert one_by_one["overall"] == pytest.approx(results["overall"], abs=1e-5)
 
 
 def test_story_metrics_ignore_contexts_but_refuse_misaligned_ones(union_checkpoint):

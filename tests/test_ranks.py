@@ -102,6 +102,19 @@ def test_an_unscorable_story_raises_naming_its_gathered_row_or_scores_nan(union_
     assert "rows [1] of the 3 gathered" in caplog.text
 
 
+def test_a_story_past_the_window_limit_raises_naming_its_gathered_row_or_scores_nan(union_scorer, monkeypatch):
+    """As an empty story does: a corpus job is not stopped by one story too long to score (limit lowered here to 2
+    windows, 766 tokens of union-roc)."""
+    from storyeval.scoring import windows
+
+    monkeypatch.setattr(windows, "MAX_WINDOWS", 2)
+    stories = [LINES[0], "word " * 800, LINES[1]]
+    with pytest.raises(ValueError, match=r"predictions is 800 tokens long and needs 3 windows .* \(row 1 of the 3 gathered"):
+        score_by_rank(union_scorer, stories, Rank())
+    scores = score_by_rank(union_scorer, stories, Rank(), on_invalid="nan")
+    assert math.isnan(scores[1]) and scores[::2] == pytest.approx(union_scorer.score(stories[::2]), abs=1e-6)
+
+
 def test_a_rank_that_fails_makes_every_rank_raise(union_scorer, monkeypatch):
     """A rank that raised alone would leave the others waiting in the gather for ever: the failure is gathered first."""
     import accelerate.utils

@@ -241,6 +241,13 @@ def test_score_dataset_checks_columns_metric_and_options_before_running(cluster)
         score_dataset(dataset, "union", "roc", ray_batch_size=None, num_gpus=1)
 
 
+def test_score_dataset_shows_one_progress_bar_for_the_dataset_it_scores_only(cluster):
+    """Ray Data's bars per operator (and, in a log, each one's state every 10 s) are off for the scored dataset."""
+    scored = score_dataset(ray.data.from_items(rows(3)), "union", "roc")
+    assert scored.context.enable_operator_progress_bars is False
+    assert ray.data.from_items(rows(3)).context.enable_operator_progress_bars is True
+
+
 def test_every_metric_scores_a_batch_as_in_one_process():
     """The callable class without Ray (Ray only constructs and calls it): continuation quality and the suite,
     with a context column, give the columns and values their scorers give."""
@@ -393,10 +400,12 @@ def test_a_real_sigint_after_the_first_part_exits_130_in_one_line_and_a_rerun_sk
     out, err = tmp_path / "stdout.txt", tmp_path / "stderr.txt"
     command = [sys.executable, "-m", "storyeval.cli", "score-shards", str(source), "-o", str(output), "--actors", "1",
                "--rows-per-batch", "4", "--quiet"]
+    # without the RAY_AUTH_MODE that this process's own cluster set: the command's cluster gets Ray's default
+    env = {name: value for name, value in os.environ.items() if name != "RAY_AUTH_MODE"}
     for attempt in range(2):
         shutil.rmtree(output, ignore_errors=True)
         with out.open("w") as stdout, err.open("w") as stderr:
-            job = subprocess.Popen(command, stdout=stdout, stderr=stderr, start_new_session=True)
+            job = subprocess.Popen(command, stdout=stdout, stderr=stderr, start_new_session=True, env=env)
             try:
                 deadline = time.monotonic() + 300
                 while not (output / "shard_00.parquet").exists() and job.poll() is None:
@@ -419,6 +428,8 @@ def test_a_real_sigint_after_the_first_part_exits_130_in_one_line_and_a_rerun_sk
         f"score-shards: stopped; the {len(kept)} part(s) this run wrote and 0 from before are kept in {output}: "
         "rerun the same command to resume"]
     assert "Traceback" not in errors and "Exception ignored" not in errors and "(raylet)" not in out.read_text()
+    # Ray's harmless lines: its token authentication WARNING muted, its core's line about max_restarts explained
+    assert "Token authentication" not in errors and shards.RESTARTS_NOTE in errors, errors
 
     before = {name: (output / name).read_bytes() for name in kept}
     assert run_cli(source, "-o", output, "--actors", 1, "--quiet") == 0
@@ -494,6 +505,79 @@ def test_a_part_is_written_as_soon_as_its_shards_last_row_is_back(tmp_path):
     assert parts[b].exists() and assembler.unfinished() == [] and state.written == 2
     with pytest.raises(shards.JobError, match="more rows of a.jsonl than the 3 it holds"):
         assembler.add(scored(a, [3]))
+
+
+def test_the_closing_line_names_the_first_unscorable_rows_and_a_failed_batch_costs_its_shard_alone(tmp_path):
+    """Rows as shard:row, counted from 1 in the shard's order, the first few, then how many more; a shard with a batch
+    the actors could not score gets no part, and the shards after it still do."""
+    a, b, c = tmp_path / "a.jsonl", tmp_path / "b.jsonl", tmp_path / "c.jsonl"
+    parts = {shard: shard.with_suffix(".parquet") for shard in (a, b, c)}
+    assembler = shards.PartAssembler(parts, {"score_field": "score", "settings": "s"},
+                                     {shard: {"name": shard.name} for shard in parts}, {a: 6, b: 2, c: 2}, shards.JobState())
+
+    def scored(path, problems, failure=None):
+        return pa.table({"score": [0.5] * len(problems), "score_problem": pa.array(problems, pa.string()),
+                         "score_settings": ["s"] * len(problems), "path": [str(path)] * len(problems),
+                         shards.FAILURE_COLUMN: pa.array([failure] * len(problems), pa.string())})
+
+    assembler.add(scored(a, ["empty", None, "empty"]))
+    assembler.add(scored(a, ["empty", "empty", "empty"]))
+    assembler.add(scored(b, [None, None], failure="RuntimeError: a scorer's bug"))
+    assembler.add(scored(c, [None, "empty"]))
+    assert assembler.unscorable_summary() == ("6 unscorable (NaN, reason in score_problem) at shard:row "
+                                              "a.jsonl:1, a.jsonl:3, a.jsonl:4, a.jsonl:5, a.jsonl:6 and 1 more")
+    assert parts[a].exists() and not parts[b].exists() and parts[c].exists() and assembler.unfinished() == []
+    assert assembler.failed == {b: "b.jsonl rows 1-2: RuntimeError: a scorer's bug"}
+    assert shards.FAILURE_COLUMN not in pq.read_table(parts[a]).column_names
+
+
+def test_an_over_long_row_is_nan_and_a_shard_that_fails_costs_itself_alone_until_a_rerun(cluster, reference, tmp_path,
+                                                                                         monkeypatch, capsys):
+    """The issue's case: one story past the window limit (66,000 words; union-roc takes 65,790 tokens) stopped the
+    whole job, and every rerun. It is now NaN with its reason, as an empty row is; and a shard whose scoring fails
+    (a scorer's error, here on the third shard) costs only its own part: exit status 1, a line naming it, and a rerun
+    scores it alone."""
+    from storyeval.analysis import ray_data
+
+    source, output = tmp_path / "shards", tmp_path / "parts"
+    write_shards(source, count=3, size=8)
+    table = rows(24)
+    table[9]["story"] = "word " * 66_000
+    (source / "shard_01.jsonl").write_text("".join(json.dumps(row) + "\n" for row in table[8:16]))
+
+    class FailsOnDay20(shards.ShardScorer):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            score = self.scorer.score
+
+            def failing(stories, **options):
+                if any("day 20." in story for story in stories):
+                    raise RuntimeError("a scorer's bug\nand its second line")
+                return score(stories, **options)
+
+            self.scorer.score = failing
+
+    real_mapped_scores = ray_data.mapped_scores
+    monkeypatch.setattr(ray_data, "mapped_scores", lambda *args, **kwargs: real_mapped_scores(
+        *args, **{**kwargs, "scorer_class": FailsOnDay20}))
+    assert run_cli(source, "-o", output, "--quiet") == 1
+    err = capsys.readouterr().err
+    assert ("2 part(s) written, 0 already there; 16 rows" in err and "3 unscorable (NaN, reason in score_problem) at "
+            "shard:row shard_00.jsonl:6, shard_01.jsonl:2, shard_01.jsonl:4;" in err), err
+    assert err.strip().splitlines()[-1] == (
+        "storyeval: error: 1 shard(s) could not be scored, so their parts were not written: shard_02.jsonl rows 1-8: "
+        f"RuntimeError: a scorer's bug; fix them and rerun the same command to score them alone (the other parts are kept in {output})")
+    assert sorted(path.name for path in output.iterdir()) == ["shard_00.parquet", "shard_01.parquet"]
+    long_row = pq.read_table(output / "shard_01.parquet").to_pylist()[1]
+    assert math.isnan(long_row["score"]) and long_row["score_problem"].startswith(
+        "column 'story' is 66,000 tokens long and needs 257 windows of 512 tokens; a story may have at most 256")
+
+    monkeypatch.setattr(ray_data, "mapped_scores", real_mapped_scores)
+    assert run_cli(source, "-o", output, "--quiet") == 0
+    assert "1 part(s) written, 2 already there; 8 rows" in capsys.readouterr().err
+    records = part_records(output)
+    assert [record["id"] for record in records] == list(range(24))
+    assert sum(math.isnan(record["score"]) for record in records) == 3
 
 
 def test_ctrl_c_during_rays_shutdown_exits_130_in_one_line_and_the_shutdown_still_ends(tmp_path, monkeypatch, capsys):

@@ -32,12 +32,9 @@ In Python, for an eval loop::
 """
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import itertools
-import json
 import math
-import sys
 import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -473,104 +470,3 @@ def plot_comparison(comparison: Comparison, scores: Mapping[str, Sequence[float]
     figure.savefig(path, dpi=120)
     plt.close(figure)
     return Path(path)
-
-
-# ---- command line -----------------------------------------------------------------------------------------
-
-
-def add_parser(commands, formatter_class=argparse.HelpFormatter) -> argparse.ArgumentParser:
-    """Add ``storyeval compare`` to the CLI's subcommands; its handler is ``run``."""
-    from storyeval.inputs import DTYPE_NAMES, positive_int
-
-    parser = commands.add_parser("compare", help="compare systems' outputs on one metric, with confidence intervals and paired tests",
-                                 description=__doc__.split("\n\n", 2)[2].split("\n\nIn Python")[0].replace("``", ""),
-                                 formatter_class=formatter_class)
-    parser.add_argument("inputs", nargs="+", help="one .jsonl or .txt file per system, for the same prompts")
-    parser.add_argument("--metric", default="union", choices=COMPARE_METRICS,
-                        help="scores the files' stories when they carry no scores; story_quality: the suite's combined percentile")
-    parser.add_argument("--config", default="roc", help="checkpoint (story_quality: suite config): a config name, a folder or a Hub repo id")
-    parser.add_argument("--field", default="story", help="the story field (.jsonl)")
-    parser.add_argument("--score-field", default="score", help="a field holding scores already computed (.jsonl)")
-    parser.add_argument("--id-field", default="id", help="matches items across files (.jsonl); without it, by line")
-    parser.add_argument("--resamples", type=positive_int, default=DEFAULT_RESAMPLES,
-                        help="bootstrap and permutation resamples; the smallest p-value is 1 / (resamples + 1)")
-    parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help="seeds every resampling, so a comparison repeats exactly")
-    parser.add_argument("--confidence", type=float, default=DEFAULT_CONFIDENCE, help="confidence level of the intervals")
-    parser.add_argument("--json", dest="json_path", help="also write the comparison as JSON to this file ('-': stdout, instead of the table)")
-    parser.add_argument("--plot", help="write a box plot of the score distributions (.png, .pdf, .svg; needs matplotlib)")
-    parser.add_argument("--batch-size", type=positive_int, default=16, help="windows per forward pass when scoring")
-    parser.add_argument("--device", default=None, help="e.g. cpu, cuda, cuda:1 (default: CUDA if available)")
-    parser.add_argument("--dtype", default=None, choices=DTYPE_NAMES,
-                        help="weights' precision when scoring (default: float32); compare only scores of one dtype")
-    parser.add_argument("--num-threads", type=positive_int, default=None, help="CPU threads for scoring (default: torch's)")
-    parser.add_argument("--overwrite", action="store_true", help="replace an existing --json or --plot file")
-    return parser
-
-
-def _check_output(path: str | None, inputs: Sequence[str], flag: str, overwrite: bool = False) -> None:
-    if path in (None, "-"):
-        return
-    if Path(path).is_dir():
-        raise ComparisonInputError(f"{flag} {path} is a directory; give a file path")
-    if not Path(path).resolve().parent.is_dir():
-        raise ComparisonInputError(f"{flag} {path}: its folder does not exist")
-    if any(Path(path).resolve() == Path(p).resolve() for p in inputs):
-        raise ComparisonInputError(f"{flag} {path} is one of the inputs; give another path")
-    if Path(path).is_file() and not overwrite:
-        raise ComparisonInputError(f"{flag} {path} exists; pass --overwrite to replace it")
-
-
-def run(args) -> int:
-    """``storyeval compare``: returns the exit status."""
-    try:
-        _check_output(args.json_path, args.inputs, "--json", args.overwrite)
-        _check_output(args.plot, args.inputs, "--plot", args.overwrite)
-        if args.plot and Path(args.plot).suffix.lower() not in (".png", ".pdf", ".svg"):
-            raise ComparisonInputError(f"--plot {args.plot}: use a .png, .pdf or .svg file name")
-        if args.plot:
-            import importlib.util
-
-            if importlib.util.find_spec("matplotlib") is None:
-                raise ComparisonInputError("--plot needs matplotlib: pip install 'storyeval[plot]'")
-        if args.metric == "story_quality":
-            try:
-                check_suite_dtype(args.dtype)
-            except ValueError:
-                raise ComparisonInputError(f"--metric story_quality scores in float32, not {args.dtype}: "
-                                           "pass --dtype float32 or leave it out") from None
-
-        def scorer():
-            from storyeval.scoring.devices import set_num_threads
-
-            set_num_threads(args.num_threads)
-            if args.metric == "story_quality":
-                return SuiteCombined(args.config, device=args.device)
-            from storyeval.checkpoints import resolution as checkpoints
-            from storyeval.scoring import sequence as scoring
-
-            return scoring.load_scorer(args.metric, checkpoints.resolve_checkpoint(args.metric, args.config), device=args.device)
-
-        with warnings.catch_warnings():  # said once, as a warning line below, not as Python's warning with a source line
-            warnings.simplefilter("ignore", FewItemsWarning)
-            comparison, scores, from_files = compare_files(
-                args.inputs, scorer, story_field=args.field, score_field=args.score_field, id_field=args.id_field,
-                batch_size=args.batch_size, dtype=args.dtype, metric=args.metric, config=args.config,
-                confidence_level=args.confidence, resamples=args.resamples, seed=args.seed,
-            )
-    # ImportError: an optional runtime (dtype int8) is missing; its message says what to install
-    except (ComparisonInputError, LookupError, OSError, ValueError, TypeError, ImportError) as error:
-        message = error.args[0] if isinstance(error, KeyError) and error.args else error
-        print(f"storyeval: error: {message}", file=sys.stderr)
-        return 1
-    for warning in comparison.warnings:
-        print(f"storyeval: warning: {warning}", file=sys.stderr)
-    if args.json_path == "-":
-        print(json.dumps(comparison.to_dict(), indent=2))
-    else:
-        print(comparison.table())
-        if args.json_path:
-            Path(args.json_path).write_text(json.dumps(comparison.to_dict(), indent=2) + "\n", encoding="utf-8")
-    if args.plot:
-        label = args.score_field if from_files else f"{args.metric} ({args.config})"
-        plot_comparison(comparison, scores, args.plot, metric=label)
-    return 0

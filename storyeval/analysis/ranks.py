@@ -57,7 +57,7 @@ def score_by_rank(scorer, stories, accelerator, *, contexts=None, batch_size: in
     """Score this rank's ``stories`` (and ``contexts``, for continuation quality and the suite) on
     ``accelerator.device`` and return the scores of every rank's stories, in input order, on every rank.
 
-    ``on_invalid``: what a story that cannot be scored (no letters, or not English) does: ``"raise"`` raises on
+    ``on_invalid``: what a story that cannot be scored (no letters, not English, or past the window limit) does: ``"raise"`` raises on
     every rank, naming its row among the gathered stories; ``"nan"`` gives it NaN and logs a warning (on the main process) naming its rows.
     Every rank raises together when any rank cannot score its stories: a rank that raised alone would leave the
     others waiting in the gather. An accelerator that runs one process under a launcher that started several
@@ -85,7 +85,7 @@ def score_by_rank(scorer, stories, accelerator, *, contexts=None, batch_size: in
         if on_invalid == "raise":
             raise ValueError(f"{problems[bad[0]]} (row {bad[0]} of the {len(rows)} gathered; on_invalid='nan' scores the rest)")
         if accelerator.is_main_process:
-            logger.warning("%d input(s) cannot be scored (empty, no letters, or not English) and score NaN: "
+            logger.warning("%d input(s) cannot be scored (empty, no letters, not English, or past the window limit) and score NaN: "
                            "rows %s of the %d gathered", len(bad), bad, len(rows))
     columns = {key: [row[k] for row in rows] for k, key in enumerate(keys)}
     kind = scorer_kind(scorer)

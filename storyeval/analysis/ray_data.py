@@ -47,10 +47,11 @@ def metric_names() -> list[str]:
 
 
 def check_job(metric: str, config: str | None, dtype: str | None, context_column: str | None,
-              combination: str | None = None) -> str:
-    """The config a job scores with (the metric's default for None), or a one-line error about the metric, the config,
-    the dtype or the context column, before anything runs. A config is resolved here, so a checkpoint that is
-    neither bundled, cached nor a folder fails now and not on every actor."""
+              combination: str | None = None) -> tuple[str, Path | None]:
+    """The config a job scores with (the metric's default for None) and its checkpoint's local folder here (None for the
+    suite, whose parts each have one), or a one-line error about the metric, the config, the dtype or the context
+    column, before anything runs. A config is resolved here, so a checkpoint that is neither bundled, cached nor a
+    folder fails now and not on every actor."""
     from storyeval.checkpoints import resolution as checkpoints
     from storyeval.checkpoints.registry import METRICS
 
@@ -65,7 +66,7 @@ def check_job(metric: str, config: str | None, dtype: str | None, context_column
             raise ValueError(f"story_quality scores in float32 only, not dtype {dtype!r}")
         for part in SUITE_CONFIGS[config]:
             checkpoints.resolve_checkpoint(part.metric, part.config)
-        return config
+        return config, None
     if combination is not None:
         raise ValueError("combination is a story_quality option")
     spec = METRICS[metric]
@@ -77,10 +78,10 @@ def check_job(metric: str, config: str | None, dtype: str | None, context_column
     if not spec.takes_contexts and context_column is not None:
         raise ValueError(f"{metric} scores the story alone: a context column is for continuation_quality and story_quality")
     config = spec.default if config is None else config
-    checkpoints.resolve_checkpoint(metric, config)
+    folder = checkpoints.resolve_checkpoint(metric, config)
     if config not in spec.configs and Path(config).expanduser().is_dir():
         config = str(Path(config).expanduser().resolve())  # a worker process may start in another folder than this one
-    return config
+    return config, folder
 
 
 def load_any_scorer(metric: str, config: str, device=None):
@@ -149,16 +150,20 @@ class StoryScorer:
         self.settings = settings_of(self.scorer, dtype, with_contexts, combination)
 
     def __call__(self, batch):
-        import pyarrow as pa
-
         texts = batch.column(self.column).to_pylist()
         contexts = batch.column(self.context_column).to_pylist() if self.context_column else None
         columns, problems = score_rows(self.scorer, texts, contexts, batch_size=self.batch_size, dtype=self.dtype,
                                        combination=self.combination, names=(f"column {self.column!r}", f"column {self.context_column!r}"))
+        return self.with_scores(batch, columns, problems)
+
+    def with_scores(self, batch, columns: dict[str, list[float]], problems: list[str | None]):
+        """``batch`` with the score columns added: ``columns`` as :func:`score_rows` gives them, and ``problems``."""
+        import pyarrow as pa
+
         for key in self.keys:
             batch = batch.append_column(_named(self.score_field, key), pa.array(columns[key], pa.float64()))
         batch = batch.append_column(f"{self.score_field}_problem", pa.array(problems, pa.string()))
-        return batch.append_column(f"{self.score_field}_settings", pa.array([self.settings] * len(texts), pa.string()))
+        return batch.append_column(f"{self.score_field}_settings", pa.array([self.settings] * len(problems), pa.string()))
 
 
 def score_dataset(dataset, metric: str = "union", config: str | None = None, column: str = "story", *,
@@ -188,7 +193,7 @@ def score_dataset(dataset, metric: str = "union", config: str | None = None, col
         import ray.data
     except ImportError:
         raise ImportError(f"scoring a Ray dataset needs Ray Data: {RAY_INSTALL}") from None
-    config = check_job(metric, config, dtype, context_column, combination)
+    config, _ = check_job(metric, config, dtype, context_column, combination)
     if batch_size is not None:
         check_batch_size(batch_size)
     for name, value in (("actors", actors), *([] if ray_batch_size is None else [("ray_batch_size", ray_batch_size)])):
@@ -219,16 +224,44 @@ def score_dataset(dataset, metric: str = "union", config: str | None = None, col
             logger.warning("the %d actor(s) take every CPU of the cluster: a task that reads the input and asks for a CPU "
                            "(Ray's readers do by default) waits for ever; read with num_cpus=0 "
                            "(ray.data.read_json(..., num_cpus=0)) or give the actors fewer", actors)
+    scored = mapped_scores(dataset, metric, config, column, context_column=context_column, score_field=score_field,
+                           actors=actors, num_cpus=num_cpus, num_gpus=num_gpus, batch_size=batch_size,
+                           ray_batch_size=ray_batch_size, dtype=dtype, device=device, num_threads=threads,
+                           combination=combination, scorer_class=scorer_class)
+    show_one_progress_bar(scored)
+    return scored
+
+
+def mapped_scores(dataset, metric: str, config: str, column: str, *, context_column: str | None, score_field: str,
+                  actors: int, num_cpus: float, num_gpus: float, batch_size: int | None, ray_batch_size: int | None,
+                  dtype: str | None, device, num_threads: int, combination: str | None, scorer_class: type[StoryScorer]):
+    """:func:`score_dataset`'s last step, unchecked: Ray Data's ``map_batches`` over an actor pool. For a caller that has
+    checked every argument as :func:`score_dataset` does (``storyeval score-shards`` checks them, every shard's columns
+    included, before Ray starts), so that nothing is checked twice and no schema is read again."""
+    import ray.data
+
     return dataset.map_batches(
         scorer_class,
         fn_constructor_kwargs={"metric": metric, "config": config, "column": column, "context_column": context_column,
                                "score_field": score_field, "batch_size": batch_size, "dtype": dtype, "device": device,
-                               "num_threads": threads, "combination": combination},
+                               "num_threads": num_threads, "combination": combination},
         batch_size=ray_batch_size, batch_format="pyarrow", compute=ray.data.ActorPoolStrategy(size=actors),
         # an actor that dies is restarted and the batch it held is run again: Ray Data gives an actor pool
         # max_restarts=-1 and max_task_retries=-1 (ray/data/_internal/execution/operators/actor_pool_map_operator.py)
         num_cpus=num_cpus, num_gpus=num_gpus or None, udf_modifying_row_count=False,
     )
+
+
+def show_one_progress_bar(dataset) -> None:
+    """Ray Data draws a bar per operator besides the total (reading, scoring), and where standard output is no terminal
+    (a log, a notebook) logs each one's state every 10 s: here, the total alone. The setting is the dataset's context,
+    which it shares with the dataset it was made from (each read makes its own), so other datasets keep theirs."""
+    from ray.util.debug import log_once
+
+    dataset.context.enable_operator_progress_bars = False
+    # Ray logs a WARNING, once, that operator bars are off, on the first run with them off: they are off on purpose
+    # here. Its log_once key is Ray's own (ray/data/_internal/progress/__init__.py); were it renamed, the line shows
+    log_once("ray_data_progress_manager_global")
 
 
 def lists_files_in_a_task(dataset) -> bool:

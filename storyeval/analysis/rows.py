@@ -3,7 +3,8 @@
 The shared body of the paths that score a corpus in pieces: Ray Data's actors (:mod:`storyeval.analysis.ray_data`)
 and the ranks of an accelerate or torchrun job (:mod:`storyeval.analysis.ranks`). One empty story in a batch must
 not stop a job of millions, so it is scored as the metrics' ``on_invalid="nan"`` scores it: NaN in every score
-column, and its problem kept beside it.
+column, and its problem kept beside it. So is a story past the window limit (:data:`storyeval.scoring.windows.MAX_WINDOWS`),
+which ``score`` refuses.
 
 A scorer is any of the three kinds the metrics load: a story scorer (UNION, plot coherence; ``.score`` returns a
 list), the continuation scorer (a list per criterion) and the ``story_quality`` suite (its per-story keys).
@@ -14,6 +15,7 @@ from collections.abc import Sequence
 
 from storyeval.analysis.suite import check_dtype as check_suite_dtype
 from storyeval.inputs import text_problem, with_nan_at
+from storyeval.scoring.windows import StoryTooLongError
 
 STORY, CONTINUATION, SUITE = "story", "continuation", "suite"
 
@@ -103,15 +105,23 @@ def score_rows(scorer, predictions: Sequence, contexts: Sequence | None = None, 
     options = {"device": device} | ({"batch_size": batch_size} if batch_size is not None else {})
     keys = column_keys(scorer, contexts is not None)
     scored: dict[str, list[float]] = {key: [] for key in keys}
-    if kept:
+    while kept:
         texts = [predictions[i] for i in kept]
         given = None if contexts is None else [contexts[i] for i in kept]
-        if kind == STORY:
-            scored[""] = scorer.score(texts, dtype=dtype, **options)
-        elif kind == CONTINUATION:
-            scored = scorer.score(given, texts, dtype=dtype, **options)
-        else:
-            result = scorer.score(texts, contexts=given, combination=combination, **options)
-            scored = {key: result[key] for key in keys}
+        try:
+            if kind == STORY:
+                scored[""] = scorer.score(texts, dtype=dtype, **options)
+            elif kind == CONTINUATION:
+                scored = scorer.score(given, texts, dtype=dtype, **options)
+            else:
+                result = scorer.score(texts, contexts=given, combination=combination, **options)
+                scored = {key: result[key] for key in keys}
+            break
+        except StoryTooLongError as error:
+            # a story past the window limit is refused before any of the call's windows is scored: it gets NaN and
+            # its reason like an empty one, and the others are cut again (a rare case: a corpus's file mistake)
+            row = kept.pop(error.index)
+            joined = " with its context" if kind == SUITE and contexts is not None else ""
+            problems[row] = f"{names[0]}{joined} {error.problem}"
     skipped = [i for i, problem in enumerate(problems) if problem is not None]
     return {key: with_nan_at(skipped, len(predictions), scored[key]) for key in keys}, problems

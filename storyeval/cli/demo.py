@@ -354,6 +354,6 @@ def build_demo(metrics=("union", "plot_coherence", "continuation_quality"), titl
     return demo
 
 
-def launch(metric: str = "all", host: str = "127.0.0.1", port: int = 7860) -> None:
-    metrics = ("union", "plot_coherence", "continuation_quality") if metric == "all" else (metric,)
+def launch(metrics: tuple[str, ...], host: str = "127.0.0.1", port: int = 7860) -> None:
+    """The page for ``metrics`` (``storyeval demo``'s job: :func:`storyeval.cli.jobs.demo_job`), served on ``host:port``."""
     build_demo(metrics).launch(server_name=host, server_port=port)

@@ -49,14 +49,14 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from storyeval.analysis import compare
-from storyeval.analysis.suite import DEFAULT_SUITE_CONFIG, FAST_SUITE_CONFIG, SUITE_CONFIGS
+from storyeval.analysis.suite import DEFAULT_SUITE_CONFIG, SUITE_CONFIGS
 from storyeval.analysis.suite import check_dtype as check_suite_dtype
 from storyeval.checkpoints import resolution as checkpoints
 from storyeval.checkpoints.registry import CORPORA as REFERENCE_CORPORA
-from storyeval.checkpoints.registry import METRICS, default_note, metric_spec
-from storyeval.cli import shards
+from storyeval.checkpoints.registry import METRICS
+from storyeval.cli import compare, jobs, shards
 from storyeval.cli.errors import reporting_bad_input
+from storyeval.cli.jobs import STDIN_NAME, STORY_METRICS, SUITE, DemoJob, ScoreJob, Scoring
 from storyeval.files import FORMATS, InputError, Writer, csv_header, file_format, read_rows, sniffed_format, survey_rows
 from storyeval.inputs import DTYPE_NAMES, PROBE_STORY, positive_int, rows_by_reason
 from storyeval.version import __version__
@@ -64,60 +64,59 @@ from storyeval.version import __version__
 CHUNK = 1024  # stories read, scored and written at a time
 # storyeval is on no index, so the extra's own requirement is what to install (setup.py's DEMO has the same pin)
 DEMO_INSTALL = 'python -m pip install "gradio>=5.0" (in a checkout: python -m pip install -e ".[demo]")'
-STDIN_NAME = "<stdin>"  # how messages name standard input
-SUITE = "story_quality"  # the suite: every metric in one score, the mean of their percentiles (storyeval.analysis.suite)
 SCORE_METRICS = (*METRICS, SUITE)  # what `storyeval score --metric` takes
-STORY_METRICS = ("union", "plot_coherence")  # the story classifiers: int8, --explain
 FORMAT_NAMES = {".jsonl": "JSON Lines", ".csv": "CSV"}
 
 
-def load_scorer(metric: str, config: str, device, num_threads: int | None = None, dtype: str | None = None, quiet: bool = False):
-    if metric == SUITE:
+def load_scorer(job: ScoreJob):
+    """The job's scorer, loaded once: the suite, the int8 export without torch where it is cached, or the torch scorer."""
+    scoring = job.scoring
+    if scoring.is_suite:
         from storyeval.analysis.suite import StoryQuality
         from storyeval.scoring.devices import set_num_threads
 
         import_nltk_without_unused_statistics()
-        set_num_threads(num_threads)
-        return StoryQuality(config, device=device)
-    folder = checkpoints.resolve_checkpoint(metric, config)
+        set_num_threads(scoring.num_threads)
+        return StoryQuality(scoring.config, device=scoring.device)
+    folder = scoring.checkpoint
     import_nltk_without_unused_statistics()
-    if dtype == "int8" and device == "cpu" and metric_spec(metric).loader == "storyeval.scoring.sequence:load_story_classifier":
+    if scoring.dtype == "int8" and scoring.device == "cpu" and scoring.spec.loader == "storyeval.scoring.sequence:load_story_classifier":
         from storyeval.scoring.int8.cached import load_cached_int8_scorer
 
-        checkpoints.check_metric(metric, folder)
-        scorer = load_cached_int8_scorer(folder, num_threads)
+        checkpoints.check_metric(scoring.metric, folder)
+        scorer = load_cached_int8_scorer(folder, scoring.num_threads)
         if scorer is not None:  # the export is cached: no torch, no transformers (cold start)
             scorer.windows(PROBE_STORY)  # missing NLTK data fails here, as in the torch scorer's load
             return scorer
-    from storyeval.scoring import sequence as scoring
+    from storyeval.scoring import sequence as scoring_module
     from storyeval.scoring.devices import set_num_threads
 
-    set_num_threads(num_threads)
-    if quiet:  # transformers draws its own bar while it reads the weights
+    set_num_threads(scoring.num_threads)
+    if job.quiet:  # transformers draws its own bar while it reads the weights
         from transformers.utils import logging as transformers_logging
 
         transformers_logging.disable_progress_bar()
-    return scoring.load_scorer(metric, folder, device=device)
+    return scoring_module.load_scorer(scoring.metric, folder, device=scoring.device)
 
 
-def check_dtype(metric: str, config: str, dtype: str | None) -> None:
+def check_dtype(scoring: Scoring) -> None:
     """Refuse a --dtype the metric or checkpoint does not run in, before the input is read or a model loads
     (the Python API refuses the same, once the scorer is loaded)."""
-    if dtype is None:
+    if scoring.dtype is None:
         return
-    if metric == SUITE:
+    if scoring.is_suite:
         try:
-            check_suite_dtype(dtype)
+            check_suite_dtype(scoring.dtype)
         except ValueError:
-            raise InputError(f"--metric story_quality scores in float32, not {dtype}: pass --dtype float32 or leave it out") from None
+            raise InputError(f"--metric story_quality scores in float32, not {scoring.dtype}: pass --dtype float32 or leave it out") from None
         return
-    if dtype != "int8":
+    if scoring.dtype != "int8":
         return
-    if metric not in STORY_METRICS:
-        raise InputError(f"--dtype int8 runs {' and '.join(STORY_METRICS)} only; {metric} scores in float32, bfloat16 or float16")
+    if not scoring.is_story_classifier:
+        raise InputError(f"--dtype int8 runs {' and '.join(STORY_METRICS)} only; {scoring.metric} scores in float32, bfloat16 or float16")
     from storyeval.scoring.int8.runtime import checkpoint_int8_problem
 
-    if problem := checkpoint_int8_problem(checkpoints.resolve_checkpoint(metric, config)):
+    if problem := checkpoint_int8_problem(scoring.checkpoint):
         raise InputError(problem)
 
 
@@ -142,29 +141,23 @@ def import_nltk_without_unused_statistics() -> None:
             del sys.modules[name]
 
 
-def score_columns(metric: str, score_field: str) -> list[str]:
-    """The fields or columns a metric's scores go in (the suite's: its combined percentile)."""
-    if metric != SUITE and metric_spec(metric).takes_contexts:
-        from storyeval.models.continuation.model import CRITERIA
-
-        return [f"{score_field}_{criterion}" for criterion in CRITERIA]
-    return [score_field]
 
 
-def load_percentile_reference(metric: str, config: str, corpus: str):
-    """The checkpoint's human-written reference scores of ``corpus``, or an :class:`InputError` saying why there are none."""
+
+def load_percentile_reference(job: ScoreJob):
+    """The checkpoint's human-written reference scores of the job's corpus, or an :class:`InputError` saying why there are none."""
     from storyeval.analysis.percentiles import load_reference
 
     try:
-        return load_reference(checkpoints.resolve_checkpoint(metric, config), corpus)
+        return load_reference(job.scoring.checkpoint, job.percentile)
     except (FileNotFoundError, KeyError, ValueError) as error:
         raise InputError(f"--percentile: {error.args[0] if isinstance(error, KeyError) else error}") from None
 
 
-def with_percentiles(scores: list[list[float]], reference, metric: str) -> list[list[float]]:
+def with_percentiles(scores: list[list[float]], reference, scoring: Scoring) -> list[list[float]]:
     """Each row's scores followed by their percentiles among the reference's human-written stories."""
     criteria = [None]
-    if metric_spec(metric).takes_contexts:
+    if scoring.scores_continuations:
         from storyeval.models.continuation.model import CRITERIA
 
         criteria = list(CRITERIA)
@@ -178,62 +171,65 @@ def output_is_a_device(output: str | None) -> bool:
     return bool(output) and os.path.exists(output) and not os.path.isfile(output) and not os.path.isdir(output)
 
 
-def check_paths(args, path: Path, fmt: str) -> None:
+def check_paths(job: ScoreJob, path: Path, fmt: str) -> None:
     """Everything about the input and output paths, before a model loads: nothing is written on a refusal."""
-    if not args.output or output_is_a_device(args.output):
+    output = job.output
+    if not output or output_is_a_device(output):
         return
     # writing onto the input would replace the stories with their scores
-    if os.path.isdir(args.output):
-        raise InputError(f"output {args.output} is a directory; give a file path")
-    if os.path.exists(args.output) and os.path.samefile(args.output, path):
-        raise InputError(f"output {args.output} is the input file; give another path")
-    if not Path(args.output).resolve().parent.is_dir():
-        raise InputError(f"output {args.output}: its folder does not exist")
-    if Path(args.output).suffix.lower() != fmt:
+    if os.path.isdir(output):
+        raise InputError(f"output {output} is a directory; give a file path")
+    if os.path.exists(output) and os.path.samefile(output, path):
+        raise InputError(f"output {output} is the input file; give another path")
+    if not Path(output).resolve().parent.is_dir():
+        raise InputError(f"output {output}: its folder does not exist")
+    if Path(output).suffix.lower() != fmt:
         raise InputError(
-            f"output {args.output}: the scores are written in the input's format ({fmt}); name the output *{fmt}"
+            f"output {output}: the scores are written in the input's format ({fmt}); name the output *{fmt}"
         )
-    if os.path.lexists(args.output) and not args.overwrite:
-        raise InputError(f"output {args.output} exists; pass --overwrite to replace it")
+    if os.path.lexists(output) and not job.overwrite:
+        raise InputError(f"output {output} exists; pass --overwrite to replace it")
 
 
-def score_chunk(scorer, metric: str, rows, args) -> list[list[float]]:
+def score_chunk(scorer, job: ScoreJob, rows) -> list[list[float]]:
     """Scores per row, in the order of the score columns."""
-    contexts = [row.texts[args.context_column] for row in rows] if args.context_column else None
-    stories = [row.texts[args.column] for row in rows]
-    if metric != SUITE and metric_spec(metric).takes_contexts:
-        scores = scorer.score(contexts, stories, batch_size=args.batch_size, dtype=args.dtype)
+    scoring, columns = job.scoring, job.columns
+    contexts = [row.texts[columns.context_column] for row in rows] if columns.context_column else None
+    stories = [row.texts[columns.column] for row in rows]
+    if scoring.scores_continuations:
+        scores = scorer.score(contexts, stories, batch_size=scoring.batch_size, dtype=scoring.dtype)
         return [list(values) for values in zip(*scores.values())]
     from storyeval.scoring.windows import StoryTooLongError
 
     try:
-        if metric == SUITE:
-            return [[value] for value in scorer.score(stories, contexts=contexts, batch_size=args.batch_size)["combined"]]
-        return [[value] for value in scorer.score(stories, batch_size=args.batch_size, dtype=args.dtype)]
+        if scoring.is_suite:
+            return [[value] for value in scorer.score(stories, contexts=contexts, batch_size=scoring.batch_size)["combined"]]
+        return [[value] for value in scorer.score(stories, batch_size=scoring.batch_size, dtype=scoring.dtype)]
     except StoryTooLongError as error:
-        raise InputError(f"{STDIN_NAME if args.input == '-' else args.input}:{rows[error.index].line}: {error.problem}") from None
+        raise InputError(f"{job.input_name}:{rows[error.index].line}: {error.problem}") from None
 
 
-def story_scorers(scorer, metric: str) -> list:
+def story_scorers(scorer, scoring: Scoring) -> list:
     """The scorers that cut stories into windows: the metric's own, or the suite's story metrics'."""
-    if metric == SUITE:
+    if scoring.is_suite:
         return [part for name, _, part, _ in scorer.components if name != "continuation_quality"]
-    return [] if metric_spec(metric).takes_contexts else [scorer]
+    return [] if scoring.scores_continuations else [scorer]
 
 
-def check_long_stories(path: Path, fmt: str, fields: list[str], lines: list[int], scorer, args) -> None:
+def check_long_stories(path: Path, fmt: str, lines: list[int], scorer, job: ScoreJob) -> None:
     """Cut the long stories of a file (:data:`storyeval.files.LONG_TEXT`) into the scorer's windows before any story is
     scored: one past the window limit stops the run now rather than after the stories before it."""
-    windowed = story_scorers(scorer, args.metric)
+    windowed = story_scorers(scorer, job.scoring)
     if not lines or not windowed:
         return
     wanted = set(lines)
-    for row in read_rows(path, fmt, fields):
+    columns = job.columns
+    for row in read_rows(path, fmt, columns.fields):
         if row.line not in wanted:
             continue
-        story = row.texts[args.column]
-        if args.metric == SUITE and args.context_column:  # the suite's story metrics score the context and the story
-            story = f"{row.texts[args.context_column]} {story}"
+        story = row.texts[columns.column]
+        if job.scoring.is_suite and columns.context_column:  # the suite's story metrics score the context and the story
+            story = f"{row.texts[columns.context_column]} {story}"
         for part in windowed:
             try:
                 part.windows(story)
@@ -274,17 +270,17 @@ def spool_stdin(fmt: str) -> Path:
     return Path(name)
 
 
-def score_file(args) -> dict:
-    if args.input != "-":
-        return score_path(args, Path(args.input))
-    fmt = f".{args.format or 'txt'}"
+def score_file(job: ScoreJob) -> dict:
+    if job.input != "-":
+        return score_path(job, Path(job.input))
+    fmt = f".{job.format or 'txt'}"
     spooled = spool_stdin(fmt)
     try:
-        if args.format is None and (found := sniffed_format(spooled, args.column)):
+        if job.format is None and (found := sniffed_format(spooled, job.columns.column)):
             what = "a JSON object" if found == ".jsonl" else "a header"
             raise InputError(f"{STDIN_NAME}: looks like {FORMAT_NAMES[found]} (its first line is {what}), which would be scored "
                              f"line by line as plain text; pass --format {found.lstrip('.')}, or --format txt to score the lines as they are")
-        return score_path(args, spooled, fmt)
+        return score_path(job, spooled, fmt)
     except InputError as error:  # name standard input, not the temporary copy
         raise InputError(str(error).replace(str(spooled), STDIN_NAME)) from None
     finally:
@@ -300,57 +296,60 @@ def no_stories(path: Path, fmt: str, stdin: bool) -> InputError:
     return InputError(f"{path}: no stories to score ({'an empty file' if path.stat().st_size == 0 else 'blank lines only'})")
 
 
-def score_path(args, path: Path, fmt: str | None = None) -> dict:
+def score_path(job: ScoreJob, path: Path, fmt: str | None = None) -> dict:
+    scoring, columns = job.scoring, job.columns
     if path.is_dir():
         raise InputError(f"{path} is a folder; give a story file (.txt, .jsonl or .csv) in it")
     if not path.is_file():
         raise InputError(f"input file not found: {path}")
     stdin = fmt is not None
-    fmt = fmt or (f".{args.format}" if args.format else file_format(path))
-    fields = [args.column, args.context_column] if args.context_column else [args.column]
-    if args.context_column and fmt == ".txt":
-        if args.metric == SUITE:
-            raise InputError(f"{path}: --context-field needs a .jsonl or .csv file with {args.column!r} and {args.context_column!r} fields")
-        raise InputError(f"{path}: {args.metric} scores a text given its context; give a .jsonl or .csv file with "
-                         f"{args.column!r} and {args.context_column!r} fields")
-    check_paths(args, path, fmt)
-    columns = score_columns(args.metric, args.score_field)
-    settings_field = f"{args.score_field}_settings"
-    if args.explain and (fmt != ".jsonl" or args.metric not in STORY_METRICS):
+    fmt = fmt or (f".{job.format}" if job.format else file_format(path))
+    fields = columns.fields
+    if columns.context_column and fmt == ".txt":
+        if scoring.is_suite:
+            raise InputError(f"{path}: --context-field needs a .jsonl or .csv file with {columns.column!r} and "
+                             f"{columns.context_column!r} fields")
+        raise InputError(f"{path}: {scoring.metric} scores a text given its context; give a .jsonl or .csv file with "
+                         f"{columns.column!r} and {columns.context_column!r} fields")
+    check_paths(job, path, fmt)
+    score_columns = job.score_columns
+    settings_field = f"{columns.score_field}_settings"
+    if job.explain and (fmt != ".jsonl" or not scoring.is_story_classifier):
         raise InputError("--explain writes each story's sentence blame as a field per record: use a .jsonl input and a story metric (union, plot_coherence)")
-    if args.percentile:
-        if args.metric == SUITE:
+    if job.percentile:
+        if scoring.is_suite:
             raise InputError("--percentile: story_quality's score is a percentile already (the mean of its metrics' percentiles)")
         if fmt == ".txt":
             raise InputError("--percentile adds a column per score: use a .jsonl or .csv input")
-        columns += [f"{column}_percentile" for column in columns]
-    check_dtype(args.metric, args.config, args.dtype)
-    if args.explain:
+        score_columns += [f"{column}_percentile" for column in score_columns]
+    check_dtype(scoring)
+    if job.explain:
         from storyeval.analysis import explain  # its sentence splitting needs NLTK: imported only when asked for
     # fields the output adds: an input that has one already is refused, not overwritten
-    added = columns + ([settings_field] if fmt == ".jsonl" else []) + ([explain.FIELD] if args.explain else [])
+    added = score_columns + ([settings_field] if fmt == ".jsonl" else []) + ([explain.FIELD] if job.explain else [])
     # the whole input, read and checked before a model loads: a bad line late in a file wastes no scoring
     survey = survey_rows(path, fmt, fields, added)
     if not survey.rows:
         raise no_stories(path, fmt, stdin)
     unscored = "null" if fmt == ".jsonl" else "nan"
-    if survey.invalid and not args.skip_invalid:
+    if survey.invalid and not job.skip_invalid:
         line, problem = survey.first_problem
         more = f"; {len(survey.invalid) - 1} more row(s) cannot be scored" if len(survey.invalid) > 1 else ""
         raise InputError(f"{path}:{line}: {problem}{more} (--skip-invalid scores the rest and writes {unscored} there)")
-    reference = load_percentile_reference(args.metric, args.config, args.percentile) if args.percentile else None
-    scorer = load_scorer(args.metric, args.config, args.device, args.num_threads, args.dtype, args.quiet)
-    if args.dtype == "int8" and hasattr(scorer, "model_in"):  # the torch scorer: its int8 copy is made before the clock starts
+    reference = load_percentile_reference(job) if job.percentile else None
+    scorer = load_scorer(job)
+    if scoring.dtype == "int8" and hasattr(scorer, "model_in"):  # the torch scorer: its int8 copy is made before the clock starts
         prepare_int8(scorer)
-    check_long_stories(path, fmt, fields, survey.long_lines, scorer, args)
-    if args.default_note:
-        print(f"storyeval: {args.default_note}", file=sys.stderr)
-    settings = scorer.settings(with_contexts=bool(args.context_column)) if args.metric == SUITE else scorer.settings(args.dtype)
+    check_long_stories(path, fmt, survey.long_lines, scorer, job)
+    if job.default_note:
+        print(f"storyeval: {job.default_note}", file=sys.stderr)
+    settings = scorer.settings(with_contexts=bool(columns.context_column)) if scoring.is_suite else scorer.settings(scoring.dtype)
     # an output file appears only when scoring succeeds: a bad line never truncates an old result
-    device_output = output_is_a_device(args.output)
-    partial = Path(str(args.output) + ".partial") if args.output and not device_output else None
+    output = job.output
+    device_output = output_is_a_device(output)
+    partial = Path(str(output) + ".partial") if output and not device_output else None
     if device_output:
-        out_handle = open(args.output, "w", encoding="utf-8", newline="")
+        out_handle = open(output, "w", encoding="utf-8", newline="")
     else:
         out_handle = partial.open("w", encoding="utf-8", newline="") if partial else sys.stdout
     total, summed, low, high = 0, 0.0, math.inf, -math.inf
@@ -358,22 +357,23 @@ def score_path(args, path: Path, fmt: str | None = None) -> dict:
     try:
         # written to a buffer per chunk, so a failure inside a chunk leaves no half-written chunk behind
         writer_buffer = io.StringIO()
-        writer = Writer(writer_buffer, fmt, columns, csv_header(path) if fmt == ".csv" else None,
+        writer = Writer(writer_buffer, fmt, score_columns, csv_header(path) if fmt == ".csv" else None,
                         constants={settings_field: settings})
         rows = read_rows(path, fmt, fields, added)
-        with tqdm(total=survey.rows, disable=args.quiet, unit="story", desc=f"{args.metric}/{args.config}") as bar:
+        with tqdm(total=survey.rows, disable=job.quiet, unit="story", desc=scoring.name) as bar:
             while chunk := list(itertools.islice(rows, CHUNK)):
                 valid = [row for row in chunk if row.line not in survey.invalid]
-                if args.explain and valid:  # each record gets its sentences' leave-one-out score changes
-                    valid = explain.with_explanations(valid, scorer, args.column, batch_size=args.batch_size, dtype=args.dtype)
+                if job.explain and valid:  # each record gets its sentences' leave-one-out score changes
+                    valid = explain.with_explanations(valid, scorer, columns.column, batch_size=scoring.batch_size,
+                                                      dtype=scoring.dtype)
                     explained = {row.line: row for row in valid}
                     chunk = [explained.get(row.line, row) for row in chunk]
-                scores = score_chunk(scorer, args.metric, valid, args) if valid else []
+                scores = score_chunk(scorer, job, valid) if valid else []
                 if reference is not None:
-                    scores = with_percentiles(scores, reference, args.metric)
+                    scores = with_percentiles(scores, reference, scoring)
                 scores = iter(scores)
                 for row in chunk:
-                    values = [math.nan] * len(columns) if row.line in survey.invalid else next(scores)
+                    values = [math.nan] * len(score_columns) if row.line in survey.invalid else next(scores)
                     writer.write(row.record, values)
                     if not math.isnan(values[0]):
                         total += 1
@@ -385,7 +385,7 @@ def score_path(args, path: Path, fmt: str | None = None) -> dict:
                 bar.update(len(chunk))
         if partial:  # inside the try, so a failed rename still removes the .partial file
             out_handle.close()
-            partial.replace(args.output)
+            partial.replace(output)
     except BaseException:
         if partial:
             out_handle.close()
@@ -400,15 +400,15 @@ def score_path(args, path: Path, fmt: str | None = None) -> dict:
     skipped = sorted(survey.invalid)
     summary = {"stories": total, "mean": summed / total if total else math.nan, "min": low, "max": high,
                "seconds": seconds, "skipped_lines": skipped, "settings": settings}
-    mean_label = "mean" if len(columns) == 1 else f"mean {columns[0]}"
+    mean_label = "mean" if len(score_columns) == 1 else f"mean {score_columns[0]}"
     if skipped:
         print(f"storyeval: warning: {len(skipped)} row(s) could not be scored and were written as {unscored}: "
               f"{rows_by_reason(survey.by_reason(), unit='line')}", file=sys.stderr)
     if not total:  # every row was skipped: there is no mean or rate to give
-        print(f"{args.metric}/{args.config}: no story scored ({len(skipped)} skipped); {settings}", file=sys.stderr)
+        print(f"{scoring.name}: no story scored ({len(skipped)} skipped); {settings}", file=sys.stderr)
         return summary
     print(
-        f"{args.metric}/{args.config}: {total} {'story' if total == 1 else 'stories'}, {mean_label} {summary['mean']:.4f} "
+        f"{scoring.name}: {total} {'story' if total == 1 else 'stories'}, {mean_label} {summary['mean']:.4f} "
         f"(min {low:.4f}, max {high:.4f}), {format_rate(total, seconds)}; {settings}",
         file=sys.stderr,
     )
@@ -430,18 +430,18 @@ def register(args) -> int:
     return 0
 
 
-def demo(args) -> int:
+def demo(job: DemoJob) -> int:
     try:
         import gradio  # noqa: F401 (only to know whether the [demo] extra is installed)
     except ImportError:
         print(f"storyeval: error: the demo needs the [demo] extra: {DEMO_INSTALL}", file=sys.stderr)
         return 1
-    if problem := port_problem(args.host, args.port):
+    if problem := port_problem(job.host, job.port):
         print(f"storyeval: error: {problem}", file=sys.stderr)
         return 1
     from storyeval.cli.demo import launch
 
-    launch(args.metric, args.host, args.port)
+    launch(job.metrics, job.host, job.port)
     return 0
 
 
@@ -510,7 +510,7 @@ def build_parser() -> argparse.ArgumentParser:
     # what can be loaded (bundled or published); a registered config with no checkpoint yet says why when asked for
     configs = "; ".join(f"{name}: {', '.join(checkpoints.available_configs(name))} (default {spec.default})" for name, spec in METRICS.items())
     configs += f"; {SUITE}: {', '.join(SUITE_CONFIGS)} (default {DEFAULT_SUITE_CONFIG}). Which to pick: README.md, 'Which config'"
-    batch_sizes = ", ".join(f"{spec.batch_size} for {name}" for name, spec in METRICS.items()) + f", 16 for {SUITE}"
+    batch_sizes = ", ".join(f"{spec.batch_size} for {name}" for name, spec in METRICS.items()) + f", {jobs.SUITE_BATCH_SIZE} for {SUITE}"
     score = commands.add_parser("score", help="score a .txt / .jsonl / .csv file of stories", formatter_class=defaults,
                                 description=plain(__doc__.split("\n\n", 2)[2]), epilog=f"configs: {configs}")
     score.add_argument("input", help="stories: .txt (one per line), .jsonl or .csv; - reads standard input")
@@ -573,45 +573,27 @@ def plain(text: str) -> str:
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "demo":
-        return demo(args)
+        return demo(jobs.demo_job(args))
     if args.command == "register":
         return register(args)
     if args.command == "push":
         return push(args)
     if args.command == "compare":
-        return compare.run(args)
+        return compare.run(jobs.compare_job(args))
     if args.command == "score-shards":
-        return shards.run(args)
-    if args.metric == SUITE:
-        default_config, default_batch_size = DEFAULT_SUITE_CONFIG, 16
-    else:
-        default_config, default_batch_size = metric_spec(args.metric).default, metric_spec(args.metric).batch_size
-        if metric_spec(args.metric).takes_contexts:
-            args.context_column = args.context_column or "context"
-        else:
-            args.context_column = None  # union and plot coherence score the story as written
-    # the default config: once the input has passed its checks and the model has loaded, one line names the fast config
-    fast = FAST_SUITE_CONFIG if args.metric == SUITE else metric_spec(args.metric).fast
-    args.default_note = default_note(args.metric, default_config, fast) if args.config is None else None
-    args.config = default_config if args.config is None else args.config
-    args.batch_size = default_batch_size if args.batch_size is None else args.batch_size
-    if args.output == "-":
-        args.output = None  # standard output
-    if not args.score_field.strip():  # a blank name would write a nameless CSV column
-        print("storyeval: error: --score-field must be a non-blank name", file=sys.stderr)
+        return shards.run(args)  # builds its job where a stop (Ctrl-C) during its checks is reported as one
+    try:
+        job = jobs.score_job(args)
+    except jobs.UsageError as error:
+        print(f"storyeval: error: {error}", file=sys.stderr)
         return 2
-    if not args.config.strip():  # a blank name would mean the current folder
-        print("storyeval: error: --config must be a config name, a folder or a Hub repo id", file=sys.stderr)
-        return 2
-    if args.dtype == "int8" and args.device is None:
-        args.device = "cpu"  # int8 runs on the CPU only: not CUDA by default
 
     def score() -> None:
-        if args.device != "cpu":  # the CPU is always there, and checking it would import torch
+        if job.scoring.device != "cpu":  # the CPU is always there, and checking it would import torch
             from storyeval.scoring.devices import resolve_device
 
-            resolve_device(args.device)  # a bad --device fails before the model loads or the input is read
-        score_file(args)
+            resolve_device(job.scoring.device)  # a bad --device fails before the model loads or the input is read
+        score_file(job)
 
     return reporting_bad_input(score)
 

@@ -12,7 +12,10 @@ after it in the output folder (shard_00.jsonl -> shard_00.parquet), written whol
 shard's last row is scored. A job stopped (Ctrl-C: exit status 130) keeps every part written, and a rerun skips
 them: no shard is scored twice and no row is lost. A part that does not parse, or that was written with other
 settings (checkpoint, dtype, versions, columns) or from a shard that has changed since, is refused by name, never
-rescored or mixed. A row with no letters, or a null, gets NaN and its reason in <score-field>_problem.
+rescored or mixed. A row that cannot be scored (no letters, a null, a story past the window limit) gets NaN and its
+reason in <score-field>_problem, and the closing line names it as shard:row. A batch whose scoring fails otherwise (an
+error in the scorer) costs its shard alone: that part is not written, the other shards are, the command names the
+shard and exits 1, and a rerun scores what is missing.
 
 The actors score in parallel; the rows come back through this process, which writes the parts: at the rate a
 Parquet writer keeps up with (far above a scorer's), so a cluster's nodes need no shared output folder. On a
@@ -38,6 +41,7 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
+from storyeval.analysis.ray_data import StoryScorer
 from storyeval.cli.errors import reporting_bad_input
 from storyeval.cli.shard_files import PATH_COLUMN, READERS, Shard, list_shards, read_shard, reader_options, shard_identity
 from storyeval.files import InputError
@@ -49,6 +53,14 @@ PARTIAL = ".partial"  # a part being written; renamed into place when whole
 # (more than 300 s measured with Ray 2.60) before it gives up, so the address is tried here first
 CONNECT_TIMEOUT_S = 5
 RESUME = "rerun the same command to resume"
+# the column an actor adds to the rows of a batch it could not score: why (null where it scored them); read here and
+# dropped, never written into a part
+FAILURE_COLUMN = "storyeval_failure"
+SHOWN_ROWS = 5  # unscorable rows the closing line names, before it counts the rest
+RAY_AUTH_LOGGER = "ray._private.authentication.authentication_token_setup"
+# Ray's core logs this line, at error level, for every actor pool Ray Data starts: see docs/distributed.md
+RESTARTS_NOTE = ("storyeval: note: the error line Ray's core logs about the actors' 'max_restarts' as they start is harmless "
+                 "(Ray Data passes every actor pool an object of its own; docs/distributed.md)")
 
 
 class PartError(InputError):
@@ -126,9 +138,11 @@ def check_part(part: Path, shard: Path, run: dict, identity: dict) -> None:
                         f"{record['rows']} rows, sha256 {record['shard']['sha256'][:12]}); delete it to score the shard again")
 
 
-def run_settings(metric: str, config: str, dtype: str | None, with_contexts: bool, combination: str | None) -> str:
+def run_settings(metric: str, config: str, dtype: str | None, with_contexts: bool, combination: str | None,
+                 folder: Path | None = None) -> str:
     """The settings string this run's scores will carry, known before any actor starts (the suite's is read from
-    its loaded references; a story or continuation checkpoint's needs only its name)."""
+    its loaded references; a story or continuation checkpoint's needs only its name: ``folder``'s, where the
+    checkpoint is resolved already)."""
     if metric == "story_quality":
         from storyeval.analysis.suite import StoryQuality
 
@@ -136,7 +150,17 @@ def run_settings(metric: str, config: str, dtype: str | None, with_contexts: boo
     from storyeval.checkpoints import resolution as checkpoints
     from storyeval.scoring.signature import settings_string
 
-    return settings_string(checkpoints.checkpoint_name(checkpoints.resolve_checkpoint(metric, config)), dtype)
+    return settings_string(checkpoints.checkpoint_name(folder or checkpoints.resolve_checkpoint(metric, config)), dtype)
+
+
+def job_record(job) -> dict:
+    """What every part of ``job`` records of it, and a rerun must match: its scoring (with the settings string its
+    scores will carry) and its columns."""
+    scoring, columns = job.scoring, job.columns
+    settings = run_settings(scoring.metric, scoring.config, scoring.dtype, job.with_contexts, scoring.combination,
+                            None if scoring.is_suite else scoring.checkpoint)
+    return {"metric": scoring.metric, "config": scoring.config, "settings": settings, "column": columns.column,
+            "context_column": columns.context_column, "score_field": columns.score_field}
 
 
 def check_address(address: str | None) -> None:
@@ -165,10 +189,19 @@ def connect(address: str | None) -> bool:
         # ray.init(address=None) would join the cluster `ray start` last started on this machine, where there is one
         address = "local"
     options = {"include_dashboard": False} if address == "local" else {}
+    # Ray 2.60 gives a cluster it starts token authentication where RAY_AUTH_MODE is unset, and one it joins where a
+    # token is at hand, with a WARNING saying so: nothing to act on, muted while Ray starts. (Setting RAY_AUTH_MODE
+    # here would not do: Ray reads it when first imported, and this process has imported Ray to read the shards.) A
+    # logger of Ray's internals: were it renamed, the line would show again, nothing worse
+    setup_log = logging.getLogger(RAY_AUTH_LOGGER)
+    level = setup_log.level
+    setup_log.setLevel(logging.ERROR)
     try:
         ray.init(address=address, logging_level=logging.WARNING, log_to_driver=False, **options)
     except ConnectionError as error:
         raise InputError(f"--address {address or 'RAY_ADDRESS=' + os.environ['RAY_ADDRESS']}: {error}") from None
+    finally:
+        setup_log.setLevel(level)
     return True
 
 
@@ -226,6 +259,24 @@ def empty_part_table(added: list[str]):
                      problem: pa.array([], pa.string()), settings: pa.array([], pa.string())})
 
 
+class ShardScorer(StoryScorer):
+    """The actors' scorer: a batch it cannot score (an error in the scorer, not a row's problem, which is NaN already)
+    comes back with NaN scores and the error in :data:`FAILURE_COLUMN`, so the job goes on and only that batch's
+    shard goes without its part. Raised instead, it would fail the whole job, and every rerun the same way."""
+
+    def __call__(self, batch):
+        import pyarrow as pa
+
+        try:
+            scored = super().__call__(batch)
+            return scored.append_column(FAILURE_COLUMN, pa.nulls(batch.num_rows, pa.string()))
+        except Exception as error:  # broad on purpose: whatever it is, it is reported by shard, not raised
+            failure = innermost(error)
+        rows = batch.num_rows
+        scored = self.with_scores(batch, {key: [math.nan] * rows for key in self.keys}, [None] * rows)
+        return scored.append_column(FAILURE_COLUMN, pa.array([failure] * rows, pa.string()))
+
+
 class JobError(RuntimeError):
     """The cluster failed the job after it started (a node lost for good, a shard changed mid-job); the message
     says why in one line, and what was kept."""
@@ -247,7 +298,8 @@ class JobState:
 
 class PartAssembler:
     """Takes the scored rows as Ray gives them back (in input order, each with the path it was read from) and
-    writes each shard's part as soon as its last row is in, so a stopped job keeps every shard it finished."""
+    writes each shard's part as soon as its last row is in, so a stopped job keeps every shard it finished. A shard
+    with a batch the actors could not score (:class:`ShardScorer`) gets no part; the others still do."""
 
     def __init__(self, parts: dict, run: dict, identities: dict, rows: dict, state: JobState):
         self.parts, self.run, self.identities, self.rows, self.state = parts, run, identities, rows, state
@@ -255,6 +307,8 @@ class PartAssembler:
         self.pieces: dict[Path, list] = {}
         self.received = dict.fromkeys(parts, 0)
         self.scored = self.unscorable = 0
+        self.unscorable_rows: list[str] = []  # the first SHOWN_ROWS, as shard:row (from 1, in the shard's order)
+        self.failed: dict[Path, str] = {}  # shard -> its first failed batch's rows and error
         self.problem_column = f"{run['score_field']}_problem"
 
     def add(self, batch) -> None:
@@ -266,19 +320,41 @@ class PartAssembler:
                 raise JobError(f"Ray read a row from {path}, which is no shard of this job; no part was written for it")
             piece = batch.slice(start, size).drop_columns([PATH_COLUMN])
             start += size
+            first = self.received[shard] + 1  # the piece's first row in its shard, from 1
             self.received[shard] += size
             if self.received[shard] > self.rows[shard]:
                 raise JobError(f"the job gave more rows of {shard.name} than the {self.rows[shard]} it holds; "
                                f"{self.parts[shard]} not written")
+            failure = None
+            if FAILURE_COLUMN in piece.column_names:
+                failure = piece.column(FAILURE_COLUMN)[0].as_py()
+                piece = piece.drop_columns([FAILURE_COLUMN])
+            if failure is not None and shard not in self.failed:
+                self.failed[shard] = f"{shard.name} rows {first}-{first + size - 1}: {failure}"
+                self.pieces.pop(shard, None)
+            if shard in self.failed:
+                continue
             self.pieces.setdefault(shard, []).append(piece)
             self.scored += size
-            self.unscorable += size - piece.column(self.problem_column).null_count
+            problems = piece.column(self.problem_column)
+            self.unscorable += size - problems.null_count
+            if problems.null_count < size and len(self.unscorable_rows) < SHOWN_ROWS:
+                self.unscorable_rows += [f"{shard.name}:{first + k}" for k, problem in enumerate(problems.to_pylist())
+                                         if problem is not None][:SHOWN_ROWS - len(self.unscorable_rows)]
             if self.received[shard] == self.rows[shard]:
                 write_part(self.parts[shard], self.pieces.pop(shard), self.run, self.identities[shard], self.rows[shard])
                 self.state.written += 1
 
     def unfinished(self) -> list[str]:
         return [shard.name for shard, count in self.received.items() if count < self.rows[shard]]
+
+    def unscorable_summary(self) -> str:
+        """The closing line's account of the rows that got NaN: how many, the first few by shard:row."""
+        if not self.unscorable:
+            return f"0 unscorable (a row that cannot be scored gets NaN, reason in {self.problem_column})"
+        more = f" and {self.unscorable - len(self.unscorable_rows)} more" if self.unscorable > len(self.unscorable_rows) else ""
+        return (f"{self.unscorable} unscorable (NaN, reason in {self.problem_column}) at shard:row "
+                f"{', '.join(self.unscorable_rows)}{more}")
 
 
 def run(args) -> int:
@@ -324,24 +400,18 @@ def stops_quietly():
 
 
 def score_shards(args, state: JobState) -> int:
-    from storyeval.analysis.ray_data import RAY_INSTALL, check_job, output_columns
+    """The command: its job built from ``args`` first (:func:`storyeval.cli.jobs.shards_job`), then every step takes it."""
+    from storyeval.analysis.ray_data import RAY_INSTALL
+    from storyeval.cli.jobs import shards_job
 
-    if args.metric == "continuation_quality" and args.context_column is None:
-        args.context_column = "context"
-    if not args.score_field.strip():
-        raise InputError("--score-field must be a non-blank name")
-    if not args.cpus_per_actor > 0 or args.gpus_per_actor < 0:
-        raise InputError("--cpus-per-actor must be positive and --gpus-per-actor not negative")
-    config = check_job(args.metric, args.config, args.dtype, args.context_column, args.combination)
-    check_address(args.address)  # seconds, where reading a large corpus's shards below takes longer
-    source, output = Path(args.input), Path(args.output)
-    shards, fmt = list_shards(source, f".{args.format}" if args.format else None)
+    job = shards_job(args)
+    check_address(job.address)  # seconds, where reading a large corpus's shards below takes longer
+    source, output = job.input, job.output
+    shards, fmt = list_shards(source, f".{job.format}" if job.format else None)
     if output.exists() and not output.is_dir():
         raise InputError(f"output {output} is not a folder")
     if output.resolve() == source.resolve():
         raise InputError(f"output {output} is the input folder; give another")
-    with_contexts = args.context_column is not None
-    added = output_columns(args.metric, config, args.score_field, with_contexts)
     parts = {shard: part_path(output, shard) for shard in shards}
     if len(set(parts.values())) < len(parts):
         raise InputError(f"{source}: two shards share a name before their extension, so they would share a part file")
@@ -349,8 +419,7 @@ def score_shards(args, state: JobState) -> int:
         import ray.data  # noqa: F401 (to say what to install before any work; the shards are read as Ray reads them)
     except ImportError:
         raise ImportError(f"score-shards runs on Ray Data: {RAY_INSTALL}") from None
-    run_record = {"metric": args.metric, "config": config, "settings": run_settings(args.metric, config, args.dtype, with_contexts, args.combination),
-                  "column": args.column, "context_column": args.context_column, "score_field": args.score_field}
+    run_record = job_record(job)
     known = {part.name for part in parts.values()}
     if output.is_dir():
         for stray in sorted(output.glob("*.parquet")):
@@ -370,15 +439,14 @@ def score_shards(args, state: JobState) -> int:
     if not pending:
         print(f"score-shards: all {len(shards)} parts are in {output} already; nothing to score", file=sys.stderr)
         return 0
-    text_columns = [name for name in (args.column, args.context_column) if name]
-    found = {shard: check_shard(shard, fmt, text_columns, added, args) for shard in pending}
+    found = {shard: check_shard(shard, fmt, job) for shard in pending}
     check_shared_types(found)
     rows = {shard: found[shard].rows for shard in pending}
     if any(rows.values()):
-        state.started_ray = connect(args.address)  # the last check: nothing is written before it passes
+        state.started_ray = connect(job.address)  # the last check: nothing is written before it passes
     output.mkdir(parents=True, exist_ok=True)
     for shard in [shard for shard in pending if rows[shard] == 0]:  # nothing to score: no actor is needed for it
-        write_part(parts[shard], [empty_part_table(added)], run_record, identities[shard], 0)
+        write_part(parts[shard], [empty_part_table(job.added)], run_record, identities[shard], 0)
         state.written += 1
         pending.remove(shard)
     if not pending:
@@ -386,24 +454,32 @@ def score_shards(args, state: JobState) -> int:
         return 0
     assembler = PartAssembler({shard: parts[shard] for shard in pending}, run_record, identities, rows, state)
     started = time.perf_counter()
-    stream_parts(args, config, fmt, text_columns, pending, assembler)
+    stream_parts(job, fmt, pending, assembler)
     seconds = time.perf_counter() - started
     print(f"score-shards: {state.written} part(s) written, {state.before} already there; {assembler.scored} rows in {seconds:.1f} s "
-          f"({assembler.scored / max(seconds, 1e-9):.1f} rows/s with startup), {assembler.unscorable} unscorable (NaN, reason in "
-          f"{args.score_field}_problem); {run_record['settings']}", file=sys.stderr)
+          f"({assembler.scored / max(seconds, 1e-9):.1f} rows/s with startup), {assembler.unscorable_summary()}; "
+          f"{run_record['settings']}", file=sys.stderr)
+    if assembler.failed:
+        print(f"storyeval: error: {len(assembler.failed)} shard(s) could not be scored, so their parts were not written: "
+              f"{'; '.join(assembler.failed.values())}; fix them and rerun the same command to score them alone "
+              f"(the other parts are kept in {output})", file=sys.stderr)
+        return 1
     return 0
 
 
-def check_shard(shard: Path, fmt: str, text_columns: list[str], added: list[str], args) -> Shard:
+def check_shard(shard: Path, fmt: str, job) -> Shard:
     """A shard read whole and checked (see :mod:`storyeval.cli.shard_files`) before Ray starts."""
     from storyeval.analysis.ray_data import check_columns
 
-    found = read_shard(shard, fmt, text_columns)
+    found = read_shard(shard, fmt, job.columns.fields)
     if found.names:  # else an empty file: nothing to score, and an empty part is written for it
         if PATH_COLUMN in found.names:
             raise InputError(f"{shard} has a column {PATH_COLUMN!r}, the name Ray's readers give the column that says which "
                              "file a row came from: rename it")
-        check_columns(found.names, found.types, args.column, args.context_column, added, where=str(shard))
+        if FAILURE_COLUMN in found.names:
+            raise InputError(f"{shard} has a column {FAILURE_COLUMN!r}, the name of the column this command's actors report "
+                             "a failed batch in: rename it")
+        check_columns(found.names, found.types, job.columns.column, job.columns.context_column, job.added, where=str(shard))
     return found
 
 
@@ -425,31 +501,36 @@ def check_shared_types(found: dict[Path, Shard]) -> None:
         first = first or shard
 
 
-def stream_parts(args, config: str, fmt: str, text_columns: list[str], pending: list[Path], assembler: PartAssembler) -> None:
+def stream_parts(job, fmt: str, pending: list[Path], assembler: PartAssembler) -> None:
     """Score the pending shards as one Ray dataset, handing each batch to ``assembler`` as it comes back."""
     import ray.data
     import ray.data.exceptions
     import ray.exceptions
     from tqdm.auto import tqdm
 
-    from storyeval.analysis.ray_data import score_dataset
+    from storyeval.analysis.ray_data import mapped_scores
 
-    actors = args.actors or default_actors(args.cpus_per_actor, args.gpus_per_actor)
+    actors = job.actors or default_actors(job.cpus_per_actor, job.gpus_per_actor)
     total = sum(assembler.rows[shard] for shard in pending)
     batches = None
     with job_settings():
         try:
-            dataset = read_in_blocks(fmt, pending, assembler.rows, args.rows_per_batch, text_columns)
-            scored = score_dataset(dataset, args.metric, config, args.column, context_column=args.context_column,
-                                   score_field=args.score_field, actors=actors, num_cpus=args.cpus_per_actor,
-                                   num_gpus=args.gpus_per_actor, batch_size=args.batch_size,
+            dataset = read_in_blocks(fmt, pending, assembler.rows, job.rows_per_batch, job.columns.fields)
+            # every argument was checked when the job was built, and every shard's columns before Ray started
+            scored = mapped_scores(dataset, job.scoring.metric, job.scoring.config, job.columns.column,
+                                   context_column=job.columns.context_column, score_field=job.columns.score_field,
+                                   actors=actors, num_cpus=job.cpus_per_actor, num_gpus=job.gpus_per_actor,
+                                   batch_size=job.scoring.batch_size,
                                    # a block per call, so no call holds rows of two shards (see read_in_blocks); Ray
                                    # asks for a number of rows where the actors take GPUs
-                                   ray_batch_size=None if args.gpus_per_actor == 0 else args.rows_per_batch,
-                                   dtype=args.dtype, combination=args.combination)
-            with tqdm(total=total, unit="row", disable=args.quiet, desc=f"{args.metric}/{config} on {actors} actor(s)") as bar:
+                                   ray_batch_size=None if job.gpus_per_actor == 0 else job.rows_per_batch,
+                                   dtype=job.scoring.dtype, device=None, num_threads=max(1, math.floor(job.cpus_per_actor)),
+                                   combination=job.scoring.combination, scorer_class=ShardScorer)
+            with tqdm(total=total, unit="row", disable=job.quiet, desc=f"{job.scoring.name} on {actors} actor(s)") as bar:
                 batches = iter(scored.iter_batches(batch_size=None, batch_format="pyarrow"))
                 for batch in batches:
+                    if not bar.n:  # the actors have started, and Ray's core has logged its line about them
+                        tqdm.write(RESTARTS_NOTE, file=sys.stderr)
                     assembler.add(batch)
                     bar.update(batch.num_rows)
         except (ray.exceptions.RayError, ray.data.exceptions.SystemException, ray.data.exceptions.ExecutionTimeoutError) as error:
@@ -504,11 +585,6 @@ def job_settings():
     consoles = [handler for handler in logging.getLogger("ray.data").handlers
                 if isinstance(handler, logging.StreamHandler) and not isinstance(handler, logging.FileHandler)]
     levels = [handler.level for handler in consoles]
-    # score_dataset warns when the actors hold every CPU, as a read task that asks for one then waits for ever;
-    # the reads here ask for none
-    own = logging.getLogger("storyeval.analysis.ray_data")
-    own_level = own.level
-    own.setLevel(logging.ERROR)
     for handler in consoles:
         handler.setLevel(logging.CRITICAL + 1)
     try:
@@ -521,7 +597,6 @@ def job_settings():
         context.execution_options.preserve_order, context.enable_progress_bars, context.use_datasource_v2 = saved
         for handler, level in zip(consoles, levels):
             handler.setLevel(level)
-        own.setLevel(own_level)
 
 
 ANSI_CODE = re.compile(r"\x1b\[[0-9;]*m")
