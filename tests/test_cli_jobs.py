@@ -43,7 +43,7 @@ def test_the_checkpoint_is_resolved_once_however_often_it_is_asked_for(monkeypat
     real = resolution.resolve_checkpoint
     monkeypatch.setattr(resolution, "resolve_checkpoint", lambda *args, **kwargs: calls.append(args) or real(*args, **kwargs))
     scoring = jobs.score_job(parsed("score", "s.txt")).scoring
-    assert scoring.checkpoint == scoring.checkpoint and calls == [("union", "roc")]
+    assert scoring.checkpoint == scoring.checkpoint and calls == [("union", registry.METRICS["union"].default)]
     shards = jobs.shards_job(parsed("score-shards", "in", "-o", "out")).scoring
     assert shards.checkpoint.is_dir() and len(calls) == 2  # once, by the check that built the job
 

@@ -80,6 +80,8 @@ def test_an_unshipped_config_is_one_line_naming_what_to_do(tmp_path, capsys):
 
 
 def test_compare_help_documents_every_option_with_its_default(capsys):
+    from storyeval.checkpoints.registry import metric_spec
+
     with pytest.raises(SystemExit):
         cli.main(["compare", "--help"])
     text = capsys.readouterr().out
@@ -87,8 +89,9 @@ def test_compare_help_documents_every_option_with_its_default(capsys):
     options = text.split("options:", 1)[1]
     flat = " ".join(options.split())
     for option, default in [("--resamples", "9999"), ("--seed", "12345"), ("--batch-size", "16"), ("--field", "story"),
-                            ("--config", "roc"), ("--metric", "union")]:
+                            ("--metric", "union")]:
         assert f"(default: {default})" in flat.split(option, 1)[1].split(" --", 1)[0], option
+    assert f"union {metric_spec('union').default}" in flat.split("--config", 1)[1].split(" --", 1)[0]  # each metric's default
     for option in ("--device", "--dtype"):
         assert "default" in flat.split(option, 1)[1].split(" --", 1)[0], option
 
