@@ -501,6 +501,18 @@ class HelpWithDefaults(argparse.HelpFormatter):
             return text
         return text + " (default: %(default)s)"
 
+    # argparse's own wrap breaks at hyphens, splitting config names ("wp- base"); these keep them whole
+    def _split_lines(self, text, width):
+        import textwrap
+
+        return textwrap.wrap(self._whitespace_matcher.sub(" ", text).strip(), width, break_on_hyphens=False)
+
+    def _fill_text(self, text, width, indent):
+        import textwrap
+
+        return textwrap.fill(self._whitespace_matcher.sub(" ", text).strip(), width, initial_indent=indent,
+                             subsequent_indent=indent, break_on_hyphens=False)
+
 
 def build_parser() -> argparse.ArgumentParser:
     defaults = HelpWithDefaults
