@@ -126,7 +126,7 @@ def test_help_says_what_a_failure_while_scoring_leaves_behind(capsys):
         cli.main(["score", "--help"])
     text = " ".join(capsys.readouterr().out.split())
     assert "checked whole like a file" in text and "standard output keeps the chunks of 1,024 scores written before it" in text
-    assert "story_quality: roc, wp, roc-base, wp-base (default roc)" in text
+    assert "story_quality: roc, wp, roc-base, wp-base (default roc-base)" in text
 
 
 def test_int8_with_the_base_tier_is_refused_before_anything_loads_or_exports(tmp_path, capsys, no_model):
@@ -166,12 +166,12 @@ def test_story_quality_scores_a_file_with_and_without_contexts(tmp_path, capsys)
     # naming the precision it scores in anyway changes nothing
     code, named, err = run_cli(["score", str(stories), "--metric", "story_quality", "--dtype", "float32", "--quiet"], capsys)
     assert code == 0 and named == out, err
-    assert "story_quality/roc: 2 stories" in err and "_percentiles-roc-test-" in err
+    assert "story_quality/roc-base: 2 stories" in err and "_percentiles-roc-test-" in err
     pairs = tmp_path / "pairs.jsonl"
     pairs.write_text(json.dumps({"prompt": "Ken went to the bar.", "story": "He found a phone and gave it back."}) + "\n")
     code, out, err = run_cli(["score", str(pairs), "--metric", "story_quality", "--context-field", "prompt", "--quiet"], capsys)
     record = json.loads(out)
-    assert code == 0 and 0 <= record["score"] <= 100 and record["score_settings"].startswith("union-roc+plot-coherence-roc+continuation-quality_")
+    assert code == 0 and 0 <= record["score"] <= 100 and record["score_settings"].startswith("union-roc-base+plot-coherence-roc-base+continuation-quality_")
     for extra, message in [(["--percentile", "roc"], "a percentile already"), (["--explain"], "--explain writes")]:
         code, _, err = run_cli(["score", str(pairs), "--metric", "story_quality", "--quiet", *extra], capsys)
         assert_one_error_line(code, err, message)

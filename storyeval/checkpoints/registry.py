@@ -47,7 +47,7 @@ METRICS: dict[str, MetricSpec] = {
         MetricSpec("union", {"roc": "union-roc", "wp": "union-wp", "roc-base": "union-roc-base", "wp-base": "union-wp-base"}, "wp-base",
                    "storyeval.scoring.sequence:SequenceScorer", "storyeval.scoring.sequence:load_story_classifier", fast="wp"),
         MetricSpec("plot_coherence", {"roc": "plot-coherence-roc", "wp": "plot-coherence-wp", "roc-base": "plot-coherence-roc-base",
-                                      "wp-base": "plot-coherence-wp-base"}, "roc",
+                                      "wp-base": "plot-coherence-wp-base"}, "roc-base",
                    "storyeval.scoring.sequence:SequenceScorer", "storyeval.scoring.sequence:load_story_classifier", fast="roc"),
         MetricSpec("continuation_quality", {"deltascore": "continuation-quality", "deltascore-base": "continuation-quality-base"}, "deltascore",
                    "storyeval.scoring.continuation:ContinuationScorer", "storyeval.scoring.continuation:load_continuation_scorer",
