@@ -54,7 +54,7 @@ def copies(tmp_path):
              | {name for name, _ in report.PAPER_RESULTS.values()})
     for name in names | {row.cross_validated for row in report.CURRENT if getattr(row, "cross_validated", None)}:
         shutil.copy(RESULTS / f"{name}.json", results)
-    for name in (*report.GAMING, report.GUARD_CORRELATION, *report.MODERN):  # the reward and modern-text tables, where measured
+    for name in (*report.GAMING, report.GUARD_CORRELATION, *report.MODERN, report.FIRST_CHECKS_FILE):  # the reward and modern-text tables, where measured
         if (RESULTS / f"{name}.json").is_file():
             shutil.copy(RESULTS / f"{name}.json", results)
     benchmarks_md = tmp_path / "BENCHMARKS.md"
@@ -139,3 +139,18 @@ def test_the_modern_text_table_gives_each_configs_worst_kind_per_view_and_measur
     (tmp_path / "later.json").write_text(json.dumps({"machine": {"commit": "def5678"}, "checkpoints": {"union-wp-base": {"views": {"roc": view}}}}))
     lines = report.modern_table(report.ResultsReader(tmp_path), ["modern", "later"])
     assert [line.split(" | ")[1] for line in lines[2:]] == ["wp (150)", "roc (150)"]
+
+
+def test_the_first_checks_table_marks_the_defaults_and_names_the_configs_that_meet_the_targets(copies):
+    _, results_dir = copies
+    results = json.loads((results_dir / "first_checks.json").read_text())
+    label = next(iter(results["checkpoints"]))
+    for view in results["checkpoints"][label]["views"].values():
+        for kind in report.FIRST_CHECK_TARGETS:
+            view["per_kind"][kind]["within"] = 1.0
+    (results_dir / "first_checks.json").write_text(json.dumps(results))
+    reader = report.ResultsReader(results_dir)
+    assert report.meeting_first_check_targets(reader)[0] == f"`{label}`"
+    rows = report.first_checks_table(reader)
+    assert len(rows) == 2 + len(results["checkpoints"]) and "1.00 / 1.00 / 1.00 / 1.00" in rows[2]
+    assert sum("(default)" in row for row in rows) == len(report.default_labels() & set(results["checkpoints"]))

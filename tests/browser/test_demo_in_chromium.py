@@ -78,6 +78,13 @@ def page(demo_url):
         browser.close()
 
 
+def choose(page, corpus: str, tier: str) -> None:
+    """The kind of story and the checkpoints' tier (where the base tier is offered), as a user clicks them."""
+    page.get_by_label("Long stories that open with a prompt" if corpus == "wp" else "Short stories, about five sentences").check()
+    if page.locator("#tier").count():
+        page.get_by_label("Base: MPNet-base" if tier == "base" else "Fast: MiniLM-L6").check()
+
+
 def submit_story(page, story: str) -> None:
     page.fill("#story textarea", story)
     page.click("#score-button")
@@ -115,7 +122,25 @@ def test_nothing_is_shown_before_anything_is_scored(page):
     screenshot(page, "demo-empty.png")
 
 
+def test_the_page_opens_on_unions_default_config_and_scores_with_it(page):
+    from storyeval.checkpoints.backbones import base_backbone_installed
+    from storyeval.cli.demo import CONFIGS, default_choice
+
+    corpus, tier = default_choice()
+    if tier == "base" and not base_backbone_installed():
+        pytest.skip("the base tier's backbone is not installed")
+    config = CONFIGS[corpus, tier]["union"]  # what evaluate.load("union") loads
+    assert page.locator("#wp-note").is_visible() == (corpus == "wp")
+    submit_story(page, STORY)
+    page.wait_for_function(f"() => /UNION \\({config}\\)/.test(document.querySelector('#scores')?.innerText || '')", timeout=300_000)
+    assert re.search(rf"UNION \({config}\)\s+(0\.\d+|1\.0+)", page.inner_text("#scores")), page.inner_text("#scores")
+    assert "The sky is made of green cheese." in page.inner_text("#attribution")  # the blame is the default's too
+    page.wait_for_timeout(2000)  # the page dims its outputs until the whole update has arrived
+    screenshot(page, "demo-default.png")
+
+
 def test_scores_a_story_and_marks_the_sentence_that_drags_it_down(page):
+    choose(page, "roc", "fast")
     submit_story(page, STORY)
     wait_for_status(page, "Scored")
     scores = page.inner_text("#scores")
