@@ -140,6 +140,8 @@ def test_the_page_opens_on_unions_default_config_and_scores_with_it(page):
 
 
 def test_scores_a_story_and_marks_the_sentence_that_drags_it_down(page):
+    page.reload()  # a fresh page, so that the status it waits for is this story's
+    page.wait_for_selector("#story textarea", timeout=60_000)
     choose(page, "roc", "fast")
     submit_story(page, STORY)
     wait_for_status(page, "Scored")
