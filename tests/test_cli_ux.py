@@ -61,14 +61,14 @@ def test_help_lists_only_configs_that_load_and_derives_them_from_the_bundle(caps
         return " ".join(capsys.readouterr().out.split())
 
     text = help_text()
-    assert "plot_coherence: roc, roc-base, wp-base (default roc)" in text and "``" not in text
+    assert "plot_coherence: roc, roc-base, wp-base (default roc-base)" in text and "``" not in text
     # shipping a registered config (a bundled checkpoint) lists it, with no other change
     cards = tmp_path / "cards"
     for name in ("plot-coherence-roc", "plot-coherence-roc-base", "plot-coherence-wp"):
         (cards / name).mkdir(parents=True)
         (cards / name / "model.safetensors").write_bytes(b"")
     monkeypatch.setattr(checkpoints, "HUB_CARDS", cards)
-    assert "plot_coherence: roc, wp, roc-base, wp-base (default roc)" in help_text()
+    assert "plot_coherence: roc, wp, roc-base, wp-base (default roc-base)" in help_text()
 
 
 def test_an_unshipped_config_is_one_line_naming_what_to_do(tmp_path, capsys):
@@ -195,8 +195,8 @@ def test_compare_on_the_suites_combined_percentile(tmp_path, capsys):
     code, out, err = run_cli(["compare", str(a), str(b), "--metric", "story_quality", "--resamples", "99", "--json", "-"], capsys)
     assert code == 0, err
     payload = json.loads(out)
-    assert payload["metric"] == "story_quality" and payload["config"] == "roc"
-    assert payload["settings"].startswith("union-roc+plot-coherence-roc_fp32_") and "_percentiles-roc-test-" in payload["settings"]
+    assert payload["metric"] == "story_quality" and payload["config"] == "roc-base"  # the suite's default
+    assert payload["settings"].startswith("union-roc-base+plot-coherence-roc-base_fp32_") and "_percentiles-roc-test-" in payload["settings"]
     assert all(0 <= s["mean"] <= 100 for s in payload["systems"])
     code, _, err = run_cli(["compare", str(a), str(b), "--metric", "story_quality", "--dtype", "bfloat16"], capsys)
     assert code == 1 and "scores in float32, not bfloat16: pass --dtype float32 or leave it out" in err

@@ -500,7 +500,7 @@ def test_a_suite_is_measured_by_its_default_combination_or_the_one_named():
     from benchmarks.agreement.story_scores import parse_suites
 
     assert parse_suites(["sq=roc-base", "mean=roc-base:mean", "fit=wp-base:learned", "d=default"]) == {
-        "sq": ("roc-base", None), "mean": ("roc-base", "mean"), "fit": ("wp-base", "learned"), "d": ("roc", None)}
+        "sq": ("roc-base", None), "mean": ("roc-base", "mean"), "fit": ("wp-base", "learned"), "d": ("roc-base", None)}  # the suite's default
 
 
 def test_the_anchor_loss_keeps_anchored_stories_near_the_starting_logits_and_ignores_the_others(tiny_checkpoint):

@@ -109,7 +109,10 @@ def test_an_actor_killed_mid_job_leaves_every_row_scored_once_from_every_reader(
 
 
 def run_cli(*argv) -> int:
-    return cli.main(["score-shards", *map(str, argv)])
+    """``storyeval score-shards``; union with the fast ``roc`` (the reference's scorer) unless a metric or config is named."""
+    argv = list(map(str, argv))
+    named = "--config" in argv or "--metric" in argv
+    return cli.main(["score-shards", *argv, *([] if named else ["--config", "roc"])])
 
 
 def write_shards(folder, count: int = 3, size: int = 16, fmt: str = ".jsonl") -> None:
@@ -399,7 +402,7 @@ def test_a_real_sigint_after_the_first_part_exits_130_in_one_line_and_a_rerun_sk
     write_shards(source, count=4, size=12)
     out, err = tmp_path / "stdout.txt", tmp_path / "stderr.txt"
     command = [sys.executable, "-m", "storyeval.cli", "score-shards", str(source), "-o", str(output), "--actors", "1",
-               "--rows-per-batch", "4", "--quiet"]
+               "--rows-per-batch", "4", "--quiet", "--config", "roc"]
     # without the RAY_AUTH_MODE that this process's own cluster set: the command's cluster gets Ray's default
     env = {name: value for name, value in os.environ.items() if name != "RAY_AUTH_MODE"}
     for attempt in range(2):

@@ -281,12 +281,12 @@ def test_unknown_config_lists_choices_and_missing_checkpoint_says_what_to_do(mon
     monkeypatch.setattr(checkpoints, "HUB_CARDS", tmp_path)  # no bundled copies
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "empty-cache"))  # none cached either
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    with pytest.raises(OSError, match=r"hf download storyeval/union-roc"):
+    with pytest.raises(OSError, match=rf"hf download storyeval/{checkpoints.REGISTRY['union'][checkpoints.DEFAULT_CONFIG['union']]}"):
         checkpoints.resolve_checkpoint("union", "default")
 
 
-def test_default_config_is_roc(tiny_checkpoint, monkeypatch, tmp_path):
-    (tmp_path / "union-roc").symlink_to(tiny_checkpoint)
+def test_default_config_is_the_registrys(tiny_checkpoint, monkeypatch, tmp_path):
+    (tmp_path / checkpoints.REGISTRY["union"][checkpoints.DEFAULT_CONFIG["union"]]).symlink_to(tiny_checkpoint)
     monkeypatch.setattr(checkpoints, "HUB_CARDS", tmp_path)
     resolved = checkpoints.resolve_checkpoint("union", "default")  # a snapshot of it in the Hugging Face cache
     assert (resolved / "model.safetensors").resolve() == (tiny_checkpoint / "model.safetensors").resolve()
