@@ -6,8 +6,8 @@ to ONNX, its linear weights compressed to int8 per output channel by NNCF, and
 OpenVINO's CPU plugin quantises activations dynamically in groups of 32 along
 each row for its int8 products. Any encoder the exporter traces can be exported,
 but ``dtype="int8"`` offers an MPNet checkpoint (the base tier) only where its own
-int8 copy was measured to hold the fidelity rule (:data:`MEASURED_FIDELITY`), and
-refuses the others, each with its own figure; the MiniLM tier is offered it as an
+int8 copy was measured to hold the fidelity rule (:data:`FIDELITY_SPEARMAN` and what follows it;
+:data:`MEASURED_FIDELITY`), and refuses the others in one line, each with its own figures; the MiniLM tier is offered it as an
 architecture. The scorer's text side,
 windows, batches and order are :class:`storyeval.scoring.sequence.SequenceScorer`'s:
 only the model call differs. ``backend="ctranslate2"`` keeps the runtime that
@@ -443,10 +443,16 @@ class Int8Model:
         return Int8Output(logits=torch.from_numpy(np.asarray(logits, dtype=np.float32).reshape(-1)))
 
 
-# The fidelity rule a checkpoint of a MEASURED_ONLY encoder must hold to be scored in int8 (issue 71): its int8 copy's
-# Spearman with float32 on 1,000 test stories of its corpus, and how far any Pearson, Spearman or Kendall
-# coefficient on a human-judged set may move (those sets are only checked, never used to choose anything)
-FIDELITY_SPEARMAN = 0.999
+# The fidelity rule a checkpoint of a MEASURED_ONLY encoder must hold to be scored in int8 (issue 84, which relaxed issue
+# 71's Spearman bound of 0.999: what a user needs is that int8 changes no conclusion, and 0.995 is far inside the noise
+# of any human-rated set). All three, measured on the checkpoint's own int8 copy:
+# 1. its scores keep Spearman >= FIDELITY_SPEARMAN with float32's on FIDELITY_STORIES held-out test stories of its corpus;
+# 2. every Pearson, Spearman and Kendall coefficient BENCHMARKS.md reports for it on a human-judged set stays within
+#    FIDELITY_HUMAN_MOVE of float32's (those sets are only checked, never used to choose anything);
+# 3. every figure of the modern-text check stays within its paired interval: the 95% paired bootstrap interval of int8
+#    less float32 (benchmarks.agreement.modern_breaks, the stories resampled) reaches 0.
+FIDELITY_SPEARMAN = 0.995
+FIDELITY_STORIES = 1000
 FIDELITY_HUMAN_MOVE = 0.005
 # encoder types whose checkpoints are offered int8 one by one, each as measured (MEASURED_FIDELITY): the base tier.
 # The MiniLM (BERT) checkpoints are offered it as an architecture (speed.md)
@@ -455,7 +461,8 @@ MEASURED_ONLY = {"mpnet": "the base tier"}
 
 @dataclasses.dataclass(frozen=True)
 class Int8Fidelity:
-    """What one checkpoint's int8 copy was measured to keep (``python -m benchmarks.speed.int8_speed``)."""
+    """What one checkpoint's int8 copy was measured to keep (``python -m benchmarks.speed.int8_speed`` for the first two
+    parts of the rule, ``python -m benchmarks.agreement.modern_breaks`` for the third)."""
 
     safetensors_sha256: str  # the weights measured: another model.safetensors under the same name is not this record
     corpus: str  # whose test stories: "ROC" or "WP"
@@ -464,18 +471,26 @@ class Int8Fidelity:
     results: str  # the results file they are read from, under benchmarks/results
     human_move: float | None = None  # the largest move of a coefficient on the human sets, float32 to int8 (None: not measured)
     human_results: str | None = None  # the results file it is read from
+    modern_outside: int | None = None  # modern-text figures whose paired interval of int8 less float32 misses 0 (None: not measured)
+    modern_figures: int | None = None  # of how many
+    modern_results: str | None = None  # the results file they are read from
 
     def problem(self) -> str | None:
         """Why the rule refuses this copy, with its own figures, or None."""
         missed = []
-        if self.spearman < FIDELITY_SPEARMAN or self.stories < 1000:
+        if self.spearman < FIDELITY_SPEARMAN or self.stories < FIDELITY_STORIES:
             missed.append(f"keeps Spearman {self.spearman:.4f} with float32 on {self.stories:,} {self.corpus} test stories "
-                          f"(the bound: {FIDELITY_SPEARMAN} on 1,000)")
+                          f"(the bound: {FIDELITY_SPEARMAN} on {FIDELITY_STORIES:,})")
         if self.human_move is None:
             missed.append("was not measured on the human-judged sets")
         elif self.human_move > FIDELITY_HUMAN_MOVE:
             missed.append(f"moves a human-set coefficient by {self.human_move:.4f} (the bound: {FIDELITY_HUMAN_MOVE})")
-        return f"its int8 copy {' and '.join(missed)}" if missed else None
+        if self.modern_outside is None:
+            missed.append("was not measured on the modern-text check")
+        elif self.modern_outside:
+            missed.append(f"moves {self.modern_outside} of {self.modern_figures} modern-text figures outside their paired intervals "
+                          "(the bound: none)")
+        return f"its int8 copy {', '.join(missed[:-1]) + ' and ' if len(missed) > 1 else ''}{missed[-1]}" if missed else None
 
 
 # per checkpoint name, as the OpenVINO export above makes it (tests/test_int8_fidelity.py checks each against its results files)
