@@ -747,3 +747,36 @@ def test_a_self_contrast_label_may_not_repeat_another_rows(tmp_path, tiny_checkp
         benchmark.main(["--breaks-dir", str(tmp_path), other[0], other[1].format(tiny_checkpoint),
                         "--self-contrast", f"a={tiny_checkpoint}:1"])
     assert "each row needs its own label" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(not __import__("storyeval.scoring.int8.runtime", fromlist=["x"]).cpu_has_int8_dot_product(),
+                    reason="this CPU has no int8 dot-product instructions")
+def test_an_int8_row_is_measured_against_its_float32_checkpoint_with_every_figures_paired_interval(tmp_path, tiny_checkpoint, monkeypatch):
+    for module in ("openvino", "nncf", "onnx"):
+        pytest.importorskip(module)
+    from benchmarks import common
+
+    monkeypatch.setattr(common, "RESULTS", tmp_path)
+    monkeypatch.setenv("STORYEVAL_CACHE", str(tmp_path / "cache"))
+    check = saved_check(tmp_path / "check")
+    benchmark.main(["--breaks-dir", str(check), "--checkpoint", f"f32={tiny_checkpoint}", "--int8-checkpoint", f"i8={tiny_checkpoint}",
+                    "--baseline", "f32", "--every-interval", "--output", "out"])
+    payload = json.loads((tmp_path / "out.json").read_text())["checkpoints"]
+    row = payload["i8"]
+    assert row["dtype"] == "int8" and row["scheme"] == "weights_int8" and "_int8_" in row["settings"]
+    fidelity = row["every_interval"]
+    assert fidelity["figures"] == len(fidelity["intervals"]) > 0
+    assert fidelity["outside_interval"] == sorted(key for key, (low, high) in fidelity["intervals"].items() if low > 0 or high < 0)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--int8-checkpoint", "a=nowhere"], "--int8-checkpoint a=nowhere: no checkpoint there"),
+    (["--int8-checkpoint", "a=hub_cards/union-roc"], "each row needs its own label"),
+    (["--int8-scheme", "weights_int8"], "--int8-scheme goes with --int8-checkpoint"),
+    (["--int8-checkpoint", "b=hub_cards/union-roc", "--int8-scheme", "int4"], "unknown int8 scheme"),
+    (["--every-interval"], "--every-interval goes with --baseline"),
+])
+def test_int8_rows_refuse_bad_options_before_scoring(tmp_path, tiny_checkpoint, capsys, argv, message):
+    with pytest.raises(SystemExit):
+        benchmark.main(["--breaks-dir", str(tmp_path), "--checkpoint", f"a={tiny_checkpoint}", *argv])
+    assert message in capsys.readouterr().err

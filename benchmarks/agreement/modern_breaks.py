@@ -32,6 +32,11 @@ baseline on every figure, and the tolerance that would fail one such candidate i
 shuffled copies of each story (:mod:`.self_contrast`), with how often an intact story scores above its own
 shuffled copies (``above_own_shuffles``). ``--split test`` is the report; ``validation`` is what training
 runs select on.
+
+``--int8-checkpoint LABEL=FOLDER`` scores a checkpoint in int8 (its measured export scheme, or ``--int8-scheme``'s), as
+``dtype="int8"`` would, whatever the fidelity rule says of it: the rule's third part is measured so, with the float32
+row of the same folder as ``--baseline`` and ``--every-interval``, which gives every figure (not only the falls) its
+paired interval and lists those that miss 0 (``outside_interval``): int8 holds the rule where none does.
 """
 from __future__ import annotations
 
@@ -40,7 +45,16 @@ import itertools
 from collections import defaultdict
 from pathlib import Path
 
-from benchmarks.common import BUNDLED, add_checkpoint_options, checked_checkpoints, command_line, machine, require_checkpoint_folders, write_results
+from benchmarks.common import (
+    BUNDLED,
+    add_checkpoint_options,
+    checked_checkpoints,
+    checkpoint_spec,
+    command_line,
+    machine,
+    require_checkpoint_folders,
+    write_results,
+)
 from storyeval_training.data.breaks import ENDING_KINDS, KINDS
 
 from .story_scores import FITTED_HELP, SUITE_HELP, parse_fitted_suites, parse_suites
@@ -275,6 +289,14 @@ def above_own_shuffles(rows: list[dict], margin_of: dict[str, float]) -> dict:
     return out
 
 
+def every_interval(rows: list[dict], candidate: dict[str, float], baseline: dict[str, float], keys: list[str]) -> dict:
+    """Each figure's paired interval of candidate less baseline (:func:`difference_interval`), and those that miss 0:
+    the fidelity rule's modern-text part, for an int8 copy against its float32 checkpoint."""
+    intervals = {key: difference_interval(rows, candidate, baseline, key) for key in keys}
+    outside = sorted(key for key, (low, high) in intervals.items() if low > 0 or high < 0)
+    return {"figures": len(intervals), "outside_interval": outside, "intervals": intervals}
+
+
 def self_contrast_spec(value: str) -> tuple[str, str, float]:
     """argparse type of ``--self-contrast LABEL=FOLDER:WEIGHT``."""
     label, sep, spec = value.partition("=")
@@ -335,6 +357,11 @@ def main(argv=None):
                              "each story, as logits (benchmarks/agreement/self_contrast.py); repeatable")
     parser.add_argument("--baseline", default=None, help="a label: list where each other row falls more than 0.02 below it")
     add_checkpoint_options(parser, batch_size=16, required=False, help="label=folder (repeatable); default: every shipped config")
+    parser.add_argument("--int8-checkpoint", action="append", default=[], type=checkpoint_spec, metavar="LABEL=FOLDER",
+                        help="a checkpoint scored in int8 (CPU; its measured export scheme), whatever the fidelity rule says of it; repeatable")
+    parser.add_argument("--int8-scheme", default=None, help="with --int8-checkpoint: the export scheme instead of each checkpoint's measured one")
+    parser.add_argument("--every-interval", action="store_true",
+                        help="with --baseline: every figure's paired interval against it, and those that miss 0 (the int8 fidelity rule)")
     parser.add_argument("--earlier", nargs="+", default=[], metavar="NAME",
                         help="results files (benchmarks/results/NAME.json) whose figures a label of the same name keeps for the "
                              "kinds not measured now (with --kinds): each row is then whole, as the no-regression rule compares")
@@ -346,14 +373,31 @@ def main(argv=None):
     checkpoints = checked_checkpoints(parser, args) if args.checkpoint else {}
     contrasts = {label: (folder, weight) for label, folder, weight in args.self_contrast}
     require_checkpoint_folders(parser, {label: folder for label, (folder, _) in contrasts.items()}, "--self-contrast")
+    int8 = dict(args.int8_checkpoint)
+    require_checkpoint_folders(parser, int8, "--int8-checkpoint")
+    if len(int8) < len(args.int8_checkpoint) or set(int8) & {*checkpoints, *contrasts}:
+        parser.error(f"each row needs its own label: --int8-checkpoint labels {[label for label, _ in args.int8_checkpoint]}")
+    if args.int8_scheme is not None:
+        from storyeval.scoring.int8.runtime import scheme_float_patterns
+
+        if not int8:
+            parser.error("--int8-scheme goes with --int8-checkpoint")
+        try:
+            scheme_float_patterns(args.int8_scheme)
+        except ValueError as error:
+            parser.error(str(error))
+    if args.every_interval and not args.baseline:
+        parser.error("--every-interval goes with --baseline")
     try:  # an unknown suite or combination: one line, before any model loads
         suites = parse_suites(args.suite)
         if len(contrasts) < len(args.self_contrast) or set(contrasts) & {*checkpoints, *suites}:
             raise ValueError(f"each row needs its own label: --self-contrast labels {[c[0] for c in args.self_contrast]}")
-        fitted = parse_fitted_suites(args.fitted_suite, {*suites, *checkpoints, *contrasts})
+        fitted = parse_fitted_suites(args.fitted_suite, {*suites, *checkpoints, *contrasts, *int8})
+        if set(int8) & set(suites):
+            raise ValueError(f"each row needs its own label: --int8-checkpoint labels {sorted(int8)}")
     except ValueError as error:
         parser.error(str(error))
-    if not (checkpoints or suites or fitted or contrasts):
+    if not (checkpoints or suites or fitted or contrasts or int8):
         checkpoints = {name: str(BUNDLED / name) for name in SHIPPED_CHECKPOINTS}
         suites = {f"story-quality-{config}": (config, None) for config in SHIPPED_SUITES}
     if args.max_units_per_view is not None and args.max_units_per_view < 1:
@@ -364,8 +408,8 @@ def main(argv=None):
         earlier = earlier_views(args.earlier)
     except FileNotFoundError as error:
         parser.error(str(error))
-    if args.baseline and args.baseline not in {*checkpoints, *suites, *fitted, *contrasts, *earlier}:
-        parser.error(f"--baseline {args.baseline}: not one of the labels {sorted({*checkpoints, *suites, *fitted, *contrasts})}"
+    if args.baseline and args.baseline not in {*checkpoints, *suites, *fitted, *contrasts, *int8, *earlier}:
+        parser.error(f"--baseline {args.baseline}: not one of the labels {sorted({*checkpoints, *suites, *fitted, *contrasts, *int8})}"
                      + (f" or of the --earlier files' {sorted(earlier)}" if earlier else ""))
     from storyeval_training.data.modern_breaks import HELD_OUT_GENERATOR
     from storyeval_training.selection import regressions
@@ -381,6 +425,7 @@ def main(argv=None):
                "checkpoints": {}}
     scores = StoryScores(stories, args.batch_size)
     measured = itertools.chain(((label, lambda folder=folder: scores.checkpoint(folder)) for label, folder in checkpoints.items()),
+                               ((label, lambda folder=folder: scores.int8_checkpoint(folder, args.int8_scheme)) for label, folder in int8.items()),
                                ((label, lambda spec=spec: scores.suite(*spec)) for label, spec in suites.items()),
                                ((label, lambda entry=entry: scores.fitted_suite(entry)) for label, entry in fitted.items()),
                                ((label, lambda spec=spec: scores.self_contrast(*spec)) for label, spec in contrasts.items()))
@@ -412,6 +457,10 @@ def main(argv=None):
                     for key, (low, high) in result["regression_intervals"].items():
                         print(f"  {key}: 95% paired bootstrap interval of the difference [{low:+.3f}, {high:+.3f}]")
                     compared = sorted(key for key, value in figures.items() if value is not None and base.get(key) is not None)
+                    if args.every_interval:
+                        fidelity = result["every_interval"] = every_interval(rows, scores_of[label], scores_of[args.baseline], compared)
+                        print(f"  {len(fidelity['outside_interval'])} of {fidelity['figures']} figures' paired intervals miss 0: "
+                              f"{fidelity['outside_interval'] or 'none'}")
                     chance = result["chance_of_a_fall_if_equal"] = chance_of_a_fall(rows, scores_of[label], scores_of[args.baseline], compared)
                     print(f"  were {label} as good as {args.baseline} on all {len(compared)} figures, the rule would name a fall in "
                           f"{chance['chance']:.0%} of draws of these stories (a tolerance of {chance['tolerance_for_5_percent']:.3f}: 5%)")

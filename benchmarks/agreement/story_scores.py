@@ -102,6 +102,23 @@ class StoryScores:
         scorer = load_story_classifier(folder, device="cpu")
         return self._scores(folder, scorer), {"path": portable_path(str(folder)), "settings": scorer.settings()}
 
+    def int8_checkpoint(self, folder: str, scheme: str | None = None) -> tuple[dict[str, float], dict]:
+        """story -> score of a checkpoint folder's int8 copy (its measured export scheme, or ``scheme``), whatever the
+        fidelity rule says of it (this measures it), and the fields its results record."""
+        from storyeval.scoring.int8.runtime import Int8Model
+        from storyeval.scoring.int8.scorer import INT8, load_int8_scorer
+        from storyeval_training.export.provenance import portable_path
+
+        scorer = load_int8_scorer(folder, scheme=scheme)
+        model = scorer.model_in(INT8)
+        if not isinstance(model, Int8Model):  # the scorer fell back to float32 (it warned why): no int8 row to measure
+            raise RuntimeError(f"{folder}: no int8 copy on this CPU, so no int8 row: measure it on a CPU with int8 instructions")
+        scheme = model.scheme
+        key = f"{checkpoint_key(folder)}/int8/{scheme}"
+        if key not in self._scored:
+            self._scored[key] = dict(zip(self.stories, scorer.score(self.stories, batch_size=self.batch_size, progress_bar=self.progress_bar)))
+        return self._scored[key], {"path": portable_path(str(folder)), "settings": scorer.settings("int8"), "dtype": "int8", "scheme": scheme}
+
     def self_contrast(self, folder: str, weight: float) -> tuple[dict[str, float], dict]:
         """story -> its score less ``weight`` times its shuffled copies' (:mod:`.self_contrast`), logits of a
         checkpoint folder's scores, and its fields; the copies are scored once per checkpoint, whatever the weight."""
