@@ -52,7 +52,7 @@ def test_the_minilm_checkpoints_are_offered_int8_as_an_architecture():
 
 def test_the_rule_names_each_part_a_copy_misses_with_its_own_figure_in_one_line():
     def record(**changes):
-        base = dict(safetensors_sha256="0" * 64, corpus="ROC", stories=1000, spearman=0.9951, results="r.json", human_move=0.005,
+        base = dict(safetensors_sha256="0" * 64, scheme="weights_int8", corpus="ROC", stories=1000, spearman=0.9951, results="r.json", human_move=0.005,
                     human_results="h.json", modern_outside=0, modern_figures=48, modern_results="m.json")
         return int8_runtime.Int8Fidelity(**{**base, **changes})
 
