@@ -309,3 +309,42 @@ def test_a_mixed_precision_scheme_is_its_own_export_and_keeps_its_layers_in_floa
     assert manifest["scheme"] == "weights_int8-float:ffn_out+ffn_in+qkv+o+embeddings+head"
     # every weight kept in float32: float32's scores but for the activations' own int8 products, which it has none of
     assert mixed.score(STORIES) == pytest.approx(mixed.score(STORIES, dtype="float32"), abs=1e-4)
+
+
+def test_a_cpu_without_int8_instructions_gets_float32_in_one_line_that_says_so_and_settings_that_say_float32(tiny_checkpoint, tmp_path,
+                                                                                                            monkeypatch, capsys):
+    monkeypatch.setattr(int8_runtime, "cpu_has_int8_dot_product", lambda: False)
+    monkeypatch.setattr(int8_runtime, "cpu_has_int8_dot_product_by_flags", lambda: False)
+    checkpoint = _copy_of(tiny_checkpoint, tmp_path)
+    scorer = fresh_scorer(checkpoint)
+    assert scorer.settings("int8") == scorer.settings("float32")  # before scoring: what the scores will be
+    with pytest.warns(RuntimeWarning, match="falls back to float32"):
+        scorer.score(STORIES, dtype="int8")
+    assert scorer.settings("int8") == scorer.settings("float32")
+    txt = tmp_path / "s.jsonl"
+    txt.write_text("\n".join(json.dumps({"story": story}) for story in STORIES) + "\n")
+    code = cli.main(["score", str(txt), "--config", str(checkpoint), "--dtype", "int8", "--quiet", "--output", str(tmp_path / "out.jsonl")])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    said = [line for line in err.splitlines() if "float32" in line]
+    assert said == ["storyeval: warning: dtype='int8' falls back to float32 torch scoring: this CPU has no int8 dot-product "
+                    "instructions (x86 VNNI or ARM dot product)"]
+    rows = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert [row["score"] for row in rows] == pytest.approx(scorer.score(STORIES), abs=1e-6)
+    assert {row["score_settings"] for row in rows} == {scorer.settings("float32").replace("unnamed", "copy")}
+
+
+def test_an_int8_request_for_a_checkpoint_the_rule_refuses_is_one_line_with_its_figures_and_never_falls_back(tmp_path, monkeypatch, capsys):
+    """The bundled base tier's refusal, before any model loads, on a CPU with or without int8 instructions."""
+    for has_int8 in (True, False):
+        monkeypatch.setattr(int8_runtime, "cpu_has_int8_dot_product", lambda: has_int8)
+        txt = tmp_path / "s.txt"
+        txt.write_text(f"{STORY}\n")
+        for name in ("union-roc-base", "union-wp-base"):
+            problem = int8_runtime.checkpoint_int8_problem(Path(__file__).resolve().parent.parent / "hub_cards" / name)
+            if problem is None:
+                continue  # it holds the rule now
+            code = cli.main(["score", str(txt), "--config", name.removeprefix("union-"), "--dtype", "int8", "--quiet"])
+            captured = capsys.readouterr()
+            assert code == 1 and captured.out == "" and captured.err == f"storyeval: error: {problem}\n"
+            assert name in problem and "\n" not in problem

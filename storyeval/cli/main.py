@@ -45,6 +45,7 @@ import shutil
 import sys
 import tempfile
 import time
+import warnings
 from pathlib import Path
 
 from tqdm.auto import tqdm
@@ -260,7 +261,14 @@ def prepare_int8(scorer) -> None:
         print(f"storyeval: exporting {scorer.name} to int8, once (later runs reuse it from {int8_runtime.cache_root()}) ...",
               file=sys.stderr, flush=True)
     started = time.perf_counter()
-    scorer.model_in(torch.int8)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", RuntimeWarning)
+        scorer.model_in(torch.int8)
+    for warning in caught:  # a CPU without int8 instructions scores in float32: one line that says so, not Python's two
+        if issubclass(warning.category, RuntimeWarning):
+            print(f"storyeval: warning: {warning.message}", file=sys.stderr)
+        else:
+            warnings.showwarning(warning.message, warning.category, warning.filename, warning.lineno)
     if exporting:
         print(f"storyeval: exported in {time.perf_counter() - started:.1f} s", file=sys.stderr)
 
