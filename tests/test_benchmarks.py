@@ -1,6 +1,7 @@
 """The benchmark commands' argument checks (the benchmarks themselves are not timed tests)."""
 import argparse
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -363,3 +364,24 @@ def test_wp_rank_pairs_scores_each_pair_and_averages_over_prompts(tmp_path):
         wp_rank_pairs.read_rank_pairs(bad)
     with pytest.raises(FileNotFoundError, match="no rank pairs at"):
         wp_rank_pairs.read_rank_pairs(tmp_path / "missing.jsonl")
+
+
+def test_scoring_speed_times_torch_compile_in_float32_only(capsys):
+    with pytest.raises(SystemExit):
+        scoring_speed.main(["--torch-compile", "--dtype", "bfloat16"])
+    assert "--torch-compile times the float32 model" in capsys.readouterr().err
+
+
+def test_the_cold_start_is_timed_beside_a_fresh_import_torch(tmp_path, monkeypatch):
+    timed = []
+
+    def run(command, **options):
+        timed.append(command[1:])
+        return subprocess.CompletedProcess(command, 0, "", "import time: self [us] | cumulative | imported package\n")
+
+    monkeypatch.setattr(common, "RESULTS", tmp_path)
+    monkeypatch.setattr(cli_cold_start.subprocess, "run", run)
+    cli_cold_start.main(["--repeats", "2", "--output", "cold"])
+    payload = json.loads((tmp_path / "cold.json").read_text())
+    assert sum(command == ["-c", "import torch"] for command in timed) == 2
+    assert len(payload["import_torch_seconds"]) == 2 and payload["ratio_to_import_torch"] > 0
