@@ -309,6 +309,9 @@ def test_a_mixed_precision_scheme_is_its_own_export_and_keeps_its_layers_in_floa
     assert manifest["scheme"] == "weights_int8-float:ffn_out+ffn_in+qkv+o+embeddings+head"
     # every weight kept in float32: float32's scores but for the activations' own int8 products, which it has none of
     assert mixed.score(STORIES) == pytest.approx(mixed.score(STORIES, dtype="float32"), abs=1e-4)
+    # a group the graph does not have (the tiny model has one layer) would keep nothing: refused, not exported as another scheme
+    with pytest.raises(ValueError, match="graph has no ffn_out4 layers"):
+        load_int8_scorer(tiny_checkpoint, num_threads=1, scheme="weights_int8-float:ffn_out4")
 
 
 def test_a_cpu_without_int8_instructions_gets_float32_in_one_line_that_says_so_and_settings_that_say_float32(tiny_checkpoint, tmp_path,

@@ -44,6 +44,7 @@ import json
 import logging
 import os
 import platform
+import re
 import shutil
 import tempfile
 import warnings
@@ -191,14 +192,18 @@ class OpenVinoBackend(Int8Backend):
         import nncf
         import openvino
 
-        patterns = scheme_float_patterns(scheme)
+        groups = scheme_float_groups(scheme)
         float_path = folder / "float32.onnx"
         export_logits_graph(model, float_path)
-        kept = nncf.IgnoredScope(patterns=patterns, validate=False) if patterns else None
+        graph = openvino.Core().read_model(str(float_path))
+        names = [op.get_friendly_name() for op in graph.get_ops()]
+        missing = [group for group, patterns in groups.items() if not any(re.fullmatch(p, name) for p in patterns for name in names)]
+        if missing:  # NNCF would keep nothing of them in float32, silently: the export would not be the scheme measured
+            raise ValueError(f"int8 scheme {scheme!r}: this model's graph has no {', '.join(missing)} layers")
+        kept = nncf.IgnoredScope(patterns=[p for patterns in groups.values() for p in patterns], validate=False) if groups else None
         # NNCF's statistics tables and progress bar, which it prints to stdout, where the CLI writes scores
         with quiet_logging(), contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-            compressed = nncf.compress_weights(openvino.Core().read_model(str(float_path)), mode=nncf.CompressWeightsMode.INT8_SYM,
-                                               ignored_scope=kept)
+            compressed = nncf.compress_weights(graph, mode=nncf.CompressWeightsMode.INT8_SYM, ignored_scope=kept)
         openvino.save_model(compressed, str(folder / "model.xml"))
         float_path.unlink()
 
@@ -236,17 +241,22 @@ DEFAULT_SCHEME = "weights_int8"
 FLOAT_PREFIX = "weights_int8-float:"  # then groups joined by "+": their weights stay float32 (mixed precision)
 
 
-def scheme_float_patterns(scheme: str) -> list[str]:
-    """The ignored-scope patterns of the layers ``scheme`` keeps in float32: none for :data:`DEFAULT_SCHEME`, the named
-    :data:`LAYER_GROUPS` for ``weights_int8-float:<group>+<group>...``; a ValueError names an unknown scheme or group."""
+def scheme_float_groups(scheme: str) -> dict[str, list[str]]:
+    """The :data:`LAYER_GROUPS` ``scheme`` keeps in float32, with their patterns: none for :data:`DEFAULT_SCHEME`, the
+    named ones for ``weights_int8-float:<group>+<group>...``; a ValueError names an unknown scheme or group."""
     if scheme == DEFAULT_SCHEME:
-        return []
+        return {}
     groups = scheme.removeprefix(FLOAT_PREFIX).split("+") if scheme.startswith(FLOAT_PREFIX) else []
     unknown = [group for group in groups if group not in LAYER_GROUPS]
     if not groups or unknown:
         raise ValueError(f"unknown int8 scheme {scheme!r}: {DEFAULT_SCHEME!r}, or {FLOAT_PREFIX}<group>+<group>... "
                          f"with groups among {', '.join(list(LAYER_GROUPS)[:6])}, layer<i>, ffn_out<i>, ffn_in<i>")
-    return [pattern for group in groups for pattern in LAYER_GROUPS[group]]
+    return {group: LAYER_GROUPS[group] for group in groups}
+
+
+def scheme_float_patterns(scheme: str) -> list[str]:
+    """The ignored-scope patterns of the layers ``scheme`` keeps in float32 (:func:`scheme_float_groups`)."""
+    return [pattern for patterns in scheme_float_groups(scheme).values() for pattern in patterns]
 
 
 def export_logits_graph(model, path: Path) -> None:
