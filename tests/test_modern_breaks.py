@@ -760,21 +760,23 @@ def test_an_int8_row_is_measured_against_its_float32_checkpoint_with_every_figur
     monkeypatch.setenv("STORYEVAL_CACHE", str(tmp_path / "cache"))
     check = saved_check(tmp_path / "check")
     benchmark.main(["--breaks-dir", str(check), "--checkpoint", f"f32={tiny_checkpoint}", "--int8-checkpoint", f"i8={tiny_checkpoint}",
-                    "--baseline", "f32", "--every-interval", "--output", "out"])
+                    "--output", "out"])
     payload = json.loads((tmp_path / "out.json").read_text())["checkpoints"]
     row = payload["i8"]
     assert row["dtype"] == "int8" and row["scheme"] == "weights_int8" and "_int8_" in row["settings"]
     fidelity = row["every_interval"]
-    assert fidelity["figures"] == len(fidelity["intervals"]) > 0
+    assert fidelity["float32_row"] == "f32" and fidelity["figures"] == len(fidelity["intervals"]) > 0
     assert fidelity["outside_interval"] == sorted(key for key, (low, high) in fidelity["intervals"].items() if low > 0 or high < 0)
 
 
 @pytest.mark.parametrize("argv, message", [
     (["--int8-checkpoint", "a=nowhere"], "--int8-checkpoint a=nowhere: no checkpoint there"),
     (["--int8-checkpoint", "a=hub_cards/union-roc"], "each row needs its own label"),
-    (["--int8-scheme", "weights_int8"], "--int8-scheme goes with --int8-checkpoint"),
-    (["--int8-checkpoint", "b=hub_cards/union-roc", "--int8-scheme", "int4"], "unknown int8 scheme"),
-    (["--every-interval"], "--every-interval goes with --baseline"),
+    (["--int8-scheme", "union-roc=weights_int8"], "--int8-scheme goes with --int8-checkpoint or --int8-suite"),
+    (["--int8-checkpoint", "b=hub_cards/union-roc", "--int8-scheme", "union-roc=int4"], "unknown int8 scheme"),
+    (["--int8-checkpoint", "b=hub_cards/union-roc"], "int8 rows ['b'] need the float32 row of the same folder"),
+    (["--int8-suite", "b=roc"], "int8 rows ['b'] need the float32 row of the same folder (--checkpoint) or config (--suite)"),
+    (["--int8-suite", "b=nope"], "unknown story_quality config"),
 ])
 def test_int8_rows_refuse_bad_options_before_scoring(tmp_path, tiny_checkpoint, capsys, argv, message):
     with pytest.raises(SystemExit):
