@@ -385,3 +385,15 @@ def test_the_cold_start_is_timed_beside_a_fresh_import_torch(tmp_path, monkeypat
     payload = json.loads((tmp_path / "cold.json").read_text())
     assert sum(command == ["-c", "import torch"] for command in timed) == 2
     assert len(payload["import_torch_seconds"]) == 2 and payload["ratio_to_import_torch"] > 0
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--dtype", "int8"], "--dtype int8: give --output"),
+    (["--int8-scheme", "union-roc-base=weights_int8"], "--int8-scheme goes with --dtype int8"),
+])
+def test_the_suite_correlation_benchmark_measures_int8_only_into_a_file_of_its_own(argv, message, capsys):
+    from benchmarks.agreement import story_quality_correlation
+
+    with pytest.raises(SystemExit):
+        story_quality_correlation.main(argv)
+    assert message in capsys.readouterr().err

@@ -107,10 +107,16 @@ def check_dtype(metric: str, config: str, dtype: str | None) -> None:
     if dtype is None:
         return
     if metric == SUITE:
+        if dtype == "int8":  # its story metrics' int8 copies, where the config holds the int8 fidelity rule
+            from storyeval.analysis.suite import story_part_folders, suite_int8_problem
+
+            if problem := suite_int8_problem(config, story_part_folders(config)):
+                raise InputError(problem)
+            return
         try:
             check_suite_dtype(dtype)
         except ValueError:
-            raise InputError(f"--metric story_quality scores in float32, not {dtype}: pass --dtype float32 or leave it out") from None
+            raise InputError(f"--metric story_quality scores in float32 or int8, not {dtype}: pass --dtype float32 or leave it out") from None
         return
     if dtype != "int8":
         return
@@ -209,7 +215,7 @@ def score_chunk(scorer, metric: str, rows, args) -> list[list[float]]:
 
     try:
         if metric == SUITE:
-            return [[value] for value in scorer.score(stories, contexts=contexts, batch_size=args.batch_size)["combined"]]
+            return [[value] for value in scorer.score(stories, contexts=contexts, batch_size=args.batch_size, dtype=args.dtype)["combined"]]
         return [[value] for value in scorer.score(stories, batch_size=args.batch_size, dtype=args.dtype)]
     except StoryTooLongError as error:
         raise InputError(f"{STDIN_NAME if args.input == '-' else args.input}:{rows[error.index].line}: {error.problem}") from None
@@ -348,10 +354,13 @@ def score_path(args, path: Path, fmt: str | None = None) -> dict:
         raise InputError(f"{path}:{line}: {problem}{more} (--skip-invalid scores the rest and writes {unscored} there)")
     reference = load_percentile_reference(args.metric, args.config, args.percentile) if args.percentile else None
     scorer = load_scorer(args.metric, args.config, args.device, args.num_threads, args.dtype, args.quiet)
-    if args.dtype == "int8" and hasattr(scorer, "model_in"):  # the torch scorer: its int8 copy is made before the clock starts
-        prepare_int8(scorer)
+    if args.dtype == "int8":  # the torch scorers' int8 copies are made before the clock starts (a cached export needs none)
+        for part in story_scorers(scorer, args.metric):
+            if hasattr(part, "model_in"):
+                prepare_int8(part)
     check_long_stories(path, fmt, fields, survey.long_lines, scorer, args)
-    settings = scorer.settings(with_contexts=bool(args.context_column)) if args.metric == SUITE else scorer.settings(args.dtype)
+    settings = (scorer.settings(with_contexts=bool(args.context_column), dtype=args.dtype) if args.metric == SUITE
+                else scorer.settings(args.dtype))
     # an output file appears only when scoring succeeds: a bad line never truncates an old result
     device_output = output_is_a_device(args.output)
     partial = Path(str(args.output) + ".partial") if args.output and not device_output else None
@@ -541,8 +550,8 @@ def build_parser() -> argparse.ArgumentParser:
     score.add_argument(
         "--dtype", default=None, choices=DTYPE_NAMES,
         help="weights' precision (default: float32); bfloat16 is faster on some CPUs with bf16 instructions (time it), scores move slightly; "
-        "int8 (union and plot_coherence on the MiniLM configs, CPU only) runs an int8 copy in OpenVINO "
-        "(Spearman with float32 0.9992 on 1,000 ROC stories); story_quality: float32 only",
+        "int8 (union and plot_coherence, CPU only: the MiniLM configs, and a -base config whose int8 copy holds the fidelity rule) runs an "
+        "int8 copy in OpenVINO; story_quality: float32, or int8 through its story metrics where its config holds the rule",
     )
     score.add_argument("--num-threads", type=positive_int, default=None,
                        help="CPU threads for scoring, int8 included (default: torch's, usually one per core)")

@@ -532,16 +532,26 @@ class Int8Fidelity:
         if self.spearman < FIDELITY_SPEARMAN or self.stories < FIDELITY_STORIES:
             missed.append(f"keeps Spearman {self.spearman:.4f} with float32 on {self.stories:,} {self.corpus} test stories "
                           f"(the bound: {FIDELITY_SPEARMAN} on {FIDELITY_STORIES:,})")
-        if self.human_move is None:
-            missed.append("was not measured on the human-judged sets")
-        elif self.human_move > FIDELITY_HUMAN_MOVE:
-            missed.append(f"moves a human-set coefficient by {self.human_move:.4f} (the bound: {FIDELITY_HUMAN_MOVE})")
-        if self.modern_outside is None:
-            missed.append("was not measured on the modern-text check")
-        elif self.modern_outside:
-            missed.append(f"moves {self.modern_outside} of {self.modern_figures} modern-text figures outside their paired intervals "
-                          "(the bound: none)")
-        return f"its int8 copy {', '.join(missed[:-1]) + ' and ' if len(missed) > 1 else ''}{missed[-1]}" if missed else None
+        return rule_problem("its int8 copy", missed + rule_misses(self.human_move, self.modern_outside, self.modern_figures))
+
+
+def rule_misses(human_move: float | None, modern_outside: int | None, modern_figures: int | None) -> list[str]:
+    """The parts of the rule on the human sets and the modern-text check that a measured int8 copy misses, with its figures."""
+    missed = []
+    if human_move is None:
+        missed.append("was not measured on the human-judged sets")
+    elif human_move > FIDELITY_HUMAN_MOVE:
+        missed.append(f"moves a human-set coefficient by {human_move:.4f} (the bound: {FIDELITY_HUMAN_MOVE})")
+    if modern_outside is None:
+        missed.append("was not measured on the modern-text check")
+    elif modern_outside:
+        missed.append(f"moves {modern_outside} of {modern_figures} modern-text figures outside their paired intervals (the bound: none)")
+    return missed
+
+
+def rule_problem(subject: str, missed: list[str]) -> str | None:
+    """One line: ``subject`` and every part of the rule it misses, or None."""
+    return f"{subject} {', '.join(missed[:-1]) + ' and ' if len(missed) > 1 else ''}{missed[-1]}" if missed else None
 
 
 # per checkpoint name, as the OpenVINO export above makes it (tests/test_int8_fidelity.py checks each against its results files)
