@@ -397,3 +397,17 @@ def test_the_suite_correlation_benchmark_measures_int8_only_into_a_file_of_its_o
     with pytest.raises(SystemExit):
         story_quality_correlation.main(argv)
     assert message in capsys.readouterr().err
+
+
+def test_a_longer_window_stride_scores_fewer_windows_and_says_how_far_the_scores_move(tiny_checkpoint, shared_data, tmp_path, monkeypatch):
+    from benchmarks.speed import window_stride
+
+    monkeypatch.setattr(common, "RESULTS", tmp_path)
+    window_stride.main(["--checkpoint", str(tiny_checkpoint), "--corpus", "roc", "--stories", "6", "--strides", "14", "--output", "stride"])
+    payload = json.loads((tmp_path / "stride.json").read_text())
+    row = payload["strides"]["14"]
+    assert payload["own_stride"] == 8 and row["windows"] < payload["own"]["windows"]
+    assert set(row["agreement_with_own_stride"]) == {"max_abs_difference", "mean_abs_difference", "spearman_with_float32"}
+    for bad in (["--strides", "8"], ["--strides", "15"]):  # the own stride, and one past the window less its special tokens
+        with pytest.raises(SystemExit):
+            window_stride.main(["--checkpoint", str(tiny_checkpoint), "--stories", "2", *bad])
