@@ -351,3 +351,30 @@ def test_an_int8_request_for_a_checkpoint_the_rule_refuses_is_one_line_with_its_
             captured = capsys.readouterr()
             assert code == 1 and captured.out == "" and captured.err == f"storyeval: error: {problem}\n"
             assert name in problem and "\n" not in problem
+
+
+def test_dtype_auto_picks_int8_only_where_it_is_offered_and_says_which_in_one_line(tiny_checkpoint, tmp_path, monkeypatch, capsys):
+    checkpoint = _copy_of(tiny_checkpoint, tmp_path)
+    txt = tmp_path / "s.txt"
+    txt.write_text(f"{STORY}\n")
+
+    def auto(*extra):
+        code = cli.main(["score", str(txt), "--config", str(checkpoint), "--dtype", "auto", "--device", "cpu", *extra])
+        captured = capsys.readouterr()
+        return code, [line for line in captured.err.splitlines() if "--dtype auto" in line], captured.out
+
+    monkeypatch.setattr(int8_runtime, "cpu_has_int8_dot_product", lambda: False)
+    code, said, _ = auto()
+    assert code == 0 and said == ["storyeval: --dtype auto scores in float32: this CPU has no int8 dot-product instructions "
+                                  "(x86 VNNI or ARM dot product)"]
+    monkeypatch.setattr(int8_runtime, "cpu_has_int8_dot_product", lambda: True)
+    monkeypatch.setattr(int8_runtime, "checkpoint_int8_problem", lambda folder, encoder_type=None: "dtype='int8' is not offered for x: why")
+    code, said, _ = auto()
+    assert code == 0 and said == ["storyeval: --dtype auto scores in float32: is not offered for x: why"]
+    monkeypatch.undo()
+    monkeypatch.setenv("STORYEVAL_CACHE", str(tmp_path / "cache"))
+    if int8_runtime.cpu_has_int8_dot_product():
+        code, said, out = auto()
+        assert code == 0 and said == ["storyeval: --dtype auto scores in int8: this CPU has int8 instructions and the int8 copy holds "
+                                      "the fidelity rule"]
+        assert auto("--quiet")[1] == []  # --quiet: no line

@@ -47,3 +47,7 @@ done
 #    each beside a fresh `python -c "import torch"` in the same sitting.
 run benchmarks.speed.cli_cold_start --config roc-base --output cli_cold_start_roc_base
 run benchmarks.speed.cli_cold_start --config roc-base --dtype int8 --output cli_cold_start_roc_base_int8
+# 8. Fewer windows at WP length for plot_coherence roc-base (128-token windows, 64 apart): its own stride against
+#    longer ones, timed in one process (their fidelity was measured apart, untimed).
+run benchmarks.speed.window_stride --metric plot_coherence --checkpoint hub_cards/plot-coherence-roc-base --corpus wp-held-out \
+    --stories 300 --strides 96 126 --time --output plot_coherence_roc_base_window_stride_speed

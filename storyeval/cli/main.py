@@ -128,6 +128,32 @@ def check_dtype(metric: str, config: str, dtype: str | None) -> None:
         raise InputError(problem)
 
 
+def resolve_auto_dtype(args) -> str:
+    """``--dtype auto``: int8 where the metric scores in int8, on the CPU, with int8 instructions, the runtime installed and
+    the checkpoint (or every story part of the suite's config) holding the int8 fidelity rule; float32 otherwise. One line
+    on stderr says which and why (not with --quiet)."""
+    from storyeval.scoring.int8.runtime import auto_dtype, checkpoint_int8_problem
+
+    device = args.device
+    if device is None:  # the default device, CUDA where there is one (which takes torch to tell: --device cpu saves it)
+        from storyeval.scoring.devices import resolve_device
+
+        device = str(resolve_device(None))
+    if device != "cpu":
+        dtype, why = "float32", f"int8 runs on the CPU, not on {device}"
+    elif args.metric not in (*STORY_METRICS, SUITE):
+        dtype, why = "float32", f"{args.metric} has no int8 copy"
+    elif args.metric == SUITE:
+        from storyeval.analysis.suite import story_part_folders, suite_int8_problem
+
+        dtype, why = auto_dtype(suite_int8_problem(args.config, story_part_folders(args.config)))
+    else:
+        dtype, why = auto_dtype(checkpoint_int8_problem(checkpoints.resolve_checkpoint(args.metric, args.config)))
+    if not args.quiet:
+        print(f"storyeval: --dtype auto scores in {dtype}: {why}", file=sys.stderr)
+    return dtype
+
+
 def import_nltk_without_unused_statistics() -> None:
     """Import NLTK with scipy and scikit-learn hidden, when none of the three is imported yet.
 
@@ -548,10 +574,11 @@ def build_parser() -> argparse.ArgumentParser:
     score.add_argument("--batch-size", type=positive_int, default=None, help=f"windows or pairs per forward pass (default: {batch_sizes})")
     score.add_argument("--device", default=None, help="e.g. cpu, cuda, cuda:1 (default: CUDA if available; the CPU with --dtype int8)")
     score.add_argument(
-        "--dtype", default=None, choices=DTYPE_NAMES,
+        "--dtype", default=None, choices=[*DTYPE_NAMES, "auto"],
         help="weights' precision (default: float32); bfloat16 is faster on some CPUs with bf16 instructions (time it), scores move slightly; "
         "int8 (union and plot_coherence, CPU only: the MiniLM configs, and a -base config whose int8 copy holds the fidelity rule) runs an "
-        "int8 copy in OpenVINO; story_quality: float32, or int8 through its story metrics where its config holds the rule",
+        "int8 copy in OpenVINO; story_quality: float32, or int8 through its story metrics where its config holds the rule; "
+        "auto: int8 where it is offered and this CPU has int8 instructions, else float32 (one line says which)",
     )
     score.add_argument("--num-threads", type=positive_int, default=None,
                        help="CPU threads for scoring, int8 included (default: torch's, usually one per core)")
@@ -615,10 +642,11 @@ def main(argv=None) -> int:
     if not args.config.strip():  # a blank name would mean the current folder
         print("storyeval: error: --config must be a config name, a folder or a Hub repo id", file=sys.stderr)
         return 2
-    if args.dtype == "int8" and args.device is None:
-        args.device = "cpu"  # int8 runs on the CPU only: not CUDA by default
-
     def score() -> None:
+        if args.dtype == "auto":
+            args.dtype = resolve_auto_dtype(args)
+        if args.dtype == "int8" and args.device is None:
+            args.device = "cpu"  # int8 runs on the CPU only: not CUDA by default
         if args.device != "cpu":  # the CPU is always there, and checking it would import torch
             from storyeval.scoring.devices import resolve_device
 

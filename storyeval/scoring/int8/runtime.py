@@ -602,6 +602,21 @@ def checkpoint_int8_problem(folder: str | Path | None, encoder_type: str | None 
     return None if problem is None else f"dtype='int8' is not offered for {name}: {problem}; score it in float32 or bfloat16"
 
 
+def auto_dtype(problem: str | None, backend: str | None = None) -> tuple[str, str]:
+    """``dtype="auto"`` for a checkpoint (or suite) whose int8 refusal is ``problem`` (None: the rule holds): ``("int8",
+    why)`` where this CPU has int8 instructions, the int8 runtime is installed and the rule holds, else ``("float32", why)``."""
+    runtime = get_backend(backend)
+    if problem is not None:
+        return "float32", problem.removeprefix("dtype='int8' ")
+    if (cpu := runtime.cpu_problem()) is not None:
+        return "float32", cpu
+    try:
+        runtime.check_installed()
+    except Int8RuntimeMissingError as error:
+        return "float32", str(error).removeprefix("dtype='int8' ")
+    return "int8", "this CPU has int8 instructions and the int8 copy holds the fidelity rule"
+
+
 @functools.lru_cache(maxsize=16)
 def _file_sha256(path: str, size: int, mtime_ns: int) -> str:
     digest = hashlib.sha256()
