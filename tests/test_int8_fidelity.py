@@ -10,17 +10,33 @@ RESULTS = Path(__file__).resolve().parent.parent / "benchmarks" / "results"
 BUNDLED = Path(__file__).resolve().parent.parent / "hub_cards"
 
 
+def measured_scheme(payload: dict) -> str:
+    """The scheme a results file measured: its --scheme, else what the checkpoint's record named then (the default)."""
+    return payload.get("scheme") or int8_runtime.DEFAULT_SCHEME
+
+
 @pytest.mark.parametrize("name", sorted(int8_runtime.MEASURED_FIDELITY))
 def test_each_record_is_its_results_file_and_its_bundled_weights(name):
+    from benchmarks.report import CURRENT
+
     record = int8_runtime.MEASURED_FIDELITY[name]
     measured = json.loads((RESULTS / record.results).read_text())
     assert Path(measured["checkpoint"]).name == name and measured["stories"] == record.stories
     assert round(measured["agreement_with_float32"]["int8_openvino"]["spearman_with_float32"], 4) == record.spearman
+    assert measured_scheme(measured) == record.scheme
     assert int8_runtime._safetensors_sha256(BUNDLED / name) == record.safetensors_sha256
     if record.human_results is not None:
-        human = json.loads((RESULTS / record.human_results).read_text())["human_agreement"][name]
+        payload = json.loads((RESULTS / record.human_results).read_text())
+        human = payload["human_agreement"][name]
         moves = [abs(move) for rows in human.values() for row in rows.values() for move in row.get("moved", {}).values()]
-        assert round(max(moves), 4) == record.human_move
+        assert round(max(moves), 4) == record.human_move and measured_scheme(payload) == record.scheme
+        # every human set BENCHMARKS.md reports the checkpoint on, no fewer
+        assert {row.human_set for row in CURRENT if getattr(row, "checkpoint", None) == name} <= set(human)
+    if record.modern_results is not None:
+        row = next(row for row in json.loads((RESULTS / record.modern_results).read_text())["checkpoints"].values()
+                   if row.get("dtype") == "int8" and Path(row["path"]).name == name)
+        assert row["scheme"] == record.scheme
+        assert (len(row["every_interval"]["outside_interval"]), row["every_interval"]["figures"]) == (record.modern_outside, record.modern_figures)
 
 
 @pytest.mark.parametrize("name", ["union-roc-base", "union-wp-base", "plot-coherence-roc-base", "plot-coherence-wp-base"])
