@@ -389,7 +389,8 @@ def test_the_cold_start_is_timed_beside_a_fresh_import_torch(tmp_path, monkeypat
 
 @pytest.mark.parametrize("argv, message", [
     (["--dtype", "int8"], "--dtype int8: give --output"),
-    (["--int8-scheme", "union-roc-base=weights_int8"], "--int8-scheme goes with --dtype int8"),
+    (["--int8-scheme", "union-roc-base=weights_int8"], "--int8-scheme and --sets go with --dtype int8"),
+    (["--sets", "union_wp"], "--int8-scheme and --sets go with --dtype int8"),
 ])
 def test_the_suite_correlation_benchmark_measures_int8_only_into_a_file_of_its_own(argv, message, capsys):
     from benchmarks.agreement import story_quality_correlation

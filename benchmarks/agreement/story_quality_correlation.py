@@ -109,9 +109,9 @@ def fitted_rows(fitted: dict[str, dict], batch_size: int) -> dict:
     return rows
 
 
-def int8_rows(tier: str, batch_size: int, schemes: dict[str, str]) -> dict:
-    """Per story set (whole stories): the config's combined scores' correlations in float32 and with its story metrics
-    in int8, and each coefficient's move, float32 to int8."""
+def int8_rows(tier: str, batch_size: int, schemes: dict[str, str], names: list[str] | None = None) -> dict:
+    """Per story set (whole stories; ``names``: these only): the config's combined scores' correlations in float32 and
+    with its story metrics in int8, and each coefficient's move, float32 to int8."""
     from storyeval.analysis.suite import learned_weights
 
     from .story_scores import StoryScores
@@ -119,6 +119,8 @@ def int8_rows(tier: str, batch_size: int, schemes: dict[str, str]) -> dict:
     suffix = "-base" if tier == "base" else ""
     rows = {}
     for name, (corpus, stories, human) in story_sets().items():
+        if names and name not in names:
+            continue
         config = corpus + suffix
         combinations = ["mean"] + (["learned"] if config in learned_weights() else [])
         scores = StoryScores(sorted(set(stories)), batch_size, progress_bar=False)
@@ -147,16 +149,18 @@ def main(argv=None):
                         help="int8: the suite's combined scores with its story metrics in float32 and in int8 (the int8 rule's human-set part)")
     parser.add_argument("--int8-scheme", action="append", default=[], type=checkpoint_spec, metavar="NAME=SCHEME",
                         help="with --dtype int8: the export scheme of the part checkpoint NAME instead of its measured one")
+    parser.add_argument("--sets", nargs="+", default=None, choices=["union_roc", "union_wp", "plot_amt_roc"],
+                        help="with --dtype int8: these story sets only (default: every one)")
     args = parser.parse_args(argv)
     if args.batch_size < 1:
         parser.error("--batch-size must be positive")
-    if args.int8_scheme and args.dtype != "int8":
-        parser.error("--int8-scheme goes with --dtype int8")
+    if (args.int8_scheme or args.sets) and args.dtype != "int8":
+        parser.error("--int8-scheme and --sets go with --dtype int8")
     if args.dtype == "int8":
         if not args.output or args.fitted_suite:
             parser.error("--dtype int8: give --output (and no --fitted-suite), so that the shipped configs' results file is left as it is")
         payload = {"machine": machine(), "command": command_line(__name__, argv), "tier": args.tier,
-                   "sets": int8_rows(args.tier, args.batch_size, dict(args.int8_scheme))}
+                   "sets": int8_rows(args.tier, args.batch_size, dict(args.int8_scheme), args.sets)}
         print("wrote", write_results(args.output, payload))
         return
     if args.fitted_suite:
