@@ -137,11 +137,11 @@ class CTranslate2Backend(Int8Backend):
     def export(self, model, tokenizer, folder: Path, scheme: str = "weights_int8") -> None:
         import torch
         from ctranslate2.converters import TransformersConverter
+        from safetensors.torch import save_file
+        from transformers import BertModel
 
         if scheme != DEFAULT_SCHEME:  # it quantises every weight again when it loads a model
             raise ValueError(f"the {self.name} int8 backend exports every weight in one type, not scheme {scheme!r}")
-        from safetensors.torch import save_file
-        from transformers import BertModel
 
         if model.config.encoder.model_type != "bert":
             raise ValueError(f"the {self.name} int8 backend converts BERT encoders, not {model.config.encoder.model_type}")
