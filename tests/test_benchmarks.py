@@ -2,6 +2,7 @@
 import argparse
 import json
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -421,3 +422,51 @@ def test_continuation_scale_counts_the_scores_outside_1_to_5_and_refuses_bad_cou
     with pytest.raises(SystemExit):
         continuation_scale.main(["--cut-words", "0"])
     assert "must be positive" in capsys.readouterr().err
+
+
+def test_scoring_speed_times_torch_compile_in_float32_only(capsys):
+    with pytest.raises(SystemExit):
+        scoring_speed.main(["--torch-compile", "--dtype", "bfloat16"])
+    assert "--torch-compile times the float32 model" in capsys.readouterr().err
+
+
+def test_the_cold_start_is_timed_beside_a_fresh_import_torch(tmp_path, monkeypatch):
+    timed = []
+
+    def run(command, **options):
+        timed.append(command[1:])
+        return subprocess.CompletedProcess(command, 0, "", "import time: self [us] | cumulative | imported package\n")
+
+    monkeypatch.setattr(common, "RESULTS", tmp_path)
+    monkeypatch.setattr(cli_cold_start.subprocess, "run", run)
+    cli_cold_start.main(["--repeats", "2", "--output", "cold"])
+    payload = json.loads((tmp_path / "cold.json").read_text())
+    assert sum(command == ["-c", "import torch"] for command in timed) == 2
+    assert len(payload["import_torch_seconds"]) == 2 and payload["ratio_to_import_torch"] > 0
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--dtype", "int8"], "--dtype int8: give --output"),
+    (["--int8-scheme", "union-roc-base=weights_int8"], "--int8-scheme and --sets go with --dtype int8"),
+    (["--sets", "union_wp"], "--int8-scheme and --sets go with --dtype int8"),
+])
+def test_the_suite_correlation_benchmark_measures_int8_only_into_a_file_of_its_own(argv, message, capsys):
+    from benchmarks.agreement import story_quality_correlation
+
+    with pytest.raises(SystemExit):
+        story_quality_correlation.main(argv)
+    assert message in capsys.readouterr().err
+
+
+def test_a_longer_window_stride_scores_fewer_windows_and_says_how_far_the_scores_move(tiny_checkpoint, shared_data, tmp_path, monkeypatch):
+    from benchmarks.speed import window_stride
+
+    monkeypatch.setattr(common, "RESULTS", tmp_path)
+    window_stride.main(["--checkpoint", str(tiny_checkpoint), "--corpus", "roc", "--stories", "6", "--strides", "14", "--output", "stride"])
+    payload = json.loads((tmp_path / "stride.json").read_text())
+    row = payload["strides"]["14"]
+    assert payload["own_stride"] == 8 and row["windows"] < payload["own"]["windows"]
+    assert set(row["agreement_with_own_stride"]) == {"max_abs_difference", "mean_abs_difference", "spearman_with_float32"}
+    for bad in (["--strides", "8"], ["--strides", "15"]):  # the own stride, and one past the window less its special tokens
+        with pytest.raises(SystemExit):
+            window_stride.main(["--checkpoint", str(tiny_checkpoint), "--stories", "2", *bad])

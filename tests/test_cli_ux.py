@@ -149,9 +149,9 @@ def test_int8_says_it_is_exporting_and_keeps_the_export_out_of_the_rate(tiny_che
     backend = type(int8_runtime.get_backend())
     export = backend.export
 
-    def slow_export(self, model, tokenizer, folder):
+    def slow_export(self, model, tokenizer, folder, **options):
         time.sleep(3)  # a real MiniLM export takes about 11 s
-        return export(self, model, tokenizer, folder)
+        return export(self, model, tokenizer, folder, **options)
 
     monkeypatch.setattr(backend, "export", slow_export)
     stories = tmp_path / "s.txt"

@@ -45,9 +45,9 @@ def count_exports(monkeypatch) -> list[Path]:
     calls = []
     original = type(backend).export
 
-    def export(self, model, tokenizer, folder):
+    def export(self, model, tokenizer, folder, **options):
         calls.append(folder)
-        return original(self, model, tokenizer, folder)
+        return original(self, model, tokenizer, folder, **options)
 
     monkeypatch.setattr(type(backend), "export", export)
     return calls
@@ -109,7 +109,7 @@ def test_export_is_cached_and_redone_when_the_weights_change(tiny_checkpoint, pr
 
 @needs_int8_cpu
 def test_an_interrupted_export_leaves_nothing_that_is_read(tiny_checkpoint, private_cache, monkeypatch):
-    def broken(self, model, tokenizer, folder):
+    def broken(self, model, tokenizer, folder, **options):
         (folder / "partial").write_text("x")
         raise RuntimeError("disk full")
 
@@ -209,7 +209,9 @@ def benchmark():
     [
         (["--repeats", "0"], "--repeats and --stories must be at least 1"),
         (["--num-threads", "-1"], "--num-threads at least 0"),
-        (["--human-checkpoint", "hub_cards/union-roc"], "--human-checkpoint goes with --human"),
+        (["--human-checkpoint", "hub_cards/union-roc"], "--human-checkpoint and --sets go with --human"),
+        (["--sets", "union_wp"], "--human-checkpoint and --sets go with --human"),
+        (["--drift-only", "--scheme", "weights_int8-float:nothing"], "unknown int8 scheme"),
         (["--human", "--human-checkpoint", "no/such/folder"], "no checkpoint there"),
         (["--human", "--drift-only"], "not allowed with argument"),
     ],
@@ -240,9 +242,11 @@ def test_int8_benchmark_drift_runs_every_backend(tiny_checkpoint, shared_data, t
 def test_int8_benchmark_drift_runs_the_shipped_backend(tiny_checkpoint, shared_data, tmp_path, monkeypatch):
     common, int8_speed = benchmark()
     monkeypatch.setattr(common, "RESULTS", tmp_path / "results")
-    int8_speed.main(["--checkpoint", str(tiny_checkpoint), "--stories", "5", "--drift-only", "--output", "drift", "--backends", "openvino"])
+    int8_speed.main(["--checkpoint", str(tiny_checkpoint), "--stories", "5", "--drift-only", "--output", "drift", "--backends", "openvino",
+                     "openvino-float32"])
     drift = json.loads((tmp_path / "results" / "drift.json").read_text())["agreement_with_float32"]
-    assert set(drift) == {"bfloat16", "int8_openvino"} and drift["int8_openvino"]["max_abs_difference"] < 0.05
+    assert set(drift) == {"bfloat16", "int8_openvino", "openvino-float32"} and drift["int8_openvino"]["max_abs_difference"] < 0.05
+    assert drift["openvino-float32"]["max_abs_difference"] < 1e-5  # the runtime without int8: float32's scores
 
 
 @needs_int8_cpu
@@ -282,3 +286,95 @@ def test_ctranslate2_stays_selectable(tiny_checkpoint):
     scorer = load_int8_scorer(tiny_checkpoint, backend="ctranslate2", num_threads=1)
     assert scorer.model_in(torch.int8).backend == "ctranslate2"
     assert scorer.score(STORIES) == pytest.approx(scorer.score(STORIES, dtype="float32"), abs=TOLERANCE)
+
+
+def test_a_scheme_names_the_layers_it_keeps_in_float32_and_an_unknown_one_is_refused(tiny_checkpoint):
+    assert int8_runtime.scheme_float_patterns("weights_int8") == []
+    kept = int8_runtime.scheme_float_patterns("weights_int8-float:ffn_out+ffn_in3")
+    assert kept == int8_runtime.LAYER_GROUPS["ffn_out"] + int8_runtime.LAYER_GROUPS["ffn_in3"]
+    for bad in ("static", "weights_int8-float:", "weights_int8-float:ffn_out+nothing"):
+        with pytest.raises(ValueError, match="unknown int8 scheme"):
+            int8_runtime.scheme_float_patterns(bad)
+    scorer = fresh_scorer(tiny_checkpoint)
+    with pytest.raises(ValueError, match="unknown int8 scheme"):
+        Int8Scorer(scorer.model, scorer.tokenizer, 16, 8, "cpu", scheme="int4")
+
+
+@needs_int8_cpu
+def test_a_mixed_precision_scheme_is_its_own_export_and_keeps_its_layers_in_float32(tiny_checkpoint, private_cache):
+    int8 = load_int8_scorer(tiny_checkpoint, num_threads=1)
+    mixed = load_int8_scorer(tiny_checkpoint, num_threads=1, scheme="weights_int8-float:ffn_out+ffn_in+qkv+o+embeddings+head")
+    assert int8.model_in(torch.int8).folder != mixed.model_in(torch.int8).folder  # two exports, one per scheme
+    manifest = json.loads((mixed.model_in(torch.int8).folder / int8_runtime.MANIFEST).read_text())
+    assert manifest["scheme"] == "weights_int8-float:ffn_out+ffn_in+qkv+o+embeddings+head"
+    # every weight kept in float32: float32's scores but for the activations' own int8 products, which it has none of
+    assert mixed.score(STORIES) == pytest.approx(mixed.score(STORIES, dtype="float32"), abs=1e-4)
+    # a group the graph does not have (the tiny model has one layer) would keep nothing: refused, not exported as another scheme
+    with pytest.raises(ValueError, match="graph has no ffn_out4 layers"):
+        load_int8_scorer(tiny_checkpoint, num_threads=1, scheme="weights_int8-float:ffn_out4")
+
+
+def test_a_cpu_without_int8_instructions_gets_float32_in_one_line_that_says_so_and_settings_that_say_float32(tiny_checkpoint, tmp_path,
+                                                                                                            monkeypatch, capsys):
+    monkeypatch.setattr(int8_runtime, "cpu_has_int8_dot_product", lambda: False)
+    monkeypatch.setattr(int8_runtime, "cpu_has_int8_dot_product_by_flags", lambda: False)
+    checkpoint = _copy_of(tiny_checkpoint, tmp_path)
+    scorer = fresh_scorer(checkpoint)
+    assert scorer.settings("int8") == scorer.settings("float32")  # before scoring: what the scores will be
+    with pytest.warns(RuntimeWarning, match="falls back to float32"):
+        scorer.score(STORIES, dtype="int8")
+    assert scorer.settings("int8") == scorer.settings("float32")
+    txt = tmp_path / "s.jsonl"
+    txt.write_text("\n".join(json.dumps({"story": story}) for story in STORIES) + "\n")
+    code = cli.main(["score", str(txt), "--config", str(checkpoint), "--dtype", "int8", "--quiet", "--output", str(tmp_path / "out.jsonl")])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    said = [line for line in err.splitlines() if "float32" in line]
+    assert said == ["storyeval: warning: dtype='int8' falls back to float32 torch scoring: this CPU has no int8 dot-product "
+                    "instructions (x86 VNNI or ARM dot product)"]
+    rows = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert [row["score"] for row in rows] == pytest.approx(scorer.score(STORIES), abs=1e-6)
+    assert {row["score_settings"] for row in rows} == {scorer.settings("float32").replace("unnamed", "copy")}
+
+
+def test_an_int8_request_for_a_checkpoint_the_rule_refuses_is_one_line_with_its_figures_and_never_falls_back(tmp_path, monkeypatch, capsys):
+    """The bundled base tier's refusal, before any model loads, on a CPU with or without int8 instructions."""
+    for has_int8 in (True, False):
+        monkeypatch.setattr(int8_runtime, "cpu_has_int8_dot_product", lambda: has_int8)
+        txt = tmp_path / "s.txt"
+        txt.write_text(f"{STORY}\n")
+        for name in ("union-roc-base", "union-wp-base"):
+            problem = int8_runtime.checkpoint_int8_problem(Path(__file__).resolve().parent.parent / "hub_cards" / name)
+            if problem is None:
+                continue  # it holds the rule now
+            code = cli.main(["score", str(txt), "--config", name.removeprefix("union-"), "--dtype", "int8", "--quiet"])
+            captured = capsys.readouterr()
+            assert code == 1 and captured.out == "" and captured.err == f"storyeval: error: {problem}\n"
+            assert name in problem and "\n" not in problem
+
+
+def test_dtype_auto_picks_int8_only_where_it_is_offered_and_says_which_in_one_line(tiny_checkpoint, tmp_path, monkeypatch, capsys):
+    checkpoint = _copy_of(tiny_checkpoint, tmp_path)
+    txt = tmp_path / "s.txt"
+    txt.write_text(f"{STORY}\n")
+
+    def auto(*extra):
+        code = cli.main(["score", str(txt), "--config", str(checkpoint), "--dtype", "auto", "--device", "cpu", *extra])
+        captured = capsys.readouterr()
+        return code, [line for line in captured.err.splitlines() if "--dtype auto" in line], captured.out
+
+    monkeypatch.setattr(int8_runtime, "cpu_has_int8_dot_product", lambda: False)
+    code, said, _ = auto()
+    assert code == 0 and said == ["storyeval: --dtype auto scores in float32: this CPU has no int8 dot-product instructions "
+                                  "(x86 VNNI or ARM dot product)"]
+    monkeypatch.setattr(int8_runtime, "cpu_has_int8_dot_product", lambda: True)
+    monkeypatch.setattr(int8_runtime, "checkpoint_int8_problem", lambda folder, encoder_type=None: "dtype='int8' is not offered for x: why")
+    code, said, _ = auto()
+    assert code == 0 and said == ["storyeval: --dtype auto scores in float32: is not offered for x: why"]
+    monkeypatch.undo()
+    monkeypatch.setenv("STORYEVAL_CACHE", str(tmp_path / "cache"))
+    if int8_runtime.cpu_has_int8_dot_product():
+        code, said, out = auto()
+        assert code == 0 and said == ["storyeval: --dtype auto scores in int8: this CPU has int8 instructions and the int8 copy holds "
+                                      "the fidelity rule"]
+        assert auto("--quiet")[1] == []  # --quiet: no line

@@ -10,17 +10,33 @@ RESULTS = Path(__file__).resolve().parent.parent / "benchmarks" / "results"
 BUNDLED = Path(__file__).resolve().parent.parent / "hub_cards"
 
 
+def measured_scheme(payload: dict) -> str:
+    """The scheme a results file measured: its --scheme, else what the checkpoint's record named then (the default)."""
+    return payload.get("scheme") or int8_runtime.DEFAULT_SCHEME
+
+
 @pytest.mark.parametrize("name", sorted(int8_runtime.MEASURED_FIDELITY))
 def test_each_record_is_its_results_file_and_its_bundled_weights(name):
+    from benchmarks.report import CURRENT
+
     record = int8_runtime.MEASURED_FIDELITY[name]
     measured = json.loads((RESULTS / record.results).read_text())
     assert Path(measured["checkpoint"]).name == name and measured["stories"] == record.stories
     assert round(measured["agreement_with_float32"]["int8_openvino"]["spearman_with_float32"], 4) == record.spearman
+    assert measured_scheme(measured) == record.scheme
     assert int8_runtime._safetensors_sha256(BUNDLED / name) == record.safetensors_sha256
     if record.human_results is not None:
-        human = json.loads((RESULTS / record.human_results).read_text())["human_agreement"][name]
+        payload = json.loads((RESULTS / record.human_results).read_text())
+        human = payload["human_agreement"][name]
         moves = [abs(move) for rows in human.values() for row in rows.values() for move in row.get("moved", {}).values()]
-        assert round(max(moves), 4) == record.human_move
+        assert round(max(moves), 4) == record.human_move and measured_scheme(payload) == record.scheme
+        # every human set BENCHMARKS.md reports the checkpoint on, no fewer
+        assert {row.human_set for row in CURRENT if getattr(row, "checkpoint", None) == name} <= set(human)
+    if record.modern_results is not None:
+        row = next(row for row in json.loads((RESULTS / record.modern_results).read_text())["checkpoints"].values()
+                   if row.get("dtype") == "int8" and Path(row["path"]).name == name)
+        assert row["scheme"] == record.scheme
+        assert (len(row["every_interval"]["outside_interval"]), row["every_interval"]["figures"]) == (record.modern_outside, record.modern_figures)
 
 
 @pytest.mark.parametrize("name", ["union-roc-base", "union-wp-base", "plot-coherence-roc-base", "plot-coherence-wp-base"])
@@ -33,8 +49,8 @@ def test_every_base_checkpoint_is_refused_under_its_own_name_with_its_own_figure
     assert problem is not None and name in problem and "score it in float32 or bfloat16" in problem
     others = {"union-roc-base", "union-wp-base", "plot-coherence-roc-base", "plot-coherence-wp-base"} - {name}
     assert not any(f"{other}:" in problem or f"{other} was" in problem for other in others)
-    if record is not None:
-        assert f"{record.spearman:.4f}" in problem
+    if record is not None:  # its own figures, as its record holds them
+        assert record.problem() in problem and "\n" not in problem
 
 
 def test_other_weights_under_a_measured_name_are_not_the_measured_checkpoint(tmp_path):
@@ -48,3 +64,21 @@ def test_other_weights_under_a_measured_name_are_not_the_measured_checkpoint(tmp
 def test_the_minilm_checkpoints_are_offered_int8_as_an_architecture():
     for name in ("union-roc", "union-wp", "plot-coherence-roc"):
         assert int8_runtime.checkpoint_int8_problem(BUNDLED / name) is None
+
+
+def test_the_rule_names_each_part_a_copy_misses_with_its_own_figure_in_one_line():
+    def record(**changes):
+        base = dict(safetensors_sha256="0" * 64, scheme="weights_int8", corpus="ROC", stories=1000, spearman=0.9951, results="r.json", human_move=0.005,
+                    human_results="h.json", modern_outside=0, modern_figures=48, modern_results="m.json")
+        return int8_runtime.Int8Fidelity(**{**base, **changes})
+
+    assert int8_runtime.FIDELITY_SPEARMAN == 0.995 and int8_runtime.FIDELITY_HUMAN_MOVE == 0.005
+    assert record().problem() is None  # each bound is inclusive
+    assert "keeps Spearman 0.9949" in record(spearman=0.9949).problem()
+    assert "on 999 ROC test stories" in record(stories=999).problem()
+    assert "moves a human-set coefficient by 0.0066" in record(human_move=0.0066).problem()
+    assert "moves 2 of 48 modern-text figures outside their paired intervals" in record(modern_outside=2).problem()
+    missing = record(human_move=None, modern_outside=None, spearman=0.99).problem()
+    assert missing == ("its int8 copy keeps Spearman 0.9900 with float32 on 1,000 ROC test stories (the bound: 0.995 on 1,000), "
+                       "was not measured on the human-judged sets and was not measured on the modern-text check")
+    assert "\n" not in missing

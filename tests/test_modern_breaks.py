@@ -804,3 +804,38 @@ def test_the_ship_rule_wants_a_rise_beyond_the_interval_on_the_targets_and_no_fa
     assert not fails["holds"] and "roc/swap/within" in fails["falls"]
     same = rule(baseline)  # nothing rises: an equal candidate does not replace the one it is equal to
     assert not same["holds"] and same["chance_an_equal_candidate_falls"] == 0.0
+
+
+@pytest.mark.skipif(not __import__("storyeval.scoring.int8.runtime", fromlist=["x"]).cpu_has_int8_dot_product(),
+                    reason="this CPU has no int8 dot-product instructions")
+def test_an_int8_row_is_measured_against_its_float32_checkpoint_with_every_figures_paired_interval(tmp_path, tiny_checkpoint, monkeypatch):
+    for module in ("openvino", "nncf", "onnx"):
+        pytest.importorskip(module)
+    from benchmarks import common
+
+    monkeypatch.setattr(common, "RESULTS", tmp_path)
+    monkeypatch.setenv("STORYEVAL_CACHE", str(tmp_path / "cache"))
+    check = saved_check(tmp_path / "check")
+    benchmark.main(["--breaks-dir", str(check), "--checkpoint", f"f32={tiny_checkpoint}", "--int8-checkpoint", f"i8={tiny_checkpoint}",
+                    "--output", "out"])
+    payload = json.loads((tmp_path / "out.json").read_text())["checkpoints"]
+    row = payload["i8"]
+    assert row["dtype"] == "int8" and row["scheme"] == "weights_int8" and "_int8_" in row["settings"]
+    fidelity = row["every_interval"]
+    assert fidelity["float32_row"] == "f32" and fidelity["figures"] == len(fidelity["intervals"]) > 0
+    assert fidelity["outside_interval"] == sorted(key for key, (low, high) in fidelity["intervals"].items() if low > 0 or high < 0)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--int8-checkpoint", "a=nowhere"], "--int8-checkpoint a=nowhere: no checkpoint there"),
+    (["--int8-checkpoint", "a=hub_cards/union-roc"], "each row needs its own label"),
+    (["--int8-scheme", "union-roc=weights_int8"], "--int8-scheme goes with --int8-checkpoint or --int8-suite"),
+    (["--int8-checkpoint", "b=hub_cards/union-roc", "--int8-scheme", "union-roc=int4"], "unknown int8 scheme"),
+    (["--int8-checkpoint", "b=hub_cards/union-roc"], "int8 rows ['b'] need the float32 row of the same folder"),
+    (["--int8-suite", "b=roc"], "int8 rows ['b'] need the float32 row of the same folder (--checkpoint) or config (--suite)"),
+    (["--int8-suite", "b=nope"], "unknown story_quality config"),
+])
+def test_int8_rows_refuse_bad_options_before_scoring(tmp_path, tiny_checkpoint, capsys, argv, message):
+    with pytest.raises(SystemExit):
+        benchmark.main(["--breaks-dir", str(tmp_path), "--checkpoint", f"a={tiny_checkpoint}", *argv])
+    assert message in capsys.readouterr().err

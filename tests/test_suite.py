@@ -1,4 +1,5 @@
 """The percentile scale and the story_quality suite (Python and evaluate module)."""
+import importlib.util
 import json
 import math
 
@@ -147,7 +148,7 @@ def test_evaluate_module_matches_the_python_suite(roc_suite):
         module.compute(predictions=[])
     # float32 named is the precision it scores in anyway; any other is refused before the queue is consumed
     assert module.compute(predictions=STORIES, dtype="float32")["combined"] == pytest.approx(alone["combined"])
-    with pytest.raises(ValueError, match=r"unsupported dtype 'bfloat16'; choose from \['float32'\]"):
+    with pytest.raises(ValueError, match=r"unsupported dtype 'bfloat16'; choose from \['float32', 'int8'\]"):
         module.compute(predictions=STORIES, dtype="bfloat16")
 
 
@@ -291,3 +292,32 @@ def test_the_correlation_benchmark_reads_the_learned_combination_off_a_plain_res
     plain = roc_suite.score(CONTINUATIONS, CONTEXTS, combination="mean")
     learned = roc_suite.score(CONTINUATIONS, CONTEXTS, combination="learned")
     assert add_learned(roc_suite, plain, True)["combined_learned"] == pytest.approx(learned["combined"])
+
+
+def test_int8_scores_the_story_metrics_int8_where_the_config_is_offered_it_and_is_refused_in_one_line_elsewhere(roc_suite, monkeypatch):
+    from storyeval.analysis import suite as suite_module
+    from storyeval.scoring.int8 import runtime as int8_runtime
+
+    with pytest.raises(ValueError, match="story_quality scores in float32, or in int8 through its story metrics, not 'bfloat16'"):
+        roc_suite.score(STORIES, dtype="bfloat16")
+    # no record of the config's own figures in int8: refused, before anything scores
+    assert roc_suite.int8_problem() == ("dtype='int8' is not offered for story_quality roc: its combined score in int8 was not measured; "
+                                        "score it in float32")
+    with pytest.raises(ValueError, match="^dtype='int8' is not offered for story_quality roc"):
+        roc_suite.score(STORIES, dtype="int8")
+    # a base config names its part the int8 rule refuses, with that part's own figures, in one line
+    folders = suite_module.story_part_folders("roc-base")
+    problem = suite_module.suite_int8_problem("roc-base", folders)
+    part = next(p for folder in folders.values() if (p := int8_runtime.checkpoint_int8_problem(folder)) is not None) if problem else None
+    if part is not None:
+        assert problem.startswith("story_quality roc-base scores in int8 through its story metrics, and is not offered for ")
+        assert part.removeprefix("dtype='int8' ") in problem and "\n" not in problem
+    if not int8_runtime.cpu_has_int8_dot_product() or importlib.util.find_spec("openvino") is None:
+        return
+    measured = suite_module.SuiteInt8Fidelity(0.001, "h.json", 0, 40, "m.json")
+    monkeypatch.setitem(suite_module.INT8_FIDELITY, "roc", measured)
+    low, full = roc_suite.score(STORIES, dtype="int8"), roc_suite.score(STORIES)
+    assert "_int8_" in low["settings"] and "_fp32_" in full["settings"]
+    assert low["union"] == pytest.approx(full["union"], abs=0.05) and low["union"] != full["union"]
+    with_contexts = roc_suite.score(CONTINUATIONS, contexts=CONTEXTS, dtype="int8")
+    assert with_contexts["continuation_quality_overall"] == roc_suite.score(CONTINUATIONS, contexts=CONTEXTS)["continuation_quality_overall"]

@@ -35,6 +35,13 @@ baseline on every figure, and the tolerance that would fail one such candidate i
 shuffled copies of each story (:mod:`.self_contrast`), with how often an intact story scores above its own
 shuffled copies (``above_own_shuffles``). ``--split test`` is the report; ``validation`` is what training
 runs select on.
+
+``--int8-checkpoint LABEL=FOLDER`` scores a checkpoint in int8 (its measured export scheme, or the one ``--int8-scheme
+NAME=SCHEME`` names for it), as ``dtype="int8"`` would, whatever the fidelity rule says of it, and ``--int8-suite
+LABEL=CONFIG[:COMBINATION]`` a suite with its story metrics in int8 so: the rule's third part is measured so. Each int8
+row is compared with the float32 row of the same folder (``--checkpoint``) or suite (``--suite``), which must be in
+the run: every figure (not only the falls) gets its paired interval, and those that miss 0 are listed
+(``every_interval``, ``outside_interval``): int8 holds the rule where none does.
 """
 from __future__ import annotations
 
@@ -47,6 +54,7 @@ from benchmarks.common import (
     BUNDLED,
     add_checkpoint_options,
     checked_checkpoints,
+    checkpoint_spec,
     command_line,
     machine,
     require_checkpoint_folders,
@@ -362,6 +370,14 @@ def above_own_shuffles(rows: list[dict], margin_of: dict[str, float]) -> dict:
     return out
 
 
+def every_interval(rows: list[dict], candidate: dict[str, float], baseline: dict[str, float], keys: list[str]) -> dict:
+    """Each figure's paired interval of candidate less baseline (:func:`difference_interval`), and those that miss 0:
+    the fidelity rule's modern-text part, for an int8 copy against its float32 checkpoint."""
+    intervals = {key: difference_interval(rows, candidate, baseline, key) for key in keys}
+    outside = sorted(key for key, (low, high) in intervals.items() if low > 0 or high < 0)
+    return {"figures": len(intervals), "outside_interval": outside, "intervals": intervals}
+
+
 def self_contrast_spec(value: str) -> tuple[str, str, float]:
     """argparse type of ``--self-contrast LABEL=FOLDER:WEIGHT``."""
     label, sep, spec = value.partition("=")
@@ -423,6 +439,13 @@ def main(argv=None):
                              "each story, as logits (benchmarks/agreement/self_contrast.py); repeatable")
     parser.add_argument("--baseline", default=None, help="a label: list where each other row falls more than 0.02 below it")
     add_checkpoint_options(parser, batch_size=16, required=False, help="label=folder (repeatable); default: every shipped config")
+    parser.add_argument("--int8-checkpoint", action="append", default=[], type=checkpoint_spec, metavar="LABEL=FOLDER",
+                        help="a checkpoint scored in int8 (CPU; its measured export scheme), whatever the fidelity rule says of it, against "
+                             "the --checkpoint row of the same folder: every figure's paired interval; repeatable")
+    parser.add_argument("--int8-suite", action="append", default=[], metavar="LABEL=CONFIG[:COMBINATION]",
+                        help="a story_quality config with its story metrics in int8, against the --suite row of the same config; repeatable")
+    parser.add_argument("--int8-scheme", action="append", default=[], type=checkpoint_spec, metavar="NAME=SCHEME",
+                        help="the export scheme of the checkpoint named NAME (union-roc-base, say) in the int8 rows, instead of its measured one")
     parser.add_argument("--earlier", nargs="+", default=[], metavar="NAME", type=results_name,
                         help="results files (NAME or EXPERIMENT/NAME, as --output names them) whose figures a label of the same name keeps for the "
                              "kinds not measured now (with --kinds): each row is then whole, as the no-regression rule compares")
@@ -438,14 +461,38 @@ def main(argv=None):
     checkpoints = checked_checkpoints(parser, args) if args.checkpoint else {}
     contrasts = {label: (folder, weight) for label, folder, weight in args.self_contrast}
     require_checkpoint_folders(parser, {label: folder for label, (folder, _) in contrasts.items()}, "--self-contrast")
+    int8 = dict(args.int8_checkpoint)
+    require_checkpoint_folders(parser, int8, "--int8-checkpoint")
+    if len(int8) < len(args.int8_checkpoint) or set(int8) & {*checkpoints, *contrasts}:
+        parser.error(f"each row needs its own label: --int8-checkpoint labels {[label for label, _ in args.int8_checkpoint]}")
+    schemes = dict(args.int8_scheme)
+    if schemes:
+        from storyeval.scoring.int8.runtime import scheme_float_patterns
+
+        if not (int8 or args.int8_suite):
+            parser.error("--int8-scheme goes with --int8-checkpoint or --int8-suite")
+        try:
+            for scheme in schemes.values():
+                scheme_float_patterns(scheme)
+        except ValueError as error:
+            parser.error(str(error))
     try:  # an unknown suite or combination: one line, before any model loads
         suites = parse_suites(args.suite)
+        int8_suites = parse_suites(args.int8_suite)
         if len(contrasts) < len(args.self_contrast) or set(contrasts) & {*checkpoints, *suites}:
             raise ValueError(f"each row needs its own label: --self-contrast labels {[c[0] for c in args.self_contrast]}")
-        fitted = parse_fitted_suites(args.fitted_suite, {*suites, *checkpoints, *contrasts})
+        fitted = parse_fitted_suites(args.fitted_suite, {*suites, *checkpoints, *contrasts, *int8, *int8_suites})
+        if (set(int8) | set(int8_suites)) & {*suites, *checkpoints, *contrasts} or set(int8) & set(int8_suites):
+            raise ValueError(f"each row needs its own label: int8 labels {sorted({*int8, *int8_suites})}")
     except ValueError as error:
         parser.error(str(error))
-    if not (checkpoints or suites or fitted or contrasts):
+    # each int8 row's float32 row: the --checkpoint of the same folder, the --suite of the same config and combination
+    float32_of = {label: next((other for other, path in checkpoints.items() if Path(path).resolve() == Path(folder).resolve()), None)
+                  for label, folder in int8.items()}
+    float32_of.update({label: next((other for other, entry in suites.items() if entry == spec), None) for label, spec in int8_suites.items()})
+    if missing := sorted(label for label, other in float32_of.items() if other is None):
+        parser.error(f"int8 rows {missing} need the float32 row of the same folder (--checkpoint) or config (--suite) in the run")
+    if not (checkpoints or suites or fitted or contrasts or int8):
         checkpoints = {name: str(BUNDLED / name) for name in SHIPPED_CHECKPOINTS}
         suites = {f"story-quality-{config}": (config, None) for config in SHIPPED_SUITES}
     if args.max_units_per_view is not None and args.max_units_per_view < 1:
@@ -458,8 +505,8 @@ def main(argv=None):
         earlier = earlier_views(args.earlier)
     except (FileNotFoundError, ValueError) as error:
         parser.error(str(error))
-    if args.baseline and args.baseline not in {*checkpoints, *suites, *fitted, *contrasts, *earlier}:
-        parser.error(f"--baseline {args.baseline}: not one of the labels {sorted({*checkpoints, *suites, *fitted, *contrasts})}"
+    if args.baseline and args.baseline not in {*checkpoints, *suites, *fitted, *contrasts, *int8, *int8_suites, *earlier}:
+        parser.error(f"--baseline {args.baseline}: not one of the labels {sorted({*checkpoints, *suites, *fitted, *contrasts, *int8, *int8_suites})}"
                      + (f" or of the --earlier files' {sorted(earlier)}" if earlier else ""))
     from storyeval_training.data.modern_breaks import HELD_OUT_GENERATOR
     from storyeval_training.selection import regressions
@@ -475,7 +522,9 @@ def main(argv=None):
                "checkpoints": {}}
     scores = StoryScores(stories, args.batch_size)
     measured = itertools.chain(((label, lambda folder=folder: scores.checkpoint(folder)) for label, folder in checkpoints.items()),
+                               ((label, lambda folder=folder: scores.int8_checkpoint(folder, schemes)) for label, folder in int8.items()),
                                ((label, lambda spec=spec: scores.suite(*spec)) for label, spec in suites.items()),
+                               ((label, lambda spec=spec: scores.suite(*spec, int8_schemes=schemes)) for label, spec in int8_suites.items()),
                                ((label, lambda entry=entry: scores.fitted_suite(entry)) for label, entry in fitted.items()),
                                ((label, lambda spec=spec: scores.self_contrast(*spec)) for label, spec in contrasts.items()))
     scores_of = {}  # label -> its scores, for the baseline's paired intervals
@@ -517,6 +566,13 @@ def main(argv=None):
                         print(f"  ship rule on {', '.join(args.targets)}: {means}; falls beyond {rule['tolerance']:.3f}: "
                               f"{rule['falls'] or 'none'} -> {'holds' if rule['holds'] else 'fails'} (an equal candidate "
                               f"falls {rule['chance_an_equal_candidate_falls']:.0%} of the time)")
+    for label, other in float32_of.items():  # the int8 fidelity rule's modern-text part: int8 against its own float32 row
+        figures, base = flat(payload["checkpoints"][label]["views"]), flat(payload["checkpoints"][other]["views"])
+        compared = sorted(key for key, value in figures.items() if value is not None and base.get(key) is not None)
+        fidelity = {"float32_row": other, **every_interval(rows, scores_of[label], scores_of[other], compared)}
+        payload["checkpoints"][label]["every_interval"] = fidelity
+        print(f"{label} against {other}: {len(fidelity['outside_interval'])} of {fidelity['figures']} figures' paired intervals miss 0: "
+              f"{fidelity['outside_interval'] or 'none'}")
     print("wrote", write_results(args.output, payload))
 
 

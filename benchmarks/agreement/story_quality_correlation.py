@@ -18,6 +18,11 @@ Sets (all test sets: nothing here chooses anything; ``combined`` is a fixed mean
   context = the opening sentence or prompt, prediction = the rated continuation, against the
   ``overall`` rating.
 
+``--dtype int8 --output NAME`` measures instead the int8 fidelity rule's human-set part for the suite: on each story set,
+whole stories, its ``combined`` score (and ``combined_learned`` where the config has learned weights) with its story
+metrics in float32 and in int8 (each part's measured export scheme, or ``--int8-scheme NAME=SCHEME``'s), and how far
+int8 moves each coefficient.
+
 ``--fitted-suite LABEL=REPORT --output NAME`` measures instead a candidate suite that ``fit_suite`` fitted (its added
 parts and whole-story weights) on the story sets of its config's corpus, whole stories only, as a candidate's human
 rows are measured once after its other ship rules hold.
@@ -33,7 +38,7 @@ import time
 
 import numpy as np
 
-from benchmarks.common import command_line, correlations, machine, results_name, write_results
+from benchmarks.common import checkpoint_spec, command_line, correlations, machine, results_name, write_results
 from storyeval_training.paths import data_dir
 
 from .story_scores import FITTED_HELP, parse_fitted_suites
@@ -104,16 +109,60 @@ def fitted_rows(fitted: dict[str, dict], batch_size: int) -> dict:
     return rows
 
 
+def int8_rows(tier: str, batch_size: int, schemes: dict[str, str], names: list[str] | None = None) -> dict:
+    """Per story set (whole stories; ``names``: these only): the config's combined scores' correlations in float32 and
+    with its story metrics in int8, and each coefficient's move, float32 to int8."""
+    from storyeval.analysis.suite import learned_weights
+
+    from .story_scores import StoryScores
+
+    suffix = "-base" if tier == "base" else ""
+    rows = {}
+    for name, (corpus, stories, human) in story_sets().items():
+        if names and name not in names:
+            continue
+        config = corpus + suffix
+        combinations = ["mean"] + (["learned"] if config in learned_weights() else [])
+        scores = StoryScores(sorted(set(stories)), batch_size, progress_bar=False)
+        row = rows[name] = {"config": config, "n": len(human), "correlations": {}, "moved": {}}
+        for combination in combinations:
+            key = "combined" if combination == "mean" else "combined_learned"
+            float32, _ = scores.suite(config, combination)
+            int8, fields = scores.suite(config, combination, int8_schemes=schemes)
+            pair = {dtype: correlations([values[s] for s in stories], human) for dtype, values in (("float32", float32), ("int8", int8))}
+            row["correlations"][key] = pair
+            row["moved"][key] = {c: pair["int8"][c] - pair["float32"][c] for c in ("pearson", "spearman", "kendall")}
+            row["settings"] = fields["settings"]
+            print(f"{name} ({config}) {key}: " + ", ".join(f"{c} {pair['float32'][c]:.4f} -> {pair['int8'][c]:.4f}"
+                                                      for c in ("pearson", "spearman", "kendall")))
+    return rows
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--tier", choices=["default", "base"], default="default",
                         help="base: the roc-base and wp-base configs")
     parser.add_argument("--fitted-suite", action="append", default=[], metavar="LABEL=REPORT", help=FITTED_HELP)
-    parser.add_argument("--output", type=results_name, default=None, help="the results file's name (required with --fitted-suite)")
+    parser.add_argument("--output", type=results_name, default=None, help="the results file's name (required with --fitted-suite and --dtype int8)")
+    parser.add_argument("--dtype", default="float32", choices=["float32", "int8"],
+                        help="int8: the suite's combined scores with its story metrics in float32 and in int8 (the int8 rule's human-set part)")
+    parser.add_argument("--int8-scheme", action="append", default=[], type=checkpoint_spec, metavar="NAME=SCHEME",
+                        help="with --dtype int8: the export scheme of the part checkpoint NAME instead of its measured one")
+    parser.add_argument("--sets", nargs="+", default=None, choices=["union_roc", "union_wp", "plot_amt_roc"],
+                        help="with --dtype int8: these story sets only (default: every one)")
     args = parser.parse_args(argv)
     if args.batch_size < 1:
         parser.error("--batch-size must be positive")
+    if (args.int8_scheme or args.sets) and args.dtype != "int8":
+        parser.error("--int8-scheme and --sets go with --dtype int8")
+    if args.dtype == "int8":
+        if not args.output or args.fitted_suite:
+            parser.error("--dtype int8: give --output (and no --fitted-suite), so that the shipped configs' results file is left as it is")
+        payload = {"machine": machine(), "command": command_line(__name__, argv), "tier": args.tier,
+                   "sets": int8_rows(args.tier, args.batch_size, dict(args.int8_scheme), args.sets)}
+        print("wrote", write_results(args.output, payload))
+        return
     if args.fitted_suite:
         if not args.output:
             parser.error("--fitted-suite: give --output, so that the shipped configs' results file is left as it is")

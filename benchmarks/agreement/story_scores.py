@@ -85,12 +85,12 @@ class StoryScores:
                                                                     progress_bar=self.progress_bar)))
         return self._scored[key]
 
-    def _percentiles(self, suite) -> dict[str, list[float]]:
+    def _percentiles(self, suite, int8_schemes: dict[str, str] | None = None) -> dict[str, list[float]]:
         """``<part>_percentile`` -> each story's percentile, for every part a suite scores whole stories with (each part
-        scored as a checkpoint)."""
+        scored as a checkpoint; with ``int8_schemes``, a dict, as its int8 copy, by :meth:`int8_checkpoint`)."""
         result = {}
         for name, folder, scorer, reference in suite.parts(with_contexts=False):
-            scores = self._scores(folder, scorer)
+            scores = self._scores(folder, scorer) if int8_schemes is None else self.int8_checkpoint(str(folder), int8_schemes)[0]
             result[f"{name}_percentile"] = reference.percentile([scores[s] for s in self.stories])
         return result
 
@@ -101,6 +101,24 @@ class StoryScores:
 
         scorer = load_story_classifier(folder, device="cpu")
         return self._scores(folder, scorer), {"path": portable_path(str(folder)), "settings": scorer.settings()}
+
+    def int8_checkpoint(self, folder: str, schemes: dict[str, str] | None = None) -> tuple[dict[str, float], dict]:
+        """story -> score of a checkpoint folder's int8 copy (its measured export scheme, or the one ``schemes`` names for
+        its checkpoint name), whatever the fidelity rule says of it (this measures it), and the fields its results record."""
+        from storyeval.checkpoints.resolution import checkpoint_name
+        from storyeval.scoring.int8.runtime import Int8Model
+        from storyeval.scoring.int8.scorer import INT8, load_int8_scorer
+        from storyeval_training.export.provenance import portable_path
+
+        scorer = load_int8_scorer(folder, scheme=(schemes or {}).get(checkpoint_name(folder)))
+        model = scorer.model_in(INT8)
+        if not isinstance(model, Int8Model):  # the scorer fell back to float32 (it warned why): no int8 row to measure
+            raise RuntimeError(f"{folder}: no int8 copy on this CPU, so no int8 row: measure it on a CPU with int8 instructions")
+        scheme = model.scheme
+        key = f"{checkpoint_key(folder)}/int8/{scheme}"
+        if key not in self._scored:
+            self._scored[key] = dict(zip(self.stories, scorer.score(self.stories, batch_size=self.batch_size, progress_bar=self.progress_bar)))
+        return self._scored[key], {"path": portable_path(str(folder)), "settings": scorer.settings("int8"), "dtype": "int8", "scheme": scheme}
 
     def self_contrast(self, folder: str, weight: float) -> tuple[dict[str, float], dict]:
         """story -> its score less ``weight`` times its shuffled copies' (:mod:`.self_contrast`), logits of a
@@ -133,16 +151,17 @@ class StoryScores:
         plain, copies = self._scored[key], self._scored[f"{key}/shuffled"]
         return {story: contrasted(plain[story], [copies[copy] for copy in self._copies[story]], weight) for story in self.stories}
 
-    def suite(self, config: str, combination: str | None = None) -> tuple[dict[str, float], dict]:
+    def suite(self, config: str, combination: str | None = None, int8_schemes: dict[str, str] | None = None) -> tuple[dict[str, float], dict]:
         """story -> ``combined`` of a ``story_quality`` config by ``combination`` (None: the config's default; its parts
-        scored as checkpoints), and its fields."""
+        scored as checkpoints, or with ``int8_schemes`` (a dict, maybe empty) as their int8 copies), and its fields."""
         from storyeval.analysis.suite import StoryQuality, check_config
 
         suite = StoryQuality(check_config(config))
         combination = suite.combination(combination)
-        combined = dict(zip(self.stories, suite.combine(self._percentiles(suite), combination, False)))
-        return combined, {"config": config, "settings": suite.settings(False, combination), "combination": combination,
-                          "weights": suite.weights(combination, False)}
+        combined = dict(zip(self.stories, suite.combine(self._percentiles(suite, int8_schemes), combination, False)))
+        dtype = {} if int8_schemes is None else {"dtype": "int8"}
+        return combined, {"config": config, "settings": suite.settings(False, combination, **dtype), "combination": combination,
+                          "weights": suite.weights(combination, False), **dtype}
 
     def fitted_suite(self, fitted: dict) -> tuple[dict[str, float], dict]:
         """story -> the weighted mean of the part percentiles of a :func:`parse_fitted_suites` entry (its parts scored as

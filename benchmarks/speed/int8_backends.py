@@ -11,6 +11,8 @@ so it lives here, plugged into the runtime's
 
 CTranslate2 in int16 and float32: the same runtime without int8, to show how
 much of its speed and of its drift from torch float32 comes from int8.
+
+OpenVINO in float32 (``openvino-float32``): the shipped runtime without int8, as a float32 path of its own.
 """
 from __future__ import annotations
 
@@ -18,7 +20,15 @@ from pathlib import Path
 
 import numpy as np
 
-from storyeval.scoring.int8.runtime import CTranslate2Backend, Int8Backend, export_logits_graph, quiet_logging, register_backend
+from storyeval.scoring.int8.runtime import (
+    DEFAULT_SCHEME,
+    CTranslate2Backend,
+    Int8Backend,
+    OpenVinoBackend,
+    export_logits_graph,
+    quiet_logging,
+    register_backend,
+)
 
 
 class OnnxRuntimeBackend(Int8Backend):
@@ -29,11 +39,13 @@ class OnnxRuntimeBackend(Int8Backend):
     distributions = ("onnx", "onnxruntime")
     install = "python -m pip install onnxruntime onnx"
 
-    def export(self, model, tokenizer, folder: Path) -> None:
+    def export(self, model, tokenizer, folder: Path, scheme: str = DEFAULT_SCHEME) -> None:
         import onnx
         from onnxruntime.quantization import QuantType, quantize_dynamic
         from onnxruntime.transformers import optimizer
 
+        if scheme != DEFAULT_SCHEME:
+            raise ValueError(f"the {self.name} backend quantises every weight, not scheme {scheme!r}")
         float_path, fused_path = folder / "float32.onnx", folder / "fused.onnx"
         export_logits_graph(model, float_path)
         encoder = model.config.encoder
@@ -64,6 +76,26 @@ class OnnxRuntimeBackend(Int8Backend):
         return run
 
 
+class OpenVinoFloat32Backend(OpenVinoBackend):
+    """The shipped backend's ONNX graph in OpenVINO with no int8 at all, weights stored in float32: whether the runtime
+    alone is faster than torch's float32 for the base tier (issue 84), at float32's scores."""
+
+    name = "openvino-float32"
+
+    def cpu_problem(self) -> str | None:
+        return None  # no int8 products: any CPU
+
+    def export(self, model, tokenizer, folder: Path, scheme: str = DEFAULT_SCHEME) -> None:
+        import openvino
+
+        if scheme != DEFAULT_SCHEME:
+            raise ValueError(f"the {self.name} backend quantises nothing, so it takes no scheme {scheme!r}")
+        float_path = folder / "float32.onnx"
+        export_logits_graph(model, float_path)
+        openvino.save_model(openvino.Core().read_model(str(float_path)), str(folder / "model.xml"), compress_to_fp16=False)
+        float_path.unlink()
+
+
 # CTranslate2 in wider types, for the drift and speed tables: how much of its speed comes from int8
 WIDER_CTRANSLATE2 = ("int16", "float32")
 
@@ -71,5 +103,6 @@ WIDER_CTRANSLATE2 = ("int16", "float32")
 def register() -> None:
     """Make the backends above available to ``int8_model`` / ``load_int8_scorer`` by name."""
     register_backend(OnnxRuntimeBackend())
+    register_backend(OpenVinoFloat32Backend())
     for compute_type in WIDER_CTRANSLATE2:
         register_backend(CTranslate2Backend(compute_type))

@@ -19,7 +19,13 @@ Schemes (``--schemes``):
   calibrated on 150 other validation pairs); ``static_int8_no_smoothquant`` without SmoothQuant;
   ``shipped``: the export ``dtype="int8"`` makes (``storyeval.scoring.int8.runtime``).
 Groups (``--float-groups``): ``weights_int8`` with one group of layers kept in float32, one row each: how much of
-the drift that group's int8 weights cause. ``a+b`` keeps both.
+the drift that group's int8 weights cause. ``a+b`` keeps both. ``--static-float-groups``: the same for ``static_int8``
+(its weights and the activations into them stay float32).
+
+Static int8 is calibrated (``--calibration``) on 150 other validation pairs of the checkpoint's corpus (``validation``),
+or on text the project may ship a calibration made from (``wp_extra_breaks``): human stories of ``wp_extra`` in the WP
+builder's train split, read as the modern-text check reads them (its ``roc`` or ``wp`` view, by the checkpoint's
+corpus), each with one copy broken as that check breaks them; no ROCStories or human-judged story.
 """
 from __future__ import annotations
 
@@ -33,21 +39,13 @@ from pathlib import Path
 
 import numpy as np
 
+from storyeval.scoring.int8.runtime import LAYER_GROUPS
+
 from ..common import command_line, machine, results_name, write_results
 from .scoring_speed import score_agreement
 
-# NNCF ignored-scope patterns over the exported graph's node names (torch.onnx names them by module path)
-GROUPS = {
-    "qkv": [r".*/attn/(q|k|v)/MatMul", r".*/attention/self/(query|key|value)/MatMul"],
-    "o": [r".*/attn/o/MatMul", r".*/attention/output/dense/MatMul"],
-    "ffn_in": [r".*/intermediate/dense/MatMul"],
-    "ffn_out": [r".*/layer\.\d+/output/dense/MatMul"],
-    "embeddings": [r".*Gather.*"],
-    "head": [r".*/classifier/.*"],
-    **{f"layer{i}": [rf".*/layer\.{i}/.*"] for i in range(24)},
-    **{f"ffn_out{i}": [rf".*/layer\.{i}/output/dense/MatMul"] for i in range(24)},
-    **{f"ffn_in{i}": [rf".*/layer\.{i}/intermediate/dense/MatMul"] for i in range(24)},
-}
+# NNCF ignored-scope patterns over the exported graph's node names, the runtime's (a shipped scheme names them)
+GROUPS = LAYER_GROUPS
 SCHEMES = ("float32", "weights_int8", "weights_int8_asym", "static_int8", "static_int8_no_smoothquant", "shipped")
 
 
@@ -65,6 +63,35 @@ def held_out_stories(corpus: str, pairs: int, calibration_pairs: int = 150, seed
     scored, calibration = validation.select(range(pairs)), validation.select(range(pairs, pairs + calibration_pairs))
     return ([story for row in scored for story in (row["human"], row["negative"])],
             [story for row in calibration for story in (row["human"], row["negative"])], scored["id"])
+
+
+def wp_extra_breaks(corpus: str, count: int = 300, seed: int = 0) -> list[str]:
+    """``count`` calibration texts: ``wp_extra``'s human stories of the WP builder's train split (none of the modern-text
+    check's test stories, none of the WP test stories), each read as the modern-text check's ``corpus`` view, then one
+    copy of each broken by a seeded kind (:mod:`storyeval_training.data.breaks`), interleaved with the intact ones."""
+    import random
+
+    from storyeval_training import paths
+    from storyeval_training.data import breaks, modern_breaks
+    from storyeval_training.data.builders import WritingPrompts, load_split
+    from storyeval_training.data.negatives.substitution import read_antonyms
+
+    rows = load_split(WritingPrompts, "train", config_name="extra", **modern_breaks.AS_WRITTEN).filter(lambda r: r["id"].startswith("wph"))
+    rows = rows.shuffle(seed=seed).select(range(min(len(rows), 4 * count)))
+    units = modern_breaks.Units(read_antonyms(paths.data_dir() / "lexicon" / "conceptnet_antonym.txt"), seed)
+    for row in rows:
+        units.collect_foreign("train", "human", row["id"], row["sentences"])
+    texts = []
+    for row in rows:
+        sentences, _ = modern_breaks.views(row["sentences"], random.Random(f"{seed}:view:{row['id']}"))[corpus]
+        rng = random.Random(f"{seed}:{row['id']}")
+        kind = rng.choice([kind for kind in breaks.KINDS if kind not in breaks.ENDING_KINDS])
+        broken = units._break(kind, "train", "human", row["id"], sentences, rng) if len(sentences) >= breaks.MIN_SENTENCES else None
+        if broken is not None:
+            texts += [" ".join(sentences), " ".join(broken[0])]
+        if len(texts) >= count:
+            break
+    return texts[:count]
 
 
 def test_story_ids(corpus: str) -> set[str]:
@@ -86,15 +113,18 @@ def main(argv=None):
     parser.add_argument("--schemes", nargs="*", default=[], choices=SCHEMES)
     parser.add_argument("--float-groups", nargs="*", default=[], help=f"groups kept in float32 one row at a time: {', '.join(list(GROUPS)[:6])}, "
                         "layer<i>, ffn_out<i>, ffn_in<i>, or several joined by +")
+    parser.add_argument("--static-float-groups", nargs="*", default=[], help="static_int8 with these groups kept in float32, one row each")
+    parser.add_argument("--calibration", default="validation", choices=["validation", "wp_extra_breaks"],
+                        help="static int8's calibration text: other validation pairs of the corpus, or broken copies of wp_extra stories")
     parser.add_argument("--num-threads", type=int, default=2)
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--output", type=results_name, default=None, help="results file name (default: <checkpoint>_int8_layers)")
     args = parser.parse_args(argv)
-    unknown = [part for group in args.float_groups for part in group.split("+") if part not in GROUPS]
+    unknown = [part for group in [*args.float_groups, *args.static_float_groups] for part in group.split("+") if part not in GROUPS]
     if unknown:
         parser.error(f"unknown --float-groups {unknown}")
-    if not (args.schemes or args.float_groups):
-        parser.error("name at least one of --schemes or --float-groups")
+    if not (args.schemes or args.float_groups or args.static_float_groups):
+        parser.error("name at least one of --schemes, --float-groups or --static-float-groups")
     if not (Path(args.checkpoint) / "config.json").is_file():
         parser.error(f"--checkpoint {args.checkpoint}: no checkpoint there (config.json)")
     if args.pairs < 10 or args.num_threads < 1:
@@ -113,7 +143,9 @@ def main(argv=None):
     payload = {"machine": machine(), "command": command_line(__name__, argv), "checkpoint": name, "corpus": args.corpus,
                "num_threads": args.num_threads, "load_average_before": os.getloadavg(), "rows": {}}
     stories, calibration, ids = held_out_stories(args.corpus, args.pairs)
-    payload["stories"] = {"validation_pairs": len(ids), "calibration_stories": len(calibration),
+    if args.calibration == "wp_extra_breaks":
+        calibration = wp_extra_breaks(args.corpus, len(calibration))
+    payload["stories"] = {"validation_pairs": len(ids), "calibration_stories": len(calibration), "calibration": args.calibration,
                           "source": f"storyeval-build-negatives --dataset {args.corpus} (seed 42): validation split, none of the test files' stories"}
     scorer = load_union_scorer(args.checkpoint, device="cpu")
     reference = np.asarray(scorer.score(stories, batch_size=args.batch_size))
@@ -156,7 +188,7 @@ def main(argv=None):
             alpha = -1 if scheme.endswith("no_smoothquant") else nncf.AdvancedSmoothQuantParameters().matmul
             options = nncf.AdvancedQuantizationParameters(smooth_quant_alphas=nncf.AdvancedSmoothQuantParameters(matmul=alpha))
             return quietly(nncf.quantize, model, nncf.Dataset(calibration_items), model_type=nncf.ModelType.TRANSFORMER,
-                           subset_size=len(calibration_items), advanced_parameters=options)
+                           subset_size=len(calibration_items), advanced_parameters=options, ignored_scope=ignored)
 
         def measure(label: str, model, saved: Path | None = None) -> None:
             if saved is None:
@@ -185,6 +217,9 @@ def main(argv=None):
         for group in args.float_groups:
             patterns = [pattern for part in group.split("+") for pattern in GROUPS[part]]
             measure(f"weights_int8, {group} in float32", build("weights_int8", patterns))
+        for group in args.static_float_groups:
+            patterns = [pattern for part in group.split("+") for pattern in GROUPS[part]]
+            measure(f"static_int8, {group} in float32", build("static_int8", patterns))
     payload["load_average_after"] = os.getloadavg()
     payload["seconds"] = round(time.perf_counter() - started, 1)
     print("wrote", write_results(args.output or f"{name.replace('-', '_')}_int8_layers", payload))

@@ -31,11 +31,12 @@ import time
 from pathlib import Path
 
 from ..common import CHECKOUT, command_line, correlations, machine, results_name, write_results
-from ..correlation import load_human_set
+from ..correlation import HUMAN_SETS, load_human_set
 from . import scoring_speed
 from .scoring_speed import CORPORA, add_workload_arguments, score_agreement, workload_checkpoint
 
-BACKENDS = ("openvino", "ctranslate2", "ctranslate2-int16", "ctranslate2-float32", "onnxruntime")  # the first is what dtype="int8" runs
+# the first is what dtype="int8" runs; openvino-float32 is its runtime without int8
+BACKENDS = ("openvino", "ctranslate2", "ctranslate2-int16", "ctranslate2-float32", "onnxruntime", "openvino-float32")
 COEFFICIENTS = ("pearson", "spearman", "kendall")
 def row_name(backend: str) -> str:
     """A results row: int8_<backend> for the int8 ones, the name itself (ctranslate2-int16) for the wider types."""
@@ -49,15 +50,19 @@ NOTABLE_MOVE = 0.005  # the issue's bound on how far int8 may move a human-set c
 # the benchmarks package where this process found it (python -m benchmarks.speed.int8_speed run from the checkout)
 CHILD_SETUP = r"""
 import sys
-backend, threads = sys.argv.pop(), int(sys.argv.pop())
+scheme, backend, threads = sys.argv.pop(), sys.argv.pop(), int(sys.argv.pop())
 if threads:
     import torch
     torch.set_num_threads(threads)
 if backend:
     from benchmarks.speed import int8_backends
+    from storyeval.scoring import sequence
     from storyeval.scoring.int8 import runtime as int8_runtime
+    from storyeval.scoring.int8.scorer import load_int8_scorer
     int8_backends.register()
     int8_runtime.DEFAULT_BACKEND = backend
+    # the int8 scorer, by the scheme measured, as drift_only() scores: it measures a checkpoint the rule refuses too
+    sequence.load_scorer = lambda kind, checkpoint, device=None: load_int8_scorer(checkpoint, backend, threads or None, scheme=scheme or None)
 """
 
 
@@ -66,7 +71,7 @@ def measure(args, kind: str, stories_path: Path, dtype: str, backend: str = "", 
     runs = []
     for _ in range(repeats or args.repeats):
         command = [sys.executable, "-c", CHILD_SETUP + scoring_speed.CHILD, args.checkpoint, kind, str(stories_path), str(args.batch_size), dtype,
-                   str(args.num_threads), backend]
+                   str(args.num_threads), backend, args.scheme or ""]
         out = subprocess.run(command, check=True, capture_output=True, text=True)
         runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
     scores = runs[-1].pop("scores")
@@ -103,13 +108,13 @@ def speed(args, stories: list[str]) -> dict:
     return payload
 
 
-def int8_scorer(checkpoint: str, backend: str, num_threads: int):
+def int8_scorer(checkpoint: str, backend: str, num_threads: int, scheme: str | None = None):
     from storyeval.scoring.int8.scorer import load_int8_scorer
 
     from . import int8_backends
 
     int8_backends.register()
-    return load_int8_scorer(checkpoint, backend, num_threads or None)
+    return load_int8_scorer(checkpoint, backend, num_threads or None, scheme=scheme)
 
 
 def drift_only(args, stories: list[str]) -> dict:
@@ -122,14 +127,14 @@ def drift_only(args, stories: list[str]) -> dict:
     if not args.skip_bfloat16:
         drift["bfloat16"] = score_agreement(scorer.score(stories, batch_size=args.batch_size, dtype="bfloat16"), reference)
     for backend in args.backends:
-        scores = int8_scorer(args.checkpoint, backend, args.num_threads).score(stories, batch_size=args.batch_size)
+        scores = int8_scorer(args.checkpoint, backend, args.num_threads, args.scheme).score(stories, batch_size=args.batch_size)
         drift[row_name(backend)] = score_agreement(scores, reference)
     return {"agreement_with_float32": drift}
 
 
-def human_sets(metric: str) -> dict[str, tuple[list[str], list[float]]]:
-    """name -> (stories, human scores): UNION's ROC and WP sets, or the plot paper's AMT set."""
-    names = ("union_roc", "union_wp") if metric == "union" else ("plot_amt_roc",)
+def human_sets(metric: str, names: list[str] | None = None) -> dict[str, tuple[list[str], list[float]]]:
+    """name -> (stories, human scores) of ``names``, by default UNION's ROC and WP sets, or the plot paper's AMT set."""
+    names = names or (("union_roc", "union_wp") if metric == "union" else ("plot_amt_roc",))
     return {name: (human_set.stories, human_set.human) for name in names for human_set in [load_human_set(name)]}
 
 
@@ -137,7 +142,7 @@ def human_agreement(args) -> dict:
     from storyeval.checkpoints.resolution import checkpoint_name
     from storyeval.scoring.sequence import load_scorer
 
-    sets = human_sets(args.metric)
+    sets = human_sets(args.metric, args.sets)
     checkpoints = args.human_checkpoint or [args.checkpoint]
     if args.metric == "union" and not args.human_checkpoint:
         checkpoints = [str(CHECKOUT / "hub_cards" / name) for name in ("union-roc", "union-wp")]
@@ -149,7 +154,7 @@ def human_agreement(args) -> dict:
         for set_name, (stories, human) in sets.items():
             rows = {"float32": correlations(scorer.score(stories, batch_size=args.batch_size), human)}
             for backend in args.backends:
-                row = correlations(int8_scorer(checkpoint, backend, args.num_threads).score(stories, batch_size=args.batch_size), human)
+                row = correlations(int8_scorer(checkpoint, backend, args.num_threads, args.scheme).score(stories, batch_size=args.batch_size), human)
                 row["moved"] = {name: row[name] - rows["float32"][name] for name in COEFFICIENTS}
                 rows[row_name(backend)] = row
                 notable += [f"{label} on {set_name}, int8 {backend}: {name} moved {move:+.4f}"
@@ -169,6 +174,11 @@ def main(argv=None):
     mode.add_argument("--drift-only", action="store_true", help="score drift against float32 only, untimed")
     mode.add_argument("--human", action="store_true", help="agreement with the human sets, float32 next to int8")
     parser.add_argument("--human-checkpoint", action="append", default=[], help="with --human: checkpoint folders (default: the bundled ones)")
+    parser.add_argument("--sets", nargs="+", default=None, choices=HUMAN_SETS,
+                        help="with --human: the human sets (default: union_roc and union_wp for union, plot_amt_roc for plot_coherence); "
+                             "the fidelity rule takes every set BENCHMARKS.md reports for the checkpoint")
+    parser.add_argument("--scheme", default=None, help="the int8 export scheme (default: the checkpoint's measured one, else "
+                        "weights_int8; weights_int8-float:<group>+... keeps those layer groups in float32)")
     parser.add_argument("--backends", nargs="+", default=list(BACKENDS), choices=BACKENDS)
     parser.add_argument("--skip-bert-base", action="store_true")
     parser.add_argument("--skip-bfloat16", action="store_true", help="leave out torch bfloat16 (speed and drift modes)")
@@ -178,15 +188,22 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.repeats < 1 or args.stories < 1 or args.num_threads < 0:
         parser.error("--repeats and --stories must be at least 1, --num-threads at least 0")
-    if args.human_checkpoint and not args.human:
-        parser.error("--human-checkpoint goes with --human")
+    if (args.human_checkpoint or args.sets) and not args.human:
+        parser.error("--human-checkpoint and --sets go with --human")
+    if args.scheme is not None:
+        from storyeval.scoring.int8.runtime import scheme_float_patterns
+
+        try:
+            scheme_float_patterns(args.scheme)
+        except ValueError as error:
+            parser.error(str(error))
     for folder in args.human_checkpoint:  # a mistyped path fails here, before any scoring or results file
         if not (Path(folder) / "config.json").is_file():
             parser.error(f"--human-checkpoint {folder}: no checkpoint there (config.json)")
     args.checkpoint = workload_checkpoint(args)
     command = command_line(__name__, argv)
     payload = {"machine": machine(), "command": command, "metric": args.metric, "checkpoint": args.checkpoint, "batch_size": args.batch_size,
-               "num_threads": args.num_threads or None, "load_average": os.getloadavg()}
+               "num_threads": args.num_threads or None, "scheme": args.scheme, "load_average": os.getloadavg()}
     started = time.perf_counter()
     if args.human:
         payload.update(human_agreement(args))

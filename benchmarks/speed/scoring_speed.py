@@ -43,6 +43,8 @@ if kind == "bert-base":
     scorer = bert_base_sized_scorer(AutoTokenizer.from_pretrained(checkpoint))
 else:
     scorer = load_scorer(kind, checkpoint, device="cpu")
+if "compile" in sys.argv[6:]:  # torch.compile of the float32 model, shapes left dynamic (every batch has its own width)
+    scorer._models[(scorer.device, torch.float32)] = torch.compile(scorer.model, dynamic=True)
 load_seconds = time.perf_counter() - started
 stories = [line.rstrip("\n") for line in open(stories_path, encoding="utf-8")]
 scorer.score(stories[:32], batch_size=int(batch_size), dtype=dtype)  # warm-up
@@ -114,14 +116,29 @@ def wp_test_stories(n: int) -> list[str]:
     return [story if story.startswith(context) else f"{context} {story}" for context, story in zip(test["context"][:n], test["story"][:n])]
 
 
-CORPORA = {"roc": roc_test_stories, "wp": wp_test_stories}
+def wp_held_out_stories(n: int) -> list[str]:
+    """``n`` WP stories no shipped checkpoint trained on, for the int8 fidelity rule's 1,000 (the WP builder's test split
+    holds 411): its test stories, then its validation stories, then ``wp_extra``'s machine stories of the machine builder's
+    test split, each after its prompt and cut at 200 words as the builders cut them."""
+    from storyeval_training.data.builders import WritingPrompts, WritingPromptsMachine, load_split
+
+    splits = [load_split(WritingPrompts, split, config_name="extra") for split in ("test", "validation")]
+    splits.append(load_split(WritingPromptsMachine, "test"))
+    stories = [story if story.startswith(context) else f"{context} {story}"
+               for split in splits for context, story in zip(split["context"], split["story"])]
+    return stories[:n]
 
 
-def run(checkpoint: str, kind: str, stories_path: str, batch_size: int, repeats: int, dtype: str) -> tuple[dict, list[float]]:
-    """The median of ``repeats`` fresh-process measurements (each kept under "runs"), and the scores of the last."""
+CORPORA = {"roc": roc_test_stories, "wp": wp_test_stories, "wp-held-out": wp_held_out_stories}
+
+
+def run(checkpoint: str, kind: str, stories_path: str, batch_size: int, repeats: int, dtype: str,
+        compiled: bool = False) -> tuple[dict, list[float]]:
+    """The median of ``repeats`` fresh-process measurements (each kept under "runs"), and the scores of the last;
+    ``compiled``: the float32 model through ``torch.compile``."""
     runs = []
     for _ in range(repeats):
-        runs.append(child_result(CHILD, checkpoint, kind, stories_path, batch_size, dtype))
+        runs.append(child_result(CHILD, checkpoint, kind, stories_path, batch_size, dtype, *(["compile"] if compiled else [])))
     scores = runs[-1]["scores"]
     for measured in runs:
         del measured["scores"]
@@ -145,7 +162,8 @@ def add_workload_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--metric", default="union", choices=["union", "plot_coherence"])
     parser.add_argument("--checkpoint", default=None, help="checkpoint folder (default: the bundled roc checkpoint of --metric)")
     parser.add_argument("--stories", type=int, default=1000, help="how many test stories (at most the corpus's test split)")
-    parser.add_argument("--corpus", default="roc", choices=sorted(CORPORA), help="whose test stories: ROC's, or WP's (about 200 words)")
+    parser.add_argument("--corpus", default="roc", choices=sorted(CORPORA),
+                        help="whose test stories: ROC's, or WP's (about 200 words; wp-held-out: 1,000 held-out WP stories, the int8 rule's)")
     parser.add_argument("--batch-size", type=int, default=32)
 
 
@@ -167,10 +185,15 @@ def main(argv=None):
     parser.add_argument("--same-process", type=int, default=0, metavar="ROUNDS",
                         help="also time ours and the BERT-base-sized scorer in one process, alternating, this many rounds "
                              "(0: not); the ratio of their median speeds there is free of the spread between processes")
+    parser.add_argument("--torch-compile", action="store_true",
+                        help="also time our float32 model through torch.compile (its first batches compile, in the warm-up), "
+                             "beside the plain one, and how far its scores are from the plain ones")
     parser.add_argument("--output", type=results_name, default=None, help="results file name (default: <metric>_speed[_<dtype>], the bundled checkpoint's)")
     args = parser.parse_args(argv)
     if args.repeats < 1:
         parser.error("--repeats must be at least 1")
+    if args.torch_compile and args.dtype != "float32":
+        parser.error("--torch-compile times the float32 model: leave --dtype out")
     if args.same_process < 0 or (args.same_process and args.skip_bert_base):
         parser.error("--same-process needs a number of rounds of at least 1, and the BERT-base-sized scorer (no --skip-bert-base)")
     args.checkpoint = workload_checkpoint(args)
@@ -187,6 +210,10 @@ def main(argv=None):
             _, reference = run(args.checkpoint, args.metric, str(stories_path), args.batch_size, 1, "float32")
             payload["agreement_with_float32"] = score_agreement(scores, reference)
             print("agreement with float32:", json.dumps(payload["agreement_with_float32"]))
+        if args.torch_compile:
+            compiled, compiled_scores = run(args.checkpoint, args.metric, str(stories_path), args.batch_size, args.repeats, "float32", compiled=True)
+            payload["torch_compile"] = {**compiled, "agreement_with_float32": score_agreement(compiled_scores, scores)}
+            print("torch.compile:", json.dumps({k: v for k, v in payload["torch_compile"].items() if k != "runs"}))
         if not args.skip_bert_base:
             bert, _ = run(args.checkpoint, "bert-base", str(stories_path), args.batch_size, args.repeats, args.dtype)
             print("bert-base-sized:", json.dumps({k: v for k, v in bert.items() if k != "runs"}))

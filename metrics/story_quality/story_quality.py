@@ -28,7 +28,8 @@ Args:
         With them the story metrics score context + prediction and continuation quality
         joins `combined`; without them continuation quality is left out.
     batch_size (`int`, defaults to 16), device (`str`, optional), progress_bar (`bool`).
-    dtype (`str`, optional): "float32" (default) only: the suite's percentiles were taken in float32.
+    dtype (`str`, optional): "float32" (default), or "int8" (CPU): the story metrics' int8 copies, where the
+        config holds the int8 fidelity rule (refused in one line otherwise); continuation quality stays float32.
     combination (`str`, optional): "mean" or "learned"; defaults to the config's own (see the
         metric card).
 Returns:
@@ -63,7 +64,7 @@ NO_CONTEXT = "\x00no context"
 class StoryQuality(metric_base.CheckpointMetric):
     METRIC = "story_quality"
     INPUTS = ("predictions", "contexts")
-    DTYPES = ("float32",)
+    DTYPES = ("float32", "int8")
 
     def _info(self) -> evaluate.MetricInfo:
         if self.config_name == "default":
@@ -123,11 +124,11 @@ class StoryQuality(metric_base.CheckpointMetric):
         return super().compute(predictions=predictions, contexts=contexts, **kwargs)
 
     def _compute(self, predictions, contexts, batch_size: int = 16, device=None, progress_bar: bool = False,
-                 combination: str | None = None, dtype=None):  # dtype: float32, named or not (check_runtime_options)
+                 combination: str | None = None, dtype=None):  # dtype: float32 or int8, named or not (check_runtime_options)
         given = [c != NO_CONTEXT for c in contexts]
         if any(given) and not all(given):
             raise ValueError("give a context for every story or for none (some queued batches had contexts, some not)")
         if not predictions:  # only empty batches were queued
             raise metric_base.nothing_to_score("stories")
         return self.suite.score(predictions, contexts if all(given) else None, batch_size=batch_size, device=device,
-                                progress_bar=progress_bar, combination=combination)
+                                progress_bar=progress_bar, combination=combination, dtype=dtype)

@@ -53,6 +53,7 @@ provenance (builder, split, number of stories, commit, command).
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import math
@@ -125,10 +126,69 @@ def output_keys(config: str, with_contexts: bool, parts: Sequence[SuitePart] | N
 
 
 def check_dtype(dtype) -> None:
-    """The suite scores in float32 only: None or float32 itself (the precision it uses anyway) pass, any other
-    precision is refused."""
+    """Where the suite scores in float32 only (comparisons, datasets, rewards): None or float32 itself (the precision
+    it uses anyway) pass, any other precision is refused."""
     if dtype is not None and str(dtype) not in ("float32", "torch.float32"):
         raise ValueError(f"story_quality scores in float32 only, not {dtype!r}: pass dtype='float32' or leave it out")
+
+
+def score_dtype(dtype) -> str:
+    """The precision a :meth:`StoryQuality.score` call scores in: ``"float32"`` (None, or named), or ``"int8"``: the story
+    metrics (UNION, plot coherence) with their int8 copies, continuation quality in float32 (it has none); any other is
+    refused."""
+    if dtype is None or str(dtype) in ("float32", "torch.float32"):
+        return "float32"
+    if str(dtype) in ("int8", "torch.int8"):
+        return "int8"
+    raise ValueError(f"story_quality scores in float32, or in int8 through its story metrics, not {dtype!r}")
+
+
+@dataclasses.dataclass(frozen=True)
+class SuiteInt8Fidelity:
+    """What a config measured with its story metrics in int8 keeps (its parts each hold the rule on their own,
+    :data:`storyeval.scoring.int8.runtime.MEASURED_FIDELITY`): the rule's human-set and modern-text parts on the
+    suite's own figures (``python -m benchmarks.agreement.story_quality_correlation --dtype int8``,
+    ``python -m benchmarks.agreement.modern_breaks --int8-suite``)."""
+
+    human_move: float | None  # the largest move of a story_quality coefficient BENCHMARKS.md reports, float32 to int8
+    human_results: str | None
+    modern_outside: int | None = None  # modern-text figures whose paired interval of int8 less float32 misses 0
+    modern_figures: int | None = None
+    modern_results: str | None = None
+
+    def problem(self) -> str | None:
+        from storyeval.scoring.int8.runtime import rule_misses, rule_problem
+
+        return rule_problem("its combined score in int8", rule_misses(self.human_move, self.modern_outside, self.modern_figures))
+
+
+# per config: the suite's own int8 record; a config without one is not offered int8 (tests/test_int8_fidelity.py checks
+# each against its results files)
+INT8_FIDELITY: dict[str, SuiteInt8Fidelity] = {}
+
+
+def suite_int8_problem(config: str, folders: dict[str, str]) -> str | None:
+    """Why ``dtype="int8"`` is refused for ``config`` whose story parts are in ``folders`` (part name -> checkpoint folder),
+    read from files before any model loads, or None: a part the int8 fidelity rule refuses, named with its own figures,
+    or the config's own record (:data:`INT8_FIDELITY`)."""
+    from storyeval.scoring.int8.runtime import checkpoint_int8_problem
+
+    for folder in folders.values():
+        if (problem := checkpoint_int8_problem(folder)) is not None:
+            return f"story_quality {config} scores in int8 through its story metrics, and {problem.removeprefix('dtype=' + repr('int8') + ' ')}"
+    record = INT8_FIDELITY.get(config)
+    if record is None:
+        return f"dtype='int8' is not offered for story_quality {config}: its combined score in int8 was not measured; score it in float32"
+    problem = record.problem()
+    return None if problem is None else f"dtype='int8' is not offered for story_quality {config}: {problem}; score it in float32"
+
+
+def story_part_folders(config: str, local_files_only: bool | None = None) -> dict[str, str]:
+    """Part name -> checkpoint folder of ``config``'s story metrics (every part but continuation quality), no model loaded."""
+    from storyeval.checkpoints import resolution as checkpoints
+
+    return {part.name: str(checkpoints.resolve_checkpoint(part.metric, part.config, local_files_only=local_files_only))
+            for part in SUITE_CONFIGS[check_config(config)] if part.name != "continuation_quality"}
 
 
 def check_config(config: str) -> str:
@@ -219,39 +279,59 @@ class StoryQuality:
         columns = {name: result[percentile_key(name)] for name in weights}
         return [sum(weights[name] * values[i] for name, values in columns.items()) for i in range(len(next(iter(columns.values()))))]
 
-    def settings(self, with_contexts: bool = False, combination: str | None = None) -> str:
-        """The settings string of a result (see the module docstring): its scores compare with another's only when it matches."""
+    def settings(self, with_contexts: bool = False, combination: str | None = None, dtype=None) -> str:
+        """The settings string of a result (see the module docstring): its scores compare with another's only when it
+        matches. ``dtype="int8"``: the story metrics' int8 copies (continuation quality stays float32)."""
         from storyeval.scoring.signature import settings_string
 
         combination = self.combination(combination)
         parts = self.parts(with_contexts)
         checkpoints = "+".join(scorer.name for _, _, scorer, _ in parts)
+        if score_dtype(dtype) == "int8" and self._int8_falls_back():
+            dtype = "float32"  # a CPU without int8 instructions: the story metrics score in float32
+        return self._settings(checkpoints, parts, combination, settings_string(checkpoints, score_dtype(dtype)))
+
+    def _int8_falls_back(self) -> bool:
+        return any(scorer._int8_falls_back() for name, _, scorer, _ in self.components if name != "continuation_quality")
+
+    def _settings(self, checkpoints: str, parts, combination: str, settings: str) -> str:
         splits = sorted({f"{reference.corpus}-{reference.provenance.get('split', 'unknown')}" for *_, reference in parts})
         commits = sorted({str(reference.provenance["provenance"].get("commit", "unknown")) for *_, reference in parts})
         learned = f"_combined-learned-{learned_weights()[self.config]['fitted']['commit']}" if combination == "learned" else ""
-        return f"{settings_string(checkpoints)}_percentiles-{'+'.join(splits)}-{'+'.join(commits)}{learned}"
+        return f"{settings}_percentiles-{'+'.join(splits)}-{'+'.join(commits)}{learned}"
 
     def percentile_references(self, with_contexts: bool = False) -> dict[str, dict]:
         """Per part of a result: its checkpoint and where its percentiles' reference came from."""
         return {name: {"checkpoint": scorer.name, "corpus": reference.corpus, **reference.provenance}
                 for name, _, scorer, reference in self.parts(with_contexts)}
 
-    def provenance(self, with_contexts: bool, combination: str) -> dict:
+    def provenance(self, with_contexts: bool, combination: str, dtype=None) -> dict:
         rule = {"rule": combination, "weights": self.weights(combination, with_contexts)}
         if combination == "learned":
             rule["fitted"] = learned_weights()[self.config]["fitted"]
-        return {"settings": self.settings(with_contexts, combination),
+        return {"settings": self.settings(with_contexts, combination, dtype),
                 "percentile_references": self.percentile_references(with_contexts), "combination": rule}
 
-    def empty_result(self, with_contexts: bool, combination: str | None = None) -> dict:
+    def empty_result(self, with_contexts: bool, combination: str | None = None, dtype=None) -> dict:
         return {**{key: [] for key in output_keys(self.config, with_contexts, self.suite_parts)}, "mean_combined": math.nan,
-                **self.provenance(with_contexts, self.combination(combination))}
+                **self.provenance(with_contexts, self.combination(combination), dtype)}
+
+    def int8_problem(self) -> str | None:
+        """Why ``dtype="int8"`` is refused for this suite (:func:`suite_int8_problem`), or None; a suite loaded with its
+        own parts was never measured."""
+        if self.custom_parts:
+            return "dtype='int8' is not offered for a story_quality suite loaded with its own parts: score it in float32"
+        return suite_int8_problem(self.config, {name: str(folder) for name, folder, _, _ in self.components if name != "continuation_quality"})
 
     def score(self, predictions: Sequence[str], contexts: Sequence[str] | None = None, batch_size: int = 16,
-              device=None, progress_bar: bool = False, combination: str | None = None) -> dict:
+              device=None, progress_bar: bool = False, combination: str | None = None, dtype=None) -> dict:
         """Each component's scores and percentiles, and ``combined`` (by ``combination``: None is the config's
-        default), per story."""
+        default), per story. ``dtype="int8"`` scores the story metrics with their int8 copies, where the config holds
+        the int8 fidelity rule (:meth:`int8_problem`; refused otherwise); continuation quality stays float32."""
         combination = self.combination(combination)
+        dtype = score_dtype(dtype)
+        if dtype == "int8" and (problem := self.int8_problem()) is not None:
+            raise ValueError(problem)
         predictions = check_texts(predictions, "predictions")
         if contexts is not None:
             contexts = check_texts(contexts, "contexts")
@@ -259,7 +339,7 @@ class StoryQuality:
         batch_size = check_batch_size(batch_size)
         check_progress_bar(progress_bar)
         if not predictions:
-            return self.empty_result(contexts is not None, combination)
+            return self.empty_result(contexts is not None, combination, dtype)
         stories = predictions if contexts is None else [f"{c} {p}" for c, p in zip(contexts, predictions)]
         result = {}
         for name, _, scorer, reference in self.components:
@@ -271,9 +351,9 @@ class StoryQuality:
                     result[f"{name}_{criterion}"] = values
                     result[f"{name}_{criterion}_percentile"] = reference.percentile(values, criterion)
             else:
-                values = scorer.score(stories, batch_size=batch_size, device=device, progress_bar=progress_bar)
+                values = scorer.score(stories, batch_size=batch_size, device=device, progress_bar=progress_bar, dtype=dtype)
                 result[name] = values
                 result[f"{name}_percentile"] = reference.percentile(values)
         result["combined"] = self.combine(result, combination, contexts is not None)
         result["mean_combined"] = sum(result["combined"]) / len(result["combined"])
-        return {**result, **self.provenance(contexts is not None, combination)}
+        return {**result, **self.provenance(contexts is not None, combination, dtype)}

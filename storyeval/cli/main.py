@@ -45,6 +45,7 @@ import shutil
 import sys
 import tempfile
 import time
+import warnings
 from pathlib import Path
 
 from tqdm.auto import tqdm
@@ -105,10 +106,16 @@ def check_dtype(scoring: Scoring) -> None:
     if scoring.dtype is None:
         return
     if scoring.is_suite:
+        if scoring.dtype == "int8":  # its story metrics' int8 copies, where the config holds the int8 fidelity rule
+            from storyeval.analysis.suite import story_part_folders, suite_int8_problem
+
+            if problem := suite_int8_problem(scoring.config, story_part_folders(scoring.config)):
+                raise InputError(problem)
+            return
         try:
             check_suite_dtype(scoring.dtype)
         except ValueError:
-            raise InputError(f"--metric story_quality scores in float32, not {scoring.dtype}: pass --dtype float32 or leave it out") from None
+            raise InputError(f"--metric story_quality scores in float32 or int8, not {scoring.dtype}: pass --dtype float32 or leave it out") from None
         return
     if scoring.dtype != "int8":
         return
@@ -118,6 +125,36 @@ def check_dtype(scoring: Scoring) -> None:
 
     if problem := checkpoint_int8_problem(scoring.checkpoint):
         raise InputError(problem)
+
+
+def resolve_auto_dtype(job: ScoreJob) -> ScoreJob:
+    """``--dtype auto``: int8 where the metric scores in int8, on the CPU, with int8 instructions, the runtime installed and
+    the checkpoint (or every story part of the suite's config) holding the int8 fidelity rule; float32 otherwise. One line
+    on stderr says which and why (not with --quiet). The job comes back with that dtype (and int8's CPU)."""
+    import dataclasses
+
+    from storyeval.scoring.int8.runtime import auto_dtype, checkpoint_int8_problem
+
+    scoring = job.scoring
+    device = scoring.device
+    if device is None:  # the default device, CUDA where there is one (which takes torch to tell: --device cpu saves it)
+        from storyeval.scoring.devices import resolve_device
+
+        device = str(resolve_device(None))
+    if device != "cpu":
+        dtype, why = "float32", f"int8 runs on the CPU, not on {device}"
+    elif not (scoring.is_story_classifier or scoring.is_suite):
+        dtype, why = "float32", f"{scoring.metric} has no int8 copy"
+    elif scoring.is_suite:
+        from storyeval.analysis.suite import story_part_folders, suite_int8_problem
+
+        dtype, why = auto_dtype(suite_int8_problem(scoring.config, story_part_folders(scoring.config)))
+    else:
+        dtype, why = auto_dtype(checkpoint_int8_problem(scoring.checkpoint))
+    if not job.quiet:
+        print(f"storyeval: --dtype auto scores in {dtype}: {why}", file=sys.stderr)
+    device = "cpu" if dtype == "int8" and scoring.device is None else scoring.device  # int8 runs on the CPU only
+    return dataclasses.replace(job, scoring=dataclasses.replace(scoring, dtype=dtype, device=device))
 
 
 def import_nltk_without_unused_statistics() -> None:
@@ -203,7 +240,7 @@ def score_chunk(scorer, job: ScoreJob, rows) -> list[list[float]]:
 
     try:
         if scoring.is_suite:
-            return [[value] for value in scorer.score(stories, contexts=contexts, batch_size=scoring.batch_size)["combined"]]
+            return [[value] for value in scorer.score(stories, contexts=contexts, batch_size=scoring.batch_size, dtype=scoring.dtype)["combined"]]
         return [[value] for value in scorer.score(stories, batch_size=scoring.batch_size, dtype=scoring.dtype)]
     except StoryTooLongError as error:
         raise InputError(f"{job.input_name}:{rows[error.index].line}: {error.problem}") from None
@@ -256,7 +293,14 @@ def prepare_int8(scorer) -> None:
         print(f"storyeval: exporting {scorer.name} to int8, once (later runs reuse it from {int8_runtime.cache_root()}) ...",
               file=sys.stderr, flush=True)
     started = time.perf_counter()
-    scorer.model_in(torch.int8)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", RuntimeWarning)
+        scorer.model_in(torch.int8)
+    for warning in caught:  # a CPU without int8 instructions scores in float32: one line that says so, not Python's two
+        if issubclass(warning.category, RuntimeWarning):
+            print(f"storyeval: warning: {warning.message}", file=sys.stderr)
+        else:
+            warnings.showwarning(warning.message, warning.category, warning.filename, warning.lineno)
     if exporting:
         print(f"storyeval: exported in {time.perf_counter() - started:.1f} s", file=sys.stderr)
 
@@ -338,12 +382,15 @@ def score_path(job: ScoreJob, path: Path, fmt: str | None = None) -> dict:
         raise InputError(f"{path}:{line}: {problem}{more} (--skip-invalid scores the rest and writes {unscored} there)")
     reference = load_percentile_reference(job) if job.percentile else None
     scorer = load_scorer(job)
-    if scoring.dtype == "int8" and hasattr(scorer, "model_in"):  # the torch scorer: its int8 copy is made before the clock starts
-        prepare_int8(scorer)
+    if scoring.dtype == "int8":  # the torch scorers' int8 copies are made before the clock starts (a cached export needs none)
+        for part in story_scorers(scorer, scoring):
+            if hasattr(part, "model_in"):
+                prepare_int8(part)
     check_long_stories(path, fmt, survey.long_lines, scorer, job)
     if job.default_note:
         print(f"storyeval: {job.default_note}", file=sys.stderr)
-    settings = scorer.settings(with_contexts=bool(columns.context_column)) if scoring.is_suite else scorer.settings(scoring.dtype)
+    settings = (scorer.settings(with_contexts=bool(columns.context_column), dtype=scoring.dtype) if scoring.is_suite
+                else scorer.settings(scoring.dtype))
     # an output file appears only when scoring succeeds: a bad line never truncates an old result
     output = job.output
     device_output = output_is_a_device(output)
@@ -545,10 +592,11 @@ def build_parser() -> argparse.ArgumentParser:
     score.add_argument("--batch-size", type=positive_int, default=None, help=f"windows or pairs per forward pass (default: {batch_sizes})")
     score.add_argument("--device", default=None, help="e.g. cpu, cuda, cuda:1 (default: CUDA if available; the CPU with --dtype int8)")
     score.add_argument(
-        "--dtype", default=None, choices=DTYPE_NAMES,
+        "--dtype", default=None, choices=[*DTYPE_NAMES, "auto"],
         help="weights' precision (default: float32); bfloat16 is faster on some CPUs with bf16 instructions (time it), scores move slightly; "
-        "int8 (union and plot_coherence on the MiniLM configs, CPU only) runs an int8 copy in OpenVINO "
-        "(Spearman with float32 0.9992 on 1,000 ROC stories); story_quality: float32 only",
+        "int8 (union and plot_coherence, CPU only: the MiniLM configs, and a -base config whose int8 copy holds the fidelity rule) runs an "
+        "int8 copy in OpenVINO; story_quality: float32, or int8 through its story metrics where its config holds the rule; "
+        "auto: int8 where it is offered and this CPU has int8 instructions, else float32 (one line says which)",
     )
     score.add_argument("--num-threads", type=positive_int, default=None,
                        help="CPU threads for scoring, int8 included (default: torch's, usually one per core)")
@@ -601,6 +649,9 @@ def main(argv=None) -> int:
         return 2
 
     def score() -> None:
+        nonlocal job
+        if job.scoring.dtype == "auto":
+            job = resolve_auto_dtype(job)
         if job.scoring.device != "cpu":  # the CPU is always there, and checking it would import torch
             from storyeval.scoring.devices import resolve_device
 

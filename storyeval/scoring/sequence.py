@@ -60,8 +60,18 @@ class SequenceScorer:
         self.name = name  # the checkpoint's short name, for the settings string
 
     def settings(self, dtype=None) -> str:
-        """What a score from :meth:`score` with this ``dtype`` was computed with (see :mod:`storyeval.scoring.signature`)."""
+        """What a score from :meth:`score` with this ``dtype`` was computed with (see :mod:`storyeval.scoring.signature`):
+        float32 for ``"int8"`` on a CPU without int8 instructions, which scores in float32."""
+        if dtype is not None and resolve_dtype(dtype) == torch.int8 and self._int8_falls_back():
+            dtype = "float32"
         return settings_string(self.name, dtype)
+
+    def _int8_falls_back(self) -> bool:
+        """Whether ``dtype="int8"`` scores with the float32 model here: it did, or this CPU has no int8 instructions."""
+        made = self._models.get((self.device, torch.int8))
+        if made is not None:
+            return made is self.model
+        return int8_runtime.get_backend(getattr(self, "backend", None)).cpu_problem() is not None
 
     def windows(self, story: str) -> list[list[int]]:
         """Token-id windows of at most ``max_length`` tokens covering the whole story
