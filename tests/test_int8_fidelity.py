@@ -34,7 +34,7 @@ def test_each_record_is_its_results_file_and_its_bundled_weights(name):
         assert {row.human_set for row in CURRENT if getattr(row, "checkpoint", None) == name} <= set(human)
     if record.modern_results is not None:
         row = next(row for row in json.loads((RESULTS / record.modern_results).read_text())["checkpoints"].values()
-                   if row.get("dtype") == "int8" and Path(row["path"]).name == name)
+                   if row.get("dtype") == "int8" and Path(row.get("path", "")).name == name)
         assert row["scheme"] == record.scheme
         assert (len(row["every_interval"]["outside_interval"]), row["every_interval"]["figures"]) == (record.modern_outside, record.modern_figures)
 
@@ -82,3 +82,19 @@ def test_the_rule_names_each_part_a_copy_misses_with_its_own_figure_in_one_line(
     assert missing == ("its int8 copy keeps Spearman 0.9900 with float32 on 1,000 ROC test stories (the bound: 0.995 on 1,000), "
                        "was not measured on the human-judged sets and was not measured on the modern-text check")
     assert "\n" not in missing
+
+
+@pytest.mark.parametrize("config", sorted(__import__("storyeval.analysis.suite", fromlist=["x"]).INT8_FIDELITY))
+def test_each_suite_record_is_its_results_files(config):
+    from benchmarks.report import CURRENT
+    from storyeval.analysis import suite
+
+    record = suite.INT8_FIDELITY[config]
+    sets = json.loads((RESULTS / record.human_results).read_text())["sets"]
+    moves = [abs(move) for row in sets.values() if row["config"] == config for moved in row["moved"].values() for move in moved.values()]
+    assert round(max(moves), 4) == record.human_move
+    # every set BENCHMARKS.md reports the config on
+    assert {row.human_set for row in CURRENT if row.checkpoint == f"{config} (suite)"} <= {name for name, row in sets.items() if row["config"] == config}
+    row = next(row for row in json.loads((RESULTS / record.modern_results).read_text())["checkpoints"].values()
+               if row.get("dtype") == "int8" and row.get("config") == config)
+    assert (len(row["every_interval"]["outside_interval"]), row["every_interval"]["figures"]) == (record.modern_outside, record.modern_figures)

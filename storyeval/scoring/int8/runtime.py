@@ -554,12 +554,23 @@ def rule_problem(subject: str, missed: list[str]) -> str | None:
     return f"{subject} {', '.join(missed[:-1]) + ' and ' if len(missed) > 1 else ''}{missed[-1]}" if missed else None
 
 
-# per checkpoint name, as the OpenVINO export above makes it (tests/test_int8_fidelity.py checks each against its results files)
+# per checkpoint name, as the OpenVINO export above makes it by the record's scheme (tests/test_int8_fidelity.py checks each
+# against its results files; benchmarks/experiments/speed.md, issue 84, how each scheme was chosen)
 MEASURED_FIDELITY: dict[str, Int8Fidelity] = {
-    "union-roc-base": Int8Fidelity("17b9573261f44cd828f20257585334063ab0397edbbbb308b86611c8e6e0821f", DEFAULT_SCHEME, "ROC", 1000, 0.9953,
-                                   "union_roc_base_int8_drift_openvino.json", 0.0066, "union_roc_base_int8_human_openvino.json"),
-    "plot-coherence-roc-base": Int8Fidelity("7f2d6775b420b6710a8d2c08cf7656c55e16b44c2c9f06d7b5dd7fba52b749d6", DEFAULT_SCHEME, "ROC", 1000, 0.9984,
-                                            "plot_coherence_roc_base_int8_drift_openvino.json"),
+    "union-roc-base": Int8Fidelity("17b9573261f44cd828f20257585334063ab0397edbbbb308b86611c8e6e0821f", "weights_int8-float:ffn_out", "ROC",
+                                   1000, 0.9988, "union_roc_base_int8_drift_ffn_out.json", 0.0018, "union_roc_base_int8_human_ffn_out.json",
+                                   0, 48, "modern_breaks_r2_int8_roc_base.json"),
+    "plot-coherence-roc-base": Int8Fidelity("7f2d6775b420b6710a8d2c08cf7656c55e16b44c2c9f06d7b5dd7fba52b749d6",
+                                            "weights_int8-float:ffn_out4+ffn_out5", "ROC", 1000, 0.9990,
+                                            "plot_coherence_roc_base_int8_drift_ffn_out4_5.json", 0.0024,
+                                            "plot_coherence_roc_base_int8_human_ffn_out4_5.json", 0, 48, "modern_breaks_r2_int8_roc_base.json"),
+    "union-wp-base": Int8Fidelity("0a7a3a4fa069cdfbb1e7d983dcd9ea5132dd6b97641de4ab7b0c72d53fe05ee6", "weights_int8-float:ffn_out4+ffn_out5",
+                                  "WP", 1000, 0.9990, "union_wp_base_int8_drift_ffn_out4_5.json", 0.0041,
+                                  "union_wp_base_int8_human_ffn_out4_5.json"),
+    "plot-coherence-wp-base": Int8Fidelity("9bb059f01490cf2ef859206b59d5232853d0bddcaebb7c28c2576f6afc5fda98",
+                                           "weights_int8-float:ffn_out4+ffn_out5", "WP", 1000, 0.9998,
+                                           "plot_coherence_wp_base_int8_drift_ffn_out4_5.json", 0.0042,
+                                           "plot_coherence_wp_base_int8_human_ffn_out4_5.json"),
 }
 
 
