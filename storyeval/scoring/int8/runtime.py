@@ -545,7 +545,7 @@ def rule_misses(human_move: float | None, modern_outside: int | None, modern_fig
     if modern_outside is None:
         missed.append("was not measured on the modern-text check")
     elif modern_outside:
-        missed.append(f"moves {modern_outside} of {modern_figures} modern-text figures outside their paired intervals (the bound: none)")
+        missed.append(f"moves {modern_outside} of {modern_figures} modern-text figures outside their paired intervals (the rule allows none)")
     return missed
 
 
