@@ -62,6 +62,8 @@ if backend:
     int8_backends.register()
     int8_runtime.DEFAULT_BACKEND = backend
     # the int8 scorer, by the scheme measured, as drift_only() scores: it measures a checkpoint the rule refuses too
+    if backend == "openvino-float32":  # quantises nothing, so no checkpoint's int8 scheme applies to it
+        scheme = int8_runtime.DEFAULT_SCHEME
     sequence.load_scorer = lambda kind, checkpoint, device=None: load_int8_scorer(checkpoint, backend, threads or None, scheme=scheme or None)
 """
 
@@ -72,7 +74,9 @@ def measure(args, kind: str, stories_path: Path, dtype: str, backend: str = "", 
     for _ in range(repeats or args.repeats):
         command = [sys.executable, "-c", CHILD_SETUP + scoring_speed.CHILD, args.checkpoint, kind, str(stories_path), str(args.batch_size), dtype,
                    str(args.num_threads), backend, args.scheme or ""]
-        out = subprocess.run(command, check=True, capture_output=True, text=True)
+        out = subprocess.run(command, capture_output=True, text=True)
+        if out.returncode:  # the child's own error, not only its exit status
+            raise SystemExit(f"the {kind} {dtype} {backend or 'torch'} run failed:\n{out.stderr[-3000:]}")
         runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
     scores = runs[-1].pop("scores")
     for run in runs:
