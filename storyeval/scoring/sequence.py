@@ -108,7 +108,9 @@ class SequenceScorer:
         model = self.model_in(dtype, device)
         story_windows = windows.all_windows(stories, self.windows)
         window_scores = [0.0] * len(story_windows)
-        for chunk, ids, mask in windows.padded_batches(story_windows, batch_size, self.tokenizer.pad_token_id or 0, progress_bar):
+        max_tokens = windows.CPU_BATCH_TOKENS if device.type == "cpu" else None  # a GPU takes big batches of long windows well
+        for chunk, ids, mask in windows.padded_batches(story_windows, batch_size, self.tokenizer.pad_token_id or 0, progress_bar,
+                                                       max_tokens):
             logits = model(input_ids=torch.from_numpy(ids).to(device), attention_mask=torch.from_numpy(mask).to(device)).logits
             # the sigmoid in float64, rounded to float32: exact to the last bit, so the int8 scorer without torch
             # (storyeval.scoring.int8.cached) gives the same scores

@@ -19,6 +19,12 @@ WINDOW_AGGREGATIONS = {"mean": lambda values: sum(values) / len(values), "min": 
 # per story: about 65,000 tokens at a 512-token window (256 apart), 16,000 at 128 (64 apart), far past the
 # 2,100 words of the longest human-judged WP story; past it a text is more likely a file mistake than a story
 MAX_WINDOWS = 256
+# padded tokens per batch on the CPU (windows x the longest): long windows in big batches run slower there than in small
+# ones, as attention's working set outgrows the caches. union wp-base on 60 WP stories (about 300 tokens each), two
+# threads, one process: 3.96 stories/s at 32 windows a batch, 4.66 at 16, 5.34 at 8, 5.51 at 4, 5.55 at 16 capped at
+# 2,048 tokens, 4.68 at 4,096 (benchmarks/experiments/speed.md, issue 84). ROC stories' windows (86 tokens at most
+# in 1,000 test stories) keep batches of 16. None: batch_size alone decides.
+CPU_BATCH_TOKENS: int | None = 2048
 
 
 class StoryTooLongError(ValueError):
@@ -63,12 +69,18 @@ def all_windows(stories: list[str], windows_of: Callable[[str], list[list[int]]]
 
 
 def padded_batches(windows: list[tuple[int, list[int]]], batch_size: int, pad_id: int,
-                   progress_bar: bool = False) -> Iterator[tuple[list[int], np.ndarray, np.ndarray]]:
-    """(window indices, ids, attention mask) batches of similar lengths, int64 arrays padded to each batch's longest."""
+                   progress_bar: bool = False, max_tokens: int | None = None) -> Iterator[tuple[list[int], np.ndarray, np.ndarray]]:
+    """(window indices, ids, attention mask) batches of similar lengths, int64 arrays padded to each batch's longest:
+    at most ``batch_size`` windows and, given ``max_tokens``, at most that many padded tokens (one window at least)."""
     # longest first: an out-of-memory error shows up on the first batch, not the last
     order = sorted(range(len(windows)), key=lambda k: -len(windows[k][1]))
-    for begin in tqdm(range(0, len(order), batch_size), disable=not progress_bar, desc="scoring", unit="batch"):
-        chunk = order[begin : begin + batch_size]
+    chunks, begin = [], 0
+    while begin < len(order):
+        width = len(windows[order[begin]][1])
+        rows = batch_size if max_tokens is None else max(1, min(batch_size, max_tokens // max(width, 1)))
+        chunks.append(order[begin : begin + rows])
+        begin += rows
+    for chunk in tqdm(chunks, disable=not progress_bar, desc="scoring", unit="batch"):
         width = len(windows[chunk[0]][1])
         ids = np.full((len(chunk), width), pad_id, dtype=np.int64)
         mask = np.zeros((len(chunk), width), dtype=np.int64)

@@ -64,7 +64,7 @@ class CachedInt8Scorer:
             raise ValueError(f"dtype='int8' runs on the CPU only, not on {device}; pass device='cpu'")
         story_windows = windows.all_windows(stories, self.windows)
         window_scores = [0.0] * len(story_windows)
-        for chunk, ids, mask in windows.padded_batches(story_windows, batch_size, self._pad_id, progress_bar):
+        for chunk, ids, mask in windows.padded_batches(story_windows, batch_size, self._pad_id, progress_bar, windows.CPU_BATCH_TOKENS):
             logits = np.asarray(self._run(ids, mask), dtype=np.float32).reshape(-1)
             for k, value in zip(chunk, _sigmoid(logits).tolist()):
                 window_scores[k] = value
