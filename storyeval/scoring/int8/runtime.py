@@ -566,7 +566,9 @@ MEASURED_FIDELITY: dict[str, Int8Fidelity] = {
                                             "plot_coherence_roc_base_int8_human_ffn_out4_5.json", 0, 48, "modern_breaks_r2_int8_roc_base.json"),
     "union-wp-base": Int8Fidelity("0a7a3a4fa069cdfbb1e7d983dcd9ea5132dd6b97641de4ab7b0c72d53fe05ee6", "weights_int8-float:ffn_out4+ffn_out5",
                                   "WP", 1000, 0.9990, "union_wp_base_int8_drift_ffn_out4_5.json", 0.0041,
-                                  "union_wp_base_int8_human_ffn_out4_5.json"),
+                                  "union_wp_base_int8_human_ffn_out4_5.json",
+                                  # all four rises: int8 holds the intact story above its broken copy more often
+                                  4, 108, "modern_breaks_r2_int8_wp_base.json"),
     "plot-coherence-wp-base": Int8Fidelity("9bb059f01490cf2ef859206b59d5232853d0bddcaebb7c28c2576f6afc5fda98",
                                            "weights_int8-float:ffn_out4+ffn_out5", "WP", 1000, 0.9998,
                                            "plot_coherence_wp_base_int8_drift_ffn_out4_5.json", 0.0042,
