@@ -159,8 +159,9 @@ def test_an_int8_refusal_names_the_checkpoint_asked_for(tmp_path, capsys, no_mod
     ("continuation_quality", "--dtype int8 runs union and plot_coherence only; continuation_quality scores in float32"),
     # the MiniLM suite's story metrics take int8, but its combined score in int8 was never measured
     ("story_quality", "dtype='int8' is not offered for story_quality roc: its combined score in int8 was not measured; score it in float32"),
-    # the default suite's: refused with its own measured figures
-    ("story_quality:", "dtype='int8' is not offered for story_quality roc-base: its combined score in int8 moves 1 of 48 modern-text figures"),
+    # the default suite's: refused with its refused part's own figures
+    ("story_quality:", "story_quality roc-base scores in int8 through its story metrics, and is not offered for plot-coherence-roc-base: "
+                       "its int8 copy moves 1 of 108 modern-text figures"),
 ])
 def test_int8_where_it_is_not_offered_is_one_line_not_a_traceback(metric, message, tmp_path, capsys, no_model):
     pairs = tmp_path / "pairs.jsonl"

@@ -20,7 +20,7 @@ WINDOW_AGGREGATIONS = {"mean": lambda values: sum(values) / len(values), "min": 
 # 2,100 words of the longest human-judged WP story; past it a text is more likely a file mistake than a story
 MAX_WINDOWS = 256
 # padded tokens per batch on the CPU (windows x the longest): long windows in big batches run slower there than in small
-# ones, as attention's working set outgrows the caches. union wp-base on 60 WP stories (about 300 tokens each), two
+# ones (measured, not explained: attention's working set outgrowing the caches is the likely cause). union wp-base on 60 WP stories (about 300 tokens each), two
 # threads, one process: 3.96 stories/s at 32 windows a batch, 4.66 at 16, 5.34 at 8, 5.51 at 4, 5.55 at 16 capped at
 # 2,048 tokens, 4.68 at 4,096 (benchmarks/experiments/speed.md, issue 84). ROC stories' windows (86 tokens at most
 # in 1,000 test stories) keep batches of 16. None: batch_size alone decides.
