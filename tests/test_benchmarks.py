@@ -10,7 +10,7 @@ import pytest
 
 from benchmarks import common
 from benchmarks.agreement import continuation_quality, union_correlation, union_development, union_pair_accuracy, wp_rank_pairs
-from benchmarks.speed import cli_cold_start, device_parity, generation_speed, negatives_throughput, scoring_speed, speed_ceiling
+from benchmarks.speed import batch_tokens, cli_cold_start, device_parity, generation_speed, negatives_throughput, scoring_speed, speed_ceiling
 
 
 def test_checkpoint_specs_parse_and_bad_ones_are_clear_errors():
@@ -58,6 +58,22 @@ def test_scoring_speed_refuses_a_same_process_run_it_cannot_do(argv, capsys):
     with pytest.raises(SystemExit):
         scoring_speed.main(argv)
     assert "--same-process" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--settings", "16:x", "--output", "speed/x"], "give BATCH_SIZE:MAX_TOKENS"),
+    (["--settings", "0:none", "--output", "speed/x"], "must be at least 1"),
+    (["--settings", "16:0", "--output", "speed/x"], "must be at least 1"),
+    (["--settings", "16:2048", "--rounds", "0", "--output", "speed/x"], "--rounds and --num-threads must be at least 1"),
+    (["--settings", "16:2048", "--batch-size", "8", "--output", "speed/x"], "unrecognized arguments: --batch-size"),
+    (["--settings", "16:2048", "--output", "nolog/x"], "no experiment log"),
+])
+def test_batch_tokens_refuses_bad_settings_before_loading_anything(argv, message, capsys, tmp_path, monkeypatch):
+    monkeypatch.setattr(common, "RESULTS", tmp_path)
+    with pytest.raises(SystemExit):
+        batch_tokens.main(argv)
+    assert message in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())  # nothing written
 
 
 def test_scoring_speed_children_find_the_baseline_from_any_folder(tmp_path, monkeypatch):

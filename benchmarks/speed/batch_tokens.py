@@ -34,7 +34,7 @@ def setting(value: str) -> tuple[int, int | None]:
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    add_workload_arguments(parser)
+    add_workload_arguments(parser, batch_size=False)
     parser.add_argument("--settings", type=setting, nargs="+", required=True, metavar="BATCH_SIZE:MAX_TOKENS")
     parser.add_argument("--dtype", default="float32", choices=["float32", "int8"])
     parser.add_argument("--rounds", type=int, default=4, help="timed passes over the stories per setting")

@@ -157,14 +157,16 @@ def score_agreement(scores: list[float], reference: list[float]) -> dict:
     }
 
 
-def add_workload_arguments(parser: argparse.ArgumentParser) -> None:
-    """The scorer and stories a speed measurement runs on (shared with speed_ceiling.py)."""
+def add_workload_arguments(parser: argparse.ArgumentParser, batch_size: bool = True) -> None:
+    """The scorer and stories a speed measurement runs on (shared with speed_ceiling.py and batch_tokens.py, whose
+    ``--settings`` give the batch sizes: ``batch_size=False``)."""
     parser.add_argument("--metric", default="union", choices=["union", "plot_coherence"])
     parser.add_argument("--checkpoint", default=None, help="checkpoint folder (default: the bundled roc checkpoint of --metric)")
     parser.add_argument("--stories", type=int, default=1000, help="how many test stories (at most the corpus's test split)")
     parser.add_argument("--corpus", default="roc", choices=sorted(CORPORA),
                         help="whose test stories: ROC's, or WP's (about 200 words; wp-held-out: 1,000 held-out WP stories, the int8 rule's)")
-    parser.add_argument("--batch-size", type=int, default=32)
+    if batch_size:
+        parser.add_argument("--batch-size", type=int, default=32)
 
 
 def workload_checkpoint(args) -> str:

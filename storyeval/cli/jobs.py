@@ -31,6 +31,11 @@ class UsageError(ValueError):
     errors end."""
 
 
+def scoring_device(dtype: str | None, device: str | None) -> str | None:
+    """The device a job scores on: the one given, else the CPU for int8, which runs there only (not CUDA by default)."""
+    return "cpu" if dtype == "int8" and device is None else device
+
+
 def default_config(metric: str) -> str:
     """The config a metric scores with when none is given: the registry's, or the suite's."""
     return DEFAULT_SUITE_CONFIG if metric == SUITE else metric_spec(metric).default
@@ -131,7 +136,6 @@ class ScoreJob:
         return [self.columns.score_field]
 
 
-
 def score_job(args) -> ScoreJob:
     """``storyeval score``'s job; a :class:`UsageError` for a blank score field or config."""
     if args.metric == SUITE:
@@ -146,9 +150,7 @@ def score_job(args) -> ScoreJob:
     if not config.strip():  # a blank name would mean the current folder
         raise UsageError("--config must be a config name, a folder or a Hub repo id")
     scoring = Scoring(args.metric, config, dtype=args.dtype, batch_size=batch_size if args.batch_size is None else args.batch_size,
-                      # int8 runs on the CPU only: not CUDA by default
-                      device="cpu" if args.dtype == "int8" and args.device is None else args.device,
-                      num_threads=args.num_threads)
+                      device=scoring_device(args.dtype, args.device), num_threads=args.num_threads)
     fast = FAST_SUITE_CONFIG if args.metric == SUITE else metric_spec(args.metric).fast
     return ScoreJob(scoring, Columns(args.column, context_column, args.score_field), input=args.input,
                     output=None if args.output == "-" else args.output, format=args.format, overwrite=args.overwrite,
@@ -182,7 +184,6 @@ class ShardsJob:
         from storyeval.analysis.ray_data import output_columns
 
         return output_columns(self.scoring.metric, self.scoring.config, self.columns.score_field, self.with_contexts)
-
 
 
 def shards_job(args) -> ShardsJob:

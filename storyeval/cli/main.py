@@ -153,8 +153,7 @@ def resolve_auto_dtype(job: ScoreJob) -> ScoreJob:
         dtype, why = auto_dtype(checkpoint_int8_problem(scoring.checkpoint))
     if not job.quiet:
         print(f"storyeval: --dtype auto scores in {dtype}: {why}", file=sys.stderr)
-    device = "cpu" if dtype == "int8" and scoring.device is None else scoring.device  # int8 runs on the CPU only
-    return dataclasses.replace(job, scoring=dataclasses.replace(scoring, dtype=dtype, device=device))
+    return dataclasses.replace(job, scoring=dataclasses.replace(scoring, dtype=dtype, device=jobs.scoring_device(dtype, scoring.device)))
 
 
 def import_nltk_without_unused_statistics() -> None:
@@ -176,9 +175,6 @@ def import_nltk_without_unused_statistics() -> None:
     finally:
         for name in hidden:
             del sys.modules[name]
-
-
-
 
 
 def load_percentile_reference(job: ScoreJob):
