@@ -555,8 +555,39 @@ def test_a_ranker_run_with_anchor_kinds_anchors_their_training_stories_to_the_st
     assert seen["logits"]["human_anchor"] == pytest.approx(alone, abs=1e-4)
 
 
+def test_intact_anchors_keep_the_higher_story_only_and_other_kinds_stay_free():
+    import math
+
+    from storyeval_training.recipes import train_ranker
+
+    kind_of = [0, 1, 2, 1]  # kind 0 anchored both ways, 1 on its intact side only, 2 not anchored
+    found = {"human_anchor": [0.5, 1.5, 2.5], "negative_anchor": [-0.5, -1.5, -2.5]}
+    columns = train_ranker.anchor_columns(kind_of, [0, 1, 3], found, intact_only={1})
+    assert columns["human_anchor"][:2] == [0.5, 1.5] and columns["human_anchor"][3] == 2.5
+    assert columns["negative_anchor"][0] == -0.5
+    assert all(math.isnan(columns["negative_anchor"][i]) for i in (1, 2, 3)) and math.isnan(columns["human_anchor"][2])
+
+
+def test_a_ranker_run_with_intact_anchors_trains(tmp_path):
+    from conftest import save_tiny_checkpoint
+    from test_wp_kinds import kind_folder
+
+    from storyeval_training.recipes import train_ranker
+
+    start = save_tiny_checkpoint(tmp_path / "start", max_length=32, window_stride=16)
+    kinds = {name: kind_folder(tmp_path / name, validation=4) for name in ("union", "wp-cut")}
+    argv = [*[arg for name, folder in kinds.items() for arg in ("--pairs", f"{name}={folder}")], "--model-name-or-path", str(start),
+            "--max-length", "32", "--max-train-pairs-per-kind", "4", "--max-train-steps", "2", "--eval-steps", "2",
+            "--per-device-train-batch-size", "2", "--anchor-kinds", "union", "--anchor-intact-kinds", "wp-cut",
+            "--anchor-weight", "1.0", "--output-dir", str(tmp_path / "run")]
+    assert train_ranker.train(train_ranker.parse_args(argv))["completed_steps"] == 2
+
+
 @pytest.mark.parametrize("extra, message", [
     (["--anchor-kinds", "nope", "--anchor-weight", "1"], "--anchor-kinds nope: not a --pairs kind"),
+    (["--anchor-intact-kinds", "nope", "--anchor-weight", "1"], "--anchor-intact-kinds nope: not a --pairs kind"),
+    (["--anchor-intact-kinds", "a"], "give it with --anchor-kinds or --anchor-intact-kinds"),
+    (["--anchor-kinds", "a", "--anchor-intact-kinds", "a", "--anchor-weight", "1"], "both name a"),
     (["--anchor-kinds", "a"], "give it with --anchor-kinds"),
     (["--anchor-weight", "1"], "give it with --anchor-kinds"),
     (["--anchor-kinds", "a", "--anchor-weight", "-1"], "must not be negative"),
@@ -804,6 +835,32 @@ def test_the_ship_rule_wants_a_rise_beyond_the_interval_on_the_targets_and_no_fa
     assert not fails["holds"] and "roc/swap/within" in fails["falls"]
     same = rule(baseline)  # nothing rises: an equal candidate does not replace the one it is equal to
     assert not same["holds"] and same["chance_an_equal_candidate_falls"] == 0.0
+
+
+def test_the_ship_rule_reads_length_on_intact_stories_where_halves_ranked_low_raise_the_mixture_by_construction():
+    import numpy as np
+
+    rows = _pairs_check(300, kinds=("half",))
+    for r in rows:
+        r["words"] = 60 + int(r["unit"][1:]) % 90
+        if r["kind"] == "half":
+            r["words"] //= 2
+    rng = np.random.default_rng(1)
+    baseline = {r["text"]: float(rng.normal(0, 1)) for r in rows}
+    learnt = {t: v - (3.0 if t.endswith("-half") else 0) for t, v in baseline.items()}  # halves below, stories unmoved
+    words = {r["text"]: r["words"] for r in rows}
+    longer = {t: v + (words[t] / 30 if t.endswith("intact") else 0) for t, v in learnt.items()}  # and long stories up
+
+    def rule(candidate):
+        flat_of = lambda s: benchmark.flat(benchmark.report(rows, s, "claude-instant"))  # noqa: E731
+        return benchmark.ship_rule(rows, candidate, baseline, flat_of(candidate), flat_of(baseline), ("half",), ["roc"])
+
+    before, after = (benchmark.report(rows, s, "claude-instant")["roc"] for s in (baseline, learnt))
+    assert after["length_spearman"] > before["length_spearman"] + 0.2  # the mixture of stories and halves: up by construction
+    assert after["length_spearman_intact"] == before["length_spearman_intact"]
+    assert rule(learnt)["holds"] and rule(learnt)["length_rises"] == {}
+    fails = rule(longer)
+    assert not fails["holds"] and fails["length_rises"]["roc"] > benchmark.LENGTH_RISE_BOUND
 
 
 @pytest.mark.skipif(not __import__("storyeval.scoring.int8.runtime", fromlist=["x"]).cpu_has_int8_dot_product(),

@@ -166,19 +166,42 @@ def with_kinds(views: dict, newer: dict) -> dict:
     return out
 
 
-def report(rows: list[dict], score_of: dict[str, float], held_out: str) -> dict:
+LENGTH_RISE_BOUND = 0.05  # issue 86: no shipped config's Spearman with length rises by more than this
+
+
+def view_length_spearman(rows: list[dict], score_of: dict[str, float], intact_only: bool = False) -> float | None:
+    """Spearman of the score with length in words over the texts of ``rows`` (one view's): every text, broken copies
+    included, or the intact stories only. Only the second tells whether a scorer ranks *stories* by length: the first
+    rises by construction for one that puts each half or cut copy below its (longer) whole."""
     from storyeval_training.selection import length_spearman
 
+    words = {r["text"]: r["words"] for r in rows if not intact_only or r["kind"] == "intact"}
+    texts = sorted(words)
+    rho = length_spearman([score_of[t] for t in texts], [words[t] for t in texts])
+    return None if rho is None else round(rho, 4)
+
+
+def report(rows: list[dict], score_of: dict[str, float], held_out: str) -> dict:
     out = {}
     for view in sorted({r["view"] for r in rows}):
         in_view = [r for r in rows if r["view"] == view]
-        texts = sorted({r["text"] for r in in_view})
-        words = {r["text"]: r["words"] for r in in_view}
-        rho = length_spearman([score_of[t] for t in texts], [words[t] for t in texts])
         generators = {g: measure([r for r in in_view if r["generator"] == g], score_of) for g in sorted({r["generator"] for r in in_view})}
-        out[view] = {**measure(in_view, score_of), "length_spearman": None if rho is None else round(rho, 4),
+        out[view] = {**measure(in_view, score_of), "length_spearman": view_length_spearman(in_view, score_of),
+                     "length_spearman_intact": view_length_spearman(in_view, score_of, intact_only=True),
                      "held_out_generator": held_out, "generators": generators}
     return out
+
+
+def length_rises(rows: list[dict], candidate: dict[str, float], baseline: dict[str, float]) -> dict[str, float]:
+    """view -> how far the candidate's Spearman with length over the view's intact stories rises above the baseline's,
+    where it rises by more than :data:`LENGTH_RISE_BOUND`: the ship rule's length part."""
+    rises = {}
+    for view in sorted({r["view"] for r in rows}):
+        in_view = [r for r in rows if r["view"] == view]
+        new, old = (view_length_spearman(in_view, scores, intact_only=True) for scores in (candidate, baseline))
+        if new is not None and old is not None and new - old > LENGTH_RISE_BOUND:
+            rises[view] = round(new - old, 4)
+    return rises
 
 
 def flat(result: dict, min_count: int = 0) -> dict[str, float]:
@@ -343,9 +366,10 @@ def ship_rule(rows: list[dict], candidate: dict[str, float], baseline: dict[str,
               baseline_figures: dict[str, float], targets: tuple[str, ...], views: list[str]) -> dict:
     """The check's part of the ship rule (issue 86), candidate against the checkpoint it would replace, both scored on
     these stories: on the ``targets`` kinds its mean within-pair accuracy or its mean across-story AUC rises beyond
-    that mean's paired 95% interval, and no figure (held-out generator's included) falls by more than both 0.02 and
-    the joint one-in-twenty tolerance of :func:`chance_of_a_fall`. ``chance_an_equal_candidate_falls``: how often a
-    candidate as good as the baseline would be named a fall here (the human sets' part is measured apart)."""
+    that mean's paired 95% interval, no figure (held-out generator's included) falls by more than both 0.02 and
+    the joint one-in-twenty tolerance of :func:`chance_of_a_fall`, and on no view does the Spearman of the score with
+    length over the intact stories rise by more than 0.05 (:func:`length_rises`). ``chance_an_equal_candidate_falls``:
+    how often a candidate as good as the baseline would be named a fall here (the human sets' part is measured apart)."""
     from storyeval_training.selection import NO_REGRESSION_TOLERANCE, regressions
 
     compared = sorted(key for key, value in candidate_figures.items() if value is not None and baseline_figures.get(key) is not None)
@@ -354,9 +378,11 @@ def ship_rule(rows: list[dict], candidate: dict[str, float], baseline: dict[str,
     means = targeted_means(rows, candidate, baseline, targets, views)
     falls = regressions(candidate_figures, baseline_figures, tolerance)
     rises = any(m and m["rises"] for m in means.values())
+    longer = length_rises(rows, candidate, baseline)
     return {"targets": list(targets), "targeted_means": means, "tolerance": round(tolerance, 4), "falls": falls,
+            "length_rises": longer,
             "chance_an_equal_candidate_falls": chance_of_a_fall(rows, candidate, baseline, compared, tolerance)["chance"],
-            "holds": bool(rises and not falls)}
+            "holds": bool(rises and not falls and not longer)}
 
 
 def above_own_shuffles(rows: list[dict], margin_of: dict[str, float]) -> dict:
@@ -395,7 +421,8 @@ def line(label: str, result: dict) -> str:
     parts = []
     for view, r in result.items():
         kinds = ", ".join(f"{k} {v['within']:.2f}/{v['auc']:.2f}" for k, v in r["per_kind"].items() if v["auc"] is not None)
-        parts.append(f"[{view}] worst within {r['worst']['within']:.3f}, auc {r['worst']['auc']:.3f} ({kinds}); length rho {r['length_spearman']}")
+        parts.append(f"[{view}] worst within {r['worst']['within']:.3f}, auc {r['worst']['auc']:.3f} ({kinds}); length rho "
+                     f"{r['length_spearman']} (intact stories {r.get('length_spearman_intact')})")
     return f"{label}: " + " ".join(parts)
 
 
@@ -564,7 +591,8 @@ def main(argv=None):
                         means = "; ".join(f"mean {m} {v['difference']:+.3f} [{v['interval'][0]:+.3f}, {v['interval'][1]:+.3f}]"
                                           for m, v in rule["targeted_means"].items() if v)
                         print(f"  ship rule on {', '.join(args.targets)}: {means}; falls beyond {rule['tolerance']:.3f}: "
-                              f"{rule['falls'] or 'none'} -> {'holds' if rule['holds'] else 'fails'} (an equal candidate "
+                              f"{rule['falls'] or 'none'}; intact stories' length rho up by more than {LENGTH_RISE_BOUND}: "
+                              f"{rule['length_rises'] or 'nowhere'} -> {'holds' if rule['holds'] else 'fails'} (an equal candidate "
                               f"falls {rule['chance_an_equal_candidate_falls']:.0%} of the time)")
     for label, other in float32_of.items():  # the int8 fidelity rule's modern-text part: int8 against its own float32 row
         figures, base = flat(payload["checkpoints"][label]["views"]), flat(payload["checkpoints"][other]["views"])

@@ -33,7 +33,9 @@ worst measure, the run says so and exports nothing: the checkpoint it would repl
 ``--anchor-kinds KIND ... --anchor-weight W`` keeps what the starting model scored: its logits of both stories of
 each training pair of those kinds are computed before the first step, and the loss adds W times the mean squared
 difference from them, so its order across those stories (the 2019-era stories people rated, say) moves only as far as
-the other kinds' pairs pull it.
+the other kinds' pairs pull it. ``--anchor-intact-kinds KIND ...`` keeps only the higher (intact) story's logit of
+those kinds' pairs: the broken copy is pushed below it while the order across intact stories, length included, stays
+the start's, so a cut copy must be told from a shorter intact story by its missing ending, not by its length.
 
 ``--length-decorrelation-weight W`` adds W times the squared correlation, over each batch's pairs, of the pair's
 margin with how many more tokens its higher story has: cut pairs reward preferring the longer story and insert or
@@ -99,6 +101,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--anchor-kinds", nargs="+", default=[], metavar="KIND",
                    help="kinds whose stories keep the starting model's scores (--anchor-weight): what it ranked across them "
                         "before, such as the 2019-era stories people rated, moves only as far as the other kinds need")
+    p.add_argument("--anchor-intact-kinds", nargs="+", default=[], metavar="KIND",
+                   help="kinds whose higher story only (the intact one) keeps the starting model's score (--anchor-weight): "
+                        "its broken copy is pushed down while the order across intact stories, length included, stays")
     p.add_argument("--anchor-weight", type=float, default=0.0,
                    help="weight of the mean squared difference between the model's and the starting model's logits on both "
                         "stories of each --anchor-kinds training pair")
@@ -135,7 +140,7 @@ def parse_args(argv=None):
     train_union.check_partial_training_arguments(p, args)
     if args.max_eval_pairs_per_kind < 0:
         p.error("--max-eval-pairs-per-kind must not be negative (0: all)")
-    for option in ("across_story_kinds", "raw_kinds", "anchor_kinds"):
+    for option in ("across_story_kinds", "raw_kinds", "anchor_kinds", "anchor_intact_kinds"):
         unknown = sorted(set(getattr(args, option)) - set(kinds))
         if unknown:
             p.error(f"--{option.replace('_', '-')} {', '.join(unknown)}: not a --pairs kind ({', '.join(kinds)})")
@@ -143,8 +148,10 @@ def parse_args(argv=None):
         p.error("--across-story-weight must not be negative, and needs --across-story-kinds")
     if args.length_decorrelation_weight < 0:
         p.error("--length-decorrelation-weight must not be negative")
-    if args.anchor_weight < 0 or bool(args.anchor_weight) != bool(args.anchor_kinds):
-        p.error("--anchor-weight must not be negative; give it with --anchor-kinds, and they with it")
+    if args.anchor_weight < 0 or bool(args.anchor_weight) != bool(args.anchor_kinds or args.anchor_intact_kinds):
+        p.error("--anchor-weight must not be negative; give it with --anchor-kinds or --anchor-intact-kinds, and they with it")
+    if both := sorted(set(args.anchor_kinds) & set(args.anchor_intact_kinds)):
+        p.error(f"--anchor-kinds and --anchor-intact-kinds both name {', '.join(both)}: a kind is anchored one way")
     args.kinds = kinds
     args.recon_weight = 0.0  # the ranking loss has no reconstruction term
     return args
@@ -223,6 +230,19 @@ class PairCollator:
 
 
 NOT_ANCHORED = float("nan")
+
+
+def anchor_columns(kind_of: list[int], anchored: list[int], found: dict[str, list[float]], intact_only: set[int]) -> dict[str, list[float]]:
+    """``human_anchor`` and ``negative_anchor`` for every training pair: the start's logits ``found`` for the pairs at
+    ``anchored`` (in that order), NaN elsewhere and on the lower story of a pair whose kind is in ``intact_only``."""
+    columns = {}
+    for column, logits in found.items():
+        values = [NOT_ANCHORED] * len(kind_of)
+        for i, logit in zip(anchored, logits):
+            if not (column == "negative_anchor" and kind_of[i] in intact_only):
+                values[i] = logit
+        columns[column] = values
+    return columns
 
 
 @torch.inference_mode()
@@ -376,15 +396,15 @@ def train(args, kinds: dict[str, datasets.DatasetDict] | None = None) -> dict:
         validation = datasets.concatenate_datasets(eval_parts)
     names = list(kinds)
     logger.info("pairs per kind: %s", counts)
-    if args.anchor_kinds:  # the start's logits of the anchored kinds' training stories, NaN for the other kinds'
-        anchor_indices = {names.index(name) for name in args.anchor_kinds}
-        anchored = [i for i, kind in enumerate(train_set["kind"]) if kind in anchor_indices]
-        logger.info("scoring %d training pairs of %s with the starting model (their anchors)", len(anchored), ", ".join(args.anchor_kinds))
+    if args.anchor_kinds or args.anchor_intact_kinds:  # the start's logits of the anchored stories, NaN for the others
+        anchor_indices = {names.index(name) for name in [*args.anchor_kinds, *args.anchor_intact_kinds]}
+        intact_only = {names.index(name) for name in args.anchor_intact_kinds}
+        kind_of = train_set["kind"]
+        anchored = [i for i, kind in enumerate(kind_of) if kind in anchor_indices]
+        logger.info("scoring %d training pairs of %s with the starting model (their anchors)", len(anchored),
+                    ", ".join([*args.anchor_kinds, *args.anchor_intact_kinds]))
         found = anchor_logits(model, train_set.select(anchored), PairCollator(tokenizer), args.per_device_eval_batch_size)
-        for column, logits in found.items():
-            values = [NOT_ANCHORED] * len(train_set)
-            for i, logit in zip(anchored, logits):
-                values[i] = logit
+        for column, values in anchor_columns(kind_of, anchored, found, intact_only).items():
             train_set = train_set.add_column(column, values)
     ranker = PairwiseRanker(model, args.across_story_weight, args.anchor_weight, args.length_decorrelation_weight)
     select_by = SELECT_BY_ACROSS if across else SELECT_BY
