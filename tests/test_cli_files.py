@@ -73,6 +73,18 @@ def test_a_failed_rename_leaves_no_partial_file(tiny_checkpoint, tmp_path, capsy
     assert not (tmp_path / "o.txt").exists() and not list(tmp_path.glob("*.partial"))
 
 
+def test_a_stop_mid_run_is_one_line_and_a_shells_status_and_writes_nothing(tiny_checkpoint, tmp_path, capsys, monkeypatch):
+    stories = tmp_path / "s.txt"
+    stories.write_text(f"{STORY}\n" * 3)
+    output = tmp_path / "o.txt"
+    monkeypatch.setattr(cli, "score_chunk", lambda *args: (_ for _ in ()).throw(KeyboardInterrupt))
+    code, out, err = score(stories, tiny_checkpoint, capsys, "-o", str(output))
+    assert code == 130 and err.splitlines()[-1] == f"storyeval score: stopped; nothing written to {output}"
+    assert "Traceback" not in err and not output.exists() and not list(tmp_path.glob("*.partial"))
+    code, out, err = score(stories, tiny_checkpoint, capsys)
+    assert code == 130 and err.splitlines()[-1] == "storyeval score: stopped; the rows printed before it are whole"
+
+
 @pytest.mark.parametrize("device", ["gpu", "cuda", "cuda:7", "cpu:x"])
 def test_bad_device_is_a_clear_error_before_anything_loads(tmp_path, capsys, monkeypatch, device):
     if device.startswith("cuda") and torch.cuda.is_available():

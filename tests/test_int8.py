@@ -368,9 +368,10 @@ def test_dtype_auto_picks_int8_only_where_it_is_offered_and_says_which_in_one_li
     assert code == 0 and said == ["storyeval: --dtype auto scores in float32: this CPU has no int8 dot-product instructions "
                                   "(x86 VNNI or ARM dot product)"]
     monkeypatch.setattr(int8_runtime, "cpu_has_int8_dot_product", lambda: True)
-    monkeypatch.setattr(int8_runtime, "checkpoint_int8_problem", lambda folder, encoder_type=None: "dtype='int8' is not offered for x: why")
+    monkeypatch.setattr(int8_runtime, "checkpoint_int8_problem", lambda folder, encoder_type=None:
+                        "dtype='int8' is not offered for x: why; score it in float32 or bfloat16")
     code, said, _ = auto()
-    assert code == 0 and said == ["storyeval: --dtype auto scores in float32: is not offered for x: why"]
+    assert code == 0 and said == ["storyeval: --dtype auto scores in float32: int8 is not offered for x: why"]
     monkeypatch.undo()
     monkeypatch.setenv("STORYEVAL_CACHE", str(tmp_path / "cache"))
     if int8_runtime.cpu_has_int8_dot_product():
@@ -378,3 +379,15 @@ def test_dtype_auto_picks_int8_only_where_it_is_offered_and_says_which_in_one_li
         assert code == 0 and said == ["storyeval: --dtype auto scores in int8: this CPU has int8 instructions and the int8 copy holds "
                                       "the fidelity rule"]
         assert auto("--quiet")[1] == []  # --quiet: no line
+
+
+@pytest.mark.parametrize("refusal, reason", [
+    ("dtype='int8' is not offered for union-wp-base: its int8 copy moves 4 of 108 figures; score it in float32 or bfloat16",
+     "int8 is not offered for union-wp-base: its int8 copy moves 4 of 108 figures"),
+    ("dtype='int8' needs the openvino runtime (nncf is missing): pip install 'storyeval[int8]'",
+     "int8 needs the openvino runtime (nncf is missing): pip install 'storyeval[int8]'"),
+    ("story_quality roc-base scores in int8 through its story metrics, and is not offered for x: why; score it in float32",
+     "story_quality roc-base scores in int8 through its story metrics, and is not offered for x: why"),
+])
+def test_auto_gives_an_int8_refusal_as_its_reason_without_the_advice_it_has_taken(refusal, reason):
+    assert int8_runtime.auto_dtype(refusal) == ("float32", reason)

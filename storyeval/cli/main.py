@@ -654,7 +654,15 @@ def main(argv=None) -> int:
             resolve_device(job.scoring.device)  # a bad --device fails before the model loads or the input is read
         score_file(job)
 
-    return reporting_bad_input(score)
+    try:
+        return reporting_bad_input(score)
+    except KeyboardInterrupt:  # a stop (Ctrl-C): one line and a shell's status, as score-shards gives
+        if job.output and not output_is_a_device(job.output):
+            kept = f"nothing written to {job.output}"
+        else:
+            kept = "the rows printed before it are whole"
+        print(f"\nstoryeval score: stopped; {kept}", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

@@ -622,14 +622,21 @@ def auto_dtype(problem: str | None, backend: str | None = None) -> tuple[str, st
     why)`` where this CPU has int8 instructions, the int8 runtime is installed and the rule holds, else ``("float32", why)``."""
     runtime = get_backend(backend)
     if problem is not None:
-        return "float32", problem.removeprefix("dtype='int8' ")
+        return "float32", _as_reason(problem)
     if (cpu := runtime.cpu_problem()) is not None:
         return "float32", cpu
     try:
         runtime.check_installed()
     except Int8RuntimeMissingError as error:
-        return "float32", str(error).removeprefix("dtype='int8' ")
+        return "float32", _as_reason(str(error))
     return "int8", "this CPU has int8 instructions and the int8 copy holds the fidelity rule"
+
+
+def _as_reason(refusal: str) -> str:
+    """An int8 refusal as the reason ``auto`` gives for float32: about int8, not the ``dtype='int8'`` argument, and
+    without the advice to score in float32, which ``auto`` has already taken."""
+    reason = re.sub(r"[;:] score it in float32( or bfloat16)?$", "", refusal)
+    return "int8 " + reason.removeprefix("dtype='int8' ") if reason.startswith("dtype='int8' ") else reason
 
 
 @functools.lru_cache(maxsize=16)
