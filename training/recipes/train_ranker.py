@@ -105,8 +105,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="kinds whose higher story only (the intact one) keeps the starting model's score (--anchor-weight): "
                         "its broken copy is pushed down while the order across intact stories, length included, stays")
     p.add_argument("--anchor-weight", type=float, default=0.0,
-                   help="weight of the mean squared difference between the model's and the starting model's logits on both "
-                        "stories of each --anchor-kinds training pair")
+                   help="weight of the mean squared difference between the model's and the starting model's logits on the "
+                        "anchored stories (both of an --anchor-kinds pair, the intact one of an --anchor-intact-kinds pair)")
     p.add_argument("--length-decorrelation-weight", type=float, default=0.0,
                    help="weight of the squared correlation, over a batch's pairs, between each pair's margin and how many more "
                         "tokens its higher story has: a scorer that ranks by length (a cut copy is shorter, an inserted "
