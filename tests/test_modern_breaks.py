@@ -303,19 +303,26 @@ def test_the_length_term_penalises_ranking_pairs_by_length_and_nothing_else(tiny
     assert (weighed.loss - plain.loss).item() == pytest.approx(expected.item(), abs=1e-6)
 
 
-def test_a_ranker_with_across_story_kinds_selects_on_the_worst_of_accuracies_and_aucs(tmp_path):
+def tiny_ranker_run(tmp_path, kind_names, steps, *extra):
+    """A ranker run's argv on a tiny start checkpoint and two small kinds (four validation pairs each), and the start's
+    folder and the kinds' folders: what the ranker-run tests below share; ``extra``: their own options."""
     from conftest import save_tiny_checkpoint
     from test_wp_kinds import kind_folder
 
+    start = save_tiny_checkpoint(tmp_path / "start", max_length=32, window_stride=16)
+    kinds = {name: kind_folder(tmp_path / name, validation=4) for name in kind_names}
+    argv = [*[arg for name, folder in kinds.items() for arg in ("--pairs", f"{name}={folder}")], "--model-name-or-path", str(start),
+            "--max-length", "32", "--max-train-pairs-per-kind", "4", "--max-train-steps", str(steps), "--eval-steps", "2",
+            "--per-device-train-batch-size", "2", *extra]
+    return argv, start, kinds
+
+
+def test_a_ranker_with_across_story_kinds_selects_on_the_worst_of_accuracies_and_aucs(tmp_path):
     from storyeval_training.recipes import train_ranker
 
-    start = save_tiny_checkpoint(tmp_path / "start", max_length=32, window_stride=16)
-    kinds = {name: kind_folder(tmp_path / name, validation=4) for name in ("origin", "wp-swap")}
-    results = train_ranker.train(train_ranker.parse_args([
-        *[arg for name, folder in kinds.items() for arg in ("--pairs", f"{name}={folder}")], "--model-name-or-path", str(start),
-        "--max-length", "32", "--max-train-pairs-per-kind", "4", "--max-train-steps", "4", "--eval-steps", "2",
-        "--per-device-train-batch-size", "2", "--across-story-kinds", "wp-swap", "--across-story-weight", "0.5",
-        "--max-train-pairs", "origin=6", "--output-dir", str(tmp_path / "run")]))
+    argv, _, _ = tiny_ranker_run(tmp_path, ("origin", "wp-swap"), 4, "--across-story-kinds", "wp-swap", "--across-story-weight", "0.5",
+                                 "--max-train-pairs", "origin=6", "--output-dir", str(tmp_path / "run"))
+    results = train_ranker.train(train_ranker.parse_args(argv))
     assert results["selected_by"] == "worst_kind_measure"
     assert {name: counts["train"] for name, counts in results["pairs_per_kind"].items()} == {"origin": 6, "wp-swap": 4}
     for metrics in results["history"]:
@@ -470,18 +477,11 @@ def test_pairs_over_the_window_are_refused_or_with_skip_over_length_left_out_and
 
 
 def test_a_ranker_run_under_the_no_regression_rule_measures_the_start_first_and_resumes_with_it(tmp_path):
-    from conftest import save_tiny_checkpoint
-    from test_wp_kinds import kind_folder
-
     from storyeval_training.recipes import train_ranker
     from storyeval_training.selection import with_rule
 
-    start = save_tiny_checkpoint(tmp_path / "start", max_length=32, window_stride=16)
-    kinds = {name: kind_folder(tmp_path / name, validation=4) for name in ("origin", "wp-swap")}
-    argv = [*[arg for name, folder in kinds.items() for arg in ("--pairs", f"{name}={folder}")], "--model-name-or-path", str(start),
-            "--max-length", "32", "--max-train-pairs-per-kind", "4", "--max-train-steps", "4", "--eval-steps", "2",
-            "--checkpointing-steps", "2", "--per-device-train-batch-size", "2", "--across-story-kinds", "wp-swap",
-            "--no-regression", "--output-dir", str(tmp_path / "run"), "--export-dir", str(tmp_path / "export")]
+    argv, _, _ = tiny_ranker_run(tmp_path, ("origin", "wp-swap"), 4, "--checkpointing-steps", "2", "--across-story-kinds", "wp-swap",
+                                 "--no-regression", "--output-dir", str(tmp_path / "run"), "--export-dir", str(tmp_path / "export"))
     results = train_ranker.train(train_ranker.parse_args([*argv, "--stop-after-steps", "2"]))
     first_start = json.loads((tmp_path / "run" / "start_validation.json").read_text())
     assert results["selected_by"] == "worst_measure_without_regression" and results["start_validation"] == first_start
@@ -524,14 +524,11 @@ def test_the_anchor_loss_keeps_anchored_stories_near_the_starting_logits_and_ign
 
 
 def test_a_ranker_run_with_anchor_kinds_anchors_their_training_stories_to_the_start(tmp_path, monkeypatch):
-    from conftest import save_tiny_checkpoint
-    from test_wp_kinds import kind_folder
-
     from storyeval.scoring.sequence import load_story_classifier
     from storyeval_training.recipes import train_ranker
 
-    start = save_tiny_checkpoint(tmp_path / "start", max_length=32, window_stride=16)
-    kinds = {name: kind_folder(tmp_path / name, validation=4) for name in ("union", "wp-cut")}
+    argv, start, kinds = tiny_ranker_run(tmp_path, ("union", "wp-cut"), 2, "--anchor-kinds", "union", "--anchor-weight", "1.0",
+                                         "--output-dir", str(tmp_path / "run"))
     seen = {}
     real = train_ranker.anchor_logits
 
@@ -540,9 +537,6 @@ def test_a_ranker_run_with_anchor_kinds_anchors_their_training_stories_to_the_st
         return seen["logits"]
 
     monkeypatch.setattr(train_ranker, "anchor_logits", recording)
-    argv = [*[arg for name, folder in kinds.items() for arg in ("--pairs", f"{name}={folder}")], "--model-name-or-path", str(start),
-            "--max-length", "32", "--max-train-pairs-per-kind", "4", "--max-train-steps", "2", "--eval-steps", "2",
-            "--per-device-train-batch-size", "2", "--anchor-kinds", "union", "--anchor-weight", "1.0", "--output-dir", str(tmp_path / "run")]
     args = train_ranker.parse_args(argv)
     results = train_ranker.train(args)
     assert seen["rows"] == 4 and results["completed_steps"] == 2  # the union kind's four training pairs, none of wp-cut's
@@ -569,17 +563,10 @@ def test_intact_anchors_keep_the_higher_story_only_and_other_kinds_stay_free():
 
 
 def test_a_ranker_run_with_intact_anchors_trains(tmp_path):
-    from conftest import save_tiny_checkpoint
-    from test_wp_kinds import kind_folder
-
     from storyeval_training.recipes import train_ranker
 
-    start = save_tiny_checkpoint(tmp_path / "start", max_length=32, window_stride=16)
-    kinds = {name: kind_folder(tmp_path / name, validation=4) for name in ("union", "wp-cut")}
-    argv = [*[arg for name, folder in kinds.items() for arg in ("--pairs", f"{name}={folder}")], "--model-name-or-path", str(start),
-            "--max-length", "32", "--max-train-pairs-per-kind", "4", "--max-train-steps", "2", "--eval-steps", "2",
-            "--per-device-train-batch-size", "2", "--anchor-kinds", "union", "--anchor-intact-kinds", "wp-cut",
-            "--anchor-weight", "1.0", "--output-dir", str(tmp_path / "run")]
+    argv, _, _ = tiny_ranker_run(tmp_path, ("union", "wp-cut"), 2, "--anchor-kinds", "union", "--anchor-intact-kinds", "wp-cut",
+                                 "--anchor-weight", "1.0", "--output-dir", str(tmp_path / "run"))
     assert train_ranker.train(train_ranker.parse_args(argv))["completed_steps"] == 2
 
 
