@@ -21,8 +21,9 @@ broken copy, not only its own. For them every evaluation also measures the acros
 against the lower stories of the kind's other pairs, of about the same length: :func:`storyeval_training.selection.across_story_auc`),
 and the kept checkpoint has the highest **worst** of every kind's pair accuracy and these kinds' AUCs
 (``worst_kind_measure``). ``--across-story-weight`` adds the same order to the loss: Bradley-Terry over every
-(higher story of one pair, lower story of another) of those kinds in a batch, whose stories are of similar length
-(batches are grouped by length).
+(higher story of one pair, lower story of another) of those kinds in a batch. Batches are grouped by each pair's
+longer story, so there an intact story meets broken copies shorter than itself: pairs in which length points the
+other way come from :mod:`storyeval_training.data.across_pairs`, as kinds of their own.
 
 ``--no-regression`` applies the no-regression rule in selection: the starting model is measured on the same
 validation pairs before the first step (``start_validation.json`` in the output folder, which a resumed run reads
