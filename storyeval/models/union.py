@@ -278,13 +278,22 @@ class UnionModel(PreTrainedModel):
         config = UnionConfig.from_pretrained(folder)
         backbone = base_model_path or resolve_backbone(config.base_model)
         lora_rank, config.lora_rank = config.lora_rank, None
-        model = cls(config)  # without adapters, so that the backbone's weights load under their own names
+        # built on the meta device, without adapters: every tensor is replaced below (the backbone's encoder, then the
+        # trained parameters), so a CPU build with random weights and the copies into it would be a cold start's
+        # slowest steps
+        with torch.device("meta"):
+            model = cls(config)
         model.config.lora_rank = lora_rank
-        encoder = AutoModel.from_pretrained(backbone, dtype=torch.float32)
-        weights = {k: v for k, v in encoder.state_dict().items() if not k.startswith("pooler.")}
-        missing, unexpected = model.encoder.load_state_dict(weights, strict=False)
-        if [k for k in missing if not k.startswith("pooler.")] or unexpected:
+        # the recorded encoder config, as cls(config) builds it; the backbone gives only the weights
+        encoder = AutoModel.from_pretrained(backbone, config=config.encoder, dtype=torch.float32)
+        if getattr(encoder, "pooler", None) is not None:  # unused, and left out of the architecture (_encoder_from_config)
+            encoder.pooler = None
+        encoder.config._name_or_path = config.encoder._name_or_path  # the published name, not this machine's folder
+        expected = {name: tensor.shape for name, tensor in model.encoder.state_dict().items()}
+        if {name: tensor.shape for name, tensor in encoder.state_dict().items()} != expected:
             raise ValueError(f"{backbone} is not the {config.base_model} backbone of {folder}: its weights do not fit the architecture")
+        use_fused_attention(encoder)
+        model.encoder = encoder
         if model.untrained_weights_sha256() != config.base_model_sha256:
             raise ValueError(
                 f"{backbone} is not the backbone {folder} was trained on: its weights hash differently from the recorded "
@@ -294,7 +303,9 @@ class UnionModel(PreTrainedModel):
         adapters = {k: trained.pop(k) for k in [k for k in trained if ".lora_" in k]}
         if set(trained) != set(model.trained_parameter_names()) or bool(adapters) != bool(lora_rank):
             raise ValueError(f"{folder}/model.safetensors does not hold the parameters its config says were trained")
-        model.load_state_dict(trained, strict=False)
+        model.load_state_dict(trained, strict=False, assign=True)
+        if left := [name for name, tensor in [*model.named_parameters(), *model.named_buffers()] if tensor.is_meta]:
+            raise ValueError(f"{folder}: no weights for {', '.join(left[:3])}: neither its backbone nor model.safetensors holds them")
         if lora_rank and merge_adapters:
             model._merge_adapters(adapters, folder)
         elif lora_rank:
