@@ -5,7 +5,9 @@
 
 Each run is a fresh process (`storyeval score stories.txt`, warm disk cache: one untimed run
 first), timed from outside, ``--repeats`` times, the median kept, each followed by a fresh
-``python -c "import torch"``, the yardstick the cold start is compared with (``ratio_to_import_torch``). A further run under
+``python -c "import torch"``, the yardstick the cold start is compared with (``ratio_to_import_torch``), and a fresh
+``python -c "import torch, transformers.modeling_utils"``: what any transformers model in torch imports before it
+can load, the float32 path's floor (``ratio_of_model_stack_to_import_torch``). A further run under
 ``python -X importtime`` attributes the import time to the packages that cost most (cumulative,
 each package's own top-level import once). Run it on an otherwise idle machine: wall times on a
 busy one say little.
@@ -66,15 +68,18 @@ def main(argv: list[str] | None = None) -> None:
                                   capture_output=True, text=True, env=env, check=True)
 
         run()  # warm the disk cache (and make the int8 export, if needed)
-        walls, torch_walls = [], []
+        walls, torch_walls, stack_walls = [], [], []
+
+        def timed(*python_command: str) -> float:
+            started = time.perf_counter()
+            subprocess.run([sys.executable, *python_command], check=True, env=env, capture_output=True)
+            return time.perf_counter() - started
+
         for _ in range(args.repeats):
-            started = time.perf_counter()
-            run()
-            walls.append(time.perf_counter() - started)
+            walls.append(timed("-m", "storyeval.cli.main", *command))
             # the yardstick of issue 84's target (first score within 2x of it), in the same sitting
-            started = time.perf_counter()
-            subprocess.run([sys.executable, "-c", "import torch"], check=True, env=env)
-            torch_walls.append(time.perf_counter() - started)
+            torch_walls.append(timed("-c", "import torch"))
+            stack_walls.append(timed("-c", "import torch, transformers.modeling_utils"))
         imports = import_costs(run("-X", "importtime").stderr)
 
     payload = {
@@ -86,12 +91,16 @@ def main(argv: list[str] | None = None) -> None:
         "import_torch_seconds_median": round(statistics.median(torch_walls), 3),
         "import_torch_seconds": [round(w, 3) for w in torch_walls],
         "ratio_to_import_torch": round(statistics.median(walls) / statistics.median(torch_walls), 2),
+        "import_model_stack_seconds_median": round(statistics.median(stack_walls), 3),
+        "ratio_of_model_stack_to_import_torch": round(statistics.median(stack_walls) / statistics.median(torch_walls), 2),
         "target_seconds": 3.0,
         "machine": machine(),
     }
     name = args.output or ("cli_cold_start" if args.dtype == "float32" else f"cli_cold_start_{args.dtype}")
     print(f"{payload['cli']}: median {payload['wall_seconds_median']} s over {args.repeats} runs "
-          f"({payload['ratio_to_import_torch']}x python -c 'import torch', {payload['import_torch_seconds_median']} s); imports {imports}")
+          f"({payload['ratio_to_import_torch']}x python -c 'import torch', {payload['import_torch_seconds_median']} s; "
+          f"importing torch and transformers' modeling_utils alone {payload['import_model_stack_seconds_median']} s, "
+          f"{payload['ratio_of_model_stack_to_import_torch']}x); imports {imports}")
     print(f"wrote {write_results(name, payload)}")
 
 
