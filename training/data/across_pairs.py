@@ -38,6 +38,15 @@ def story_of(pair_id: str) -> str:
     return pair_id.split("/")[0]
 
 
+def load_break_pairs(folder: str, tool: str) -> datasets.DatasetDict:
+    """modern_breaks' pairs from ``folder``, or a one-line exit naming the columns another folder lacks."""
+    pairs = datasets.load_from_disk(folder)
+    missing = {"id", "human", "negative", "techniques"} - set(next(iter(pairs.values())).column_names)
+    if missing:
+        raise SystemExit(f"{tool}: --pairs {folder}: no {', '.join(sorted(missing))} column: not modern_breaks' pairs")
+    return pairs
+
+
 def partners(rows: datasets.Dataset, min_ratio: float, max_ratio: float, rng: np.random.Generator) -> list[tuple[int, int]]:
     """(intact pair index, partner pair index) for every intact story that has a partner: another story's broken copy,
     by the same kind of writer, whose length is within the ratios of the intact story's."""
@@ -87,10 +96,7 @@ def parse_args(argv=None):
 def main(argv=None) -> None:
     args = parse_args(argv)
     logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.INFO)
-    pairs = datasets.load_from_disk(args.pairs)
-    missing = {"id", "human", "negative", "techniques"} - set(next(iter(pairs.values())).column_names)
-    if missing:
-        raise SystemExit(f"across_pairs: --pairs {args.pairs}: no {', '.join(sorted(missing))} column: not modern_breaks' pairs")
+    pairs = load_break_pairs(args.pairs, "across_pairs")
     out, counts = {}, {"pairs": {}, "intact_stories_without_partner": {}}
     for split, rows in pairs.items():
         out[split], unpaired = pair_across(rows, args.min_length_ratio, args.max_length_ratio, args.seed)

@@ -23,7 +23,7 @@ from pathlib import Path
 import datasets
 import numpy as np
 
-from storyeval_training.data.across_pairs import MACHINE, story_of
+from storyeval_training.data.across_pairs import MACHINE, load_break_pairs, story_of
 from storyeval_training.export.provenance import environment
 
 logger = logging.getLogger("storyeval_training.data.order_pairs")
@@ -94,9 +94,10 @@ def main(argv=None) -> None:
     logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.INFO)
     from storyeval.scoring.sequence import load_story_classifier
 
+    pairs = load_break_pairs(args.pairs, "order_pairs")  # before the checkpoint loads: a wrong folder costs nothing
     scorer = load_story_classifier(args.checkpoint, preprocess=False)  # the pairs' text is normalised already
     out, counts = {}, {"pairs": {}, "stories": {}}
-    for split, rows in datasets.load_from_disk(args.pairs).items():
+    for split, rows in pairs.items():
         stories = intact_stories(rows)
         scores = scorer.score(stories["human"], batch_size=args.batch_size, progress_bar=True)
         out[split], left = order_pairs(stories, scores, args.min_length_ratio, args.seed)
