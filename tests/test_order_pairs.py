@@ -53,3 +53,23 @@ def test_bad_options_are_refused_before_anything_loads(tmp_path, capsys):
             order_pairs.main(argv)
         assert message in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+def test_only_the_asked_splits_are_scored_and_a_missing_one_is_refused(tmp_path, monkeypatch):
+    pairs = tmp_path / "pairs"
+    split = [half_pair("a", 10, "human"), half_pair("b", 20, "human")]
+    datasets.DatasetDict({name: rows(split) for name in ("train", "validation", "test")}).save_to_disk(str(pairs))
+    scored = []
+
+    class Scorer:
+        def score(self, texts, **kwargs):
+            scored.append(list(texts))
+            return [float(len(text)) for text in texts]
+
+    monkeypatch.setattr("storyeval.scoring.sequence.load_story_classifier", lambda *args, **kwargs: Scorer())
+    order_pairs.main(["--pairs", str(pairs), "--checkpoint", str(tmp_path), "--output-dir", str(tmp_path / "out")])
+    assert len(scored) == 2 and set(datasets.load_from_disk(str(tmp_path / "out"))) == {"train", "validation"}
+    with pytest.raises(SystemExit, match="has no split dev"):
+        order_pairs.main(["--pairs", str(pairs), "--checkpoint", str(tmp_path), "--output-dir", str(tmp_path / "out2"),
+                          "--splits", "train", "dev"])
+    assert not (tmp_path / "out2").exists()

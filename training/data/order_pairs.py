@@ -11,7 +11,9 @@ by at least ``--min-length-ratio`` either way, drawn (seeded); the pair's higher
 scores higher. Trained on beside the kinds that teach a change, these pairs keep the start's order between a short
 and a long story, which is what the Spearman of the score with length reads; a squared-difference anchor on each
 story's logit (``train_ranker --anchor-kinds``) charges little for the small shifts that reorder close scores.
-Every split is paired within itself; pairs whose two scores tie are left out and counted.
+Each split asked for (``--splits``: training and validation by default; the test split is the check's report, which no
+run trains or selects on, so it is not scored unless named) is paired within itself; pairs whose two scores tie are
+left out and counted.
 """
 from __future__ import annotations
 
@@ -75,6 +77,8 @@ def parse_args(argv=None):
     p.add_argument("--output-dir", required=True)
     p.add_argument("--min-length-ratio", type=float, default=1.25,
                    help="the longer story of a pair has at least this many times the shorter one's words")
+    p.add_argument("--splits", nargs="+", default=["train", "validation"],
+                   help="the splits of --pairs to score and pair (default: train validation; the test split is the report's)")
     p.add_argument("--batch-size", type=int, default=16)
     p.add_argument("--seed", type=int, default=42)
     args = p.parse_args(argv)
@@ -95,6 +99,10 @@ def main(argv=None) -> None:
     from storyeval.scoring.sequence import load_story_classifier
 
     pairs = load_break_pairs(args.pairs, "order_pairs")  # before the checkpoint loads: a wrong folder costs nothing
+    missing = [split for split in args.splits if split not in pairs]
+    if missing:
+        raise SystemExit(f"order_pairs: --pairs {args.pairs} has no split {', '.join(missing)} (it has {', '.join(pairs)})")
+    pairs = {split: pairs[split] for split in args.splits}
     scorer = load_story_classifier(args.checkpoint, preprocess=False)  # the pairs' text is normalised already
     out, counts = {}, {"pairs": {}, "stories": {}}
     for split, rows in pairs.items():
