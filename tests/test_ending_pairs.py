@@ -1,0 +1,50 @@
+"""ending_pairs: a story's last sentences against as many sentences before a cut in the same story."""
+import random
+
+import datasets
+import pytest
+
+from storyeval_training.data import ending_pairs
+
+STORY_FEATURES = datasets.Features({name: datasets.Value("string") for name in ("unit", "kind", "origin", "text")})
+
+
+def story(unit: str, sentences: int, kind: str = "intact", closing: str = ".") -> dict:
+    text = " ".join(f"Sentence {unit} number {i} goes here." for i in range(sentences - 1))
+    return {"unit": unit, "kind": kind, "origin": "machine", "text": f"{text} Sentence {unit} ends here{closing}"}
+
+
+def test_both_sides_hold_as_many_sentences_and_come_from_the_same_story():
+    sentences = [f"s{i} ." for i in range(9)]
+    rng = random.Random(0)
+    for _ in range(50):
+        pair = ending_pairs.story_pair("a", sentences, 2, rng, "human")
+        cut = int(pair["id"].split("/")[-1])
+        assert 2 <= cut <= 8 and pair["human"] == "s7 . s8 ." and pair["negative"] == f"s{cut - 2} . s{cut - 1} ."
+        assert pair["techniques"] == ["ending", "human", f"cut {cut} of 9"]
+
+
+def test_short_stories_and_stories_stopped_mid_sentence_are_left_out_and_counted():
+    rows = datasets.Dataset.from_list([story("a", 6), story("b", 3), story("c", 6, closing=" and then"),
+                                       story("a", 6, kind="shuffle")], features=STORY_FEATURES)
+    pairs, left = ending_pairs.ending_pairs(rows, 2, seed=0)
+    assert [row["id"].split("/")[0] for row in pairs] == ["a"]
+    assert left == {"too_short": 1, "stopped_mid_sentence": 1}
+
+
+def test_bad_options_are_refused_before_anything_is_written(tmp_path, capsys):
+    stories = tmp_path / "stories"
+    datasets.DatasetDict({"train": datasets.Dataset.from_list([story("a", 6)], features=STORY_FEATURES)}).save_to_disk(str(stories))
+    cases = [(["--stories", str(stories), "--sentences", "4"], "--sentences must be between 1 and 3"),
+             (["--stories", str(tmp_path / "nowhere")], "no such folder"),
+             (["--stories", str(stories), "--output-dir", str(stories)], "exists: choose a new folder")]
+    for extra, message in cases:
+        argv = extra if "--output-dir" in extra else [*extra, "--output-dir", str(tmp_path / "out")]
+        with pytest.raises(SystemExit):
+            ending_pairs.main(argv)
+        assert message in capsys.readouterr().err
+    with pytest.raises(SystemExit, match="has no split validation"):
+        ending_pairs.main(["--stories", str(stories), "--output-dir", str(tmp_path / "out")])
+    assert not (tmp_path / "out").exists()
+    ending_pairs.main(["--stories", str(stories), "--output-dir", str(tmp_path / "out"), "--splits", "train"])
+    assert len(datasets.load_from_disk(str(tmp_path / "out"))["train"]) == 1
