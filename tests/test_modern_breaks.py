@@ -790,6 +790,41 @@ def test_a_self_contrast_label_may_not_repeat_another_rows(tmp_path, tiny_checkp
     assert "each row needs its own label" in capsys.readouterr().err
 
 
+def test_an_ending_mix_is_the_weighted_mean_of_the_story_score_and_the_last_two_sentences_score():
+    from benchmarks.agreement.ending_mix import last_sentences, mixed
+
+    assert last_sentences(" ".join(STORY)) == " ".join(STORY[-2:])
+    assert last_sentences("Only one sentence here.") == "Only one sentence here."
+    assert mixed(0.2, 0.6, 0.25) == pytest.approx(0.3)
+
+
+def test_an_ending_row_scores_each_checkpoint_once_whatever_the_weight(tmp_path, tiny_checkpoint, monkeypatch):
+    from benchmarks import common
+    from storyeval.scoring.sequence import SequenceScorer
+
+    monkeypatch.setattr(common, "RESULTS", tmp_path)
+    scored, real_score = [], SequenceScorer.score
+    monkeypatch.setattr(SequenceScorer, "score", lambda self, texts, **kw: scored.append(len(texts)) or real_score(self, texts, **kw))
+    benchmark.main(["--breaks-dir", str(saved_check(tmp_path / "check")), "--checkpoint", f"a={tiny_checkpoint}",
+                    "--ending", f"e1={tiny_checkpoint}+{tiny_checkpoint}:0.1", "--ending", f"e5={tiny_checkpoint}+{tiny_checkpoint}:0.5",
+                    "--baseline", "a", "--targets", "half", "--output", "out"])
+    rows = json.loads((tmp_path / "out.json").read_text())["checkpoints"]
+    assert rows["e5"]["ending"]["weight"] == 0.5 and rows["e5"]["ending"]["last_sentences"] == 2
+    assert "ship_rule" in rows["e1"] and set(rows["e1"]["views"]) == {"wp", "roc"}
+    assert len(scored) == 2  # the stories once and their last sentences once, for all three rows
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--ending", "e=somewhere:0.5"], "expects label=story_folder+ending_folder:weight"),
+    (["--ending", "e=a+b:1"], "with 0 < weight < 1"),
+    (["--ending", "e=a+b:0.5"], "--ending e=a: no checkpoint there"),
+])
+def test_ending_options_are_refused_before_scoring(tmp_path, capsys, argv, message):
+    with pytest.raises(SystemExit) as stopped:
+        benchmark.main(["--breaks-dir", str(tmp_path), *argv])
+    assert stopped.value.code == 2 and message in capsys.readouterr().err
+
+
 def _pairs_check(stories, kinds=("swap", "half")):
     rows = []
     for i in range(stories):

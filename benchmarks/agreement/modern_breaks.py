@@ -33,7 +33,9 @@ resampled (``regression_intervals``): an interval that reaches 0 is a fall the s
 baseline on every figure, and the tolerance that would fail one such candidate in twenty (:func:`chance_of_a_fall`).
 ``--self-contrast LABEL=FOLDER:WEIGHT`` adds a row of a checkpoint's score less WEIGHT times its score of four
 shuffled copies of each story (:mod:`.self_contrast`), with how often an intact story scores above its own
-shuffled copies (``above_own_shuffles``). ``--split test`` is the report; ``validation`` is what training
+shuffled copies (``above_own_shuffles``). ``--ending LABEL=STORY_FOLDER+ENDING_FOLDER:WEIGHT`` adds a row of a
+checkpoint's score mixed with an ending checkpoint's score of each story's last two sentences (:mod:`.ending_mix`).
+``--split test`` is the report; ``validation`` is what training
 runs select on.
 
 ``--int8-checkpoint LABEL=FOLDER`` scores a checkpoint in int8 (its measured export scheme, or the one ``--int8-scheme
@@ -63,6 +65,7 @@ from benchmarks.common import (
 )
 from storyeval_training.data.breaks import ENDING_KINDS, KINDS
 
+from .ending_mix import ending_spec
 from .story_scores import FITTED_HELP, SUITE_HELP, parse_fitted_suites, parse_suites
 
 # every shipped config that scores a story alone (continuation_quality scores a continuation given its context)
@@ -464,6 +467,9 @@ def main(argv=None):
     parser.add_argument("--self-contrast", action="append", default=[], type=self_contrast_spec, metavar="LABEL=FOLDER:WEIGHT",
                         help="a checkpoint's score less WEIGHT (0 < WEIGHT <= 1) times its score of four shuffled copies of "
                              "each story, as logits (benchmarks/agreement/self_contrast.py); repeatable")
+    parser.add_argument("--ending", action="append", default=[], type=ending_spec, metavar="LABEL=STORY_FOLDER+ENDING_FOLDER:WEIGHT",
+                        help="(1 - WEIGHT) times a checkpoint's score plus WEIGHT times an ending checkpoint's score of the story's last "
+                             "two sentences (benchmarks/agreement/ending_mix.py); repeatable")
     parser.add_argument("--baseline", default=None, help="a label: list where each other row falls more than 0.02 below it")
     add_checkpoint_options(parser, batch_size=16, required=False, help="label=folder (repeatable); default: every shipped config")
     parser.add_argument("--int8-checkpoint", action="append", default=[], type=checkpoint_spec, metavar="LABEL=FOLDER",
@@ -488,6 +494,9 @@ def main(argv=None):
     checkpoints = checked_checkpoints(parser, args) if args.checkpoint else {}
     contrasts = {label: (folder, weight) for label, folder, weight in args.self_contrast}
     require_checkpoint_folders(parser, {label: folder for label, (folder, _) in contrasts.items()}, "--self-contrast")
+    endings = {label: (story, ending, weight) for label, story, ending, weight in args.ending}
+    for label, (story, ending, _) in endings.items():
+        require_checkpoint_folders(parser, {label: story, f"{label} (ending)": ending}, "--ending")
     int8 = dict(args.int8_checkpoint)
     require_checkpoint_folders(parser, int8, "--int8-checkpoint")
     if len(int8) < len(args.int8_checkpoint) or set(int8) & {*checkpoints, *contrasts}:
@@ -513,13 +522,15 @@ def main(argv=None):
             raise ValueError(f"each row needs its own label: int8 labels {sorted({*int8, *int8_suites})}")
     except ValueError as error:
         parser.error(str(error))
+    if len(endings) < len(args.ending) or set(endings) & {*checkpoints, *contrasts, *suites, *fitted, *int8, *int8_suites}:
+        parser.error(f"each row needs its own label: --ending labels {[e[0] for e in args.ending]}")
     # each int8 row's float32 row: the --checkpoint of the same folder, the --suite of the same config and combination
     float32_of = {label: next((other for other, path in checkpoints.items() if Path(path).resolve() == Path(folder).resolve()), None)
                   for label, folder in int8.items()}
     float32_of.update({label: next((other for other, entry in suites.items() if entry == spec), None) for label, spec in int8_suites.items()})
     if missing := sorted(label for label, other in float32_of.items() if other is None):
         parser.error(f"int8 rows {missing} need the float32 row of the same folder (--checkpoint) or config (--suite) in the run")
-    if not (checkpoints or suites or fitted or contrasts or int8):
+    if not (checkpoints or suites or fitted or contrasts or int8 or endings):
         checkpoints = {name: str(BUNDLED / name) for name in SHIPPED_CHECKPOINTS}
         suites = {f"story-quality-{config}": (config, None) for config in SHIPPED_SUITES}
     if args.max_units_per_view is not None and args.max_units_per_view < 1:
@@ -532,8 +543,8 @@ def main(argv=None):
         earlier = earlier_views(args.earlier)
     except (FileNotFoundError, ValueError) as error:
         parser.error(str(error))
-    if args.baseline and args.baseline not in {*checkpoints, *suites, *fitted, *contrasts, *int8, *int8_suites, *earlier}:
-        parser.error(f"--baseline {args.baseline}: not one of the labels {sorted({*checkpoints, *suites, *fitted, *contrasts, *int8, *int8_suites})}"
+    if args.baseline and args.baseline not in {*checkpoints, *suites, *fitted, *contrasts, *endings, *int8, *int8_suites, *earlier}:
+        parser.error(f"--baseline {args.baseline}: not one of the labels {sorted({*checkpoints, *suites, *fitted, *contrasts, *endings, *int8, *int8_suites})}"
                      + (f" or of the --earlier files' {sorted(earlier)}" if earlier else ""))
     from storyeval_training.data.modern_breaks import HELD_OUT_GENERATOR
     from storyeval_training.selection import regressions
@@ -553,7 +564,8 @@ def main(argv=None):
                                ((label, lambda spec=spec: scores.suite(*spec)) for label, spec in suites.items()),
                                ((label, lambda spec=spec: scores.suite(*spec, int8_schemes=schemes)) for label, spec in int8_suites.items()),
                                ((label, lambda entry=entry: scores.fitted_suite(entry)) for label, entry in fitted.items()),
-                               ((label, lambda spec=spec: scores.self_contrast(*spec)) for label, spec in contrasts.items()))
+                               ((label, lambda spec=spec: scores.self_contrast(*spec)) for label, spec in contrasts.items()),
+                               ((label, lambda spec=spec: scores.ending_mix(*spec)) for label, spec in endings.items()))
     scores_of = {}  # label -> its scores, for the baseline's paired intervals
     for label, score in measured:
         score_of, fields = score()

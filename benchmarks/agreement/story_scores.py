@@ -139,6 +139,29 @@ class StoryScores:
         return self._contrast(folder, weight), {"path": portable_path(str(folder)), "settings": scorer.settings(),
                                                 "self_contrast": {"copies": COPIES, "weight": weight}}
 
+    def ending_mix(self, folder: str, ending_folder: str, weight: float) -> tuple[dict[str, float], dict]:
+        """story -> a checkpoint folder's score mixed with an ending checkpoint's score of the story's last sentences
+        (:mod:`.ending_mix`), and its fields; each checkpoint scores once, whatever the weight."""
+        from storyeval.scoring.sequence import load_story_classifier
+        from storyeval_training.export.provenance import portable_path
+
+        from .ending_mix import TAIL_SENTENCES, last_sentences, mixed
+
+        scorer = load_story_classifier(folder, device="cpu")
+        plain = self._scores(folder, scorer)
+        ending_scorer = load_story_classifier(ending_folder, device="cpu")
+        key = f"{checkpoint_key(ending_folder)}/last{TAIL_SENTENCES}"
+        if key not in self._scored:
+            tails = {story: last_sentences(story) for story in self.stories}
+            texts = sorted(set(tails.values()))
+            tail_scores = dict(zip(texts, ending_scorer.score(texts, batch_size=self.batch_size, progress_bar=self.progress_bar)))
+            self._scored[key] = {story: tail_scores[tails[story]] for story in self.stories}
+        endings = self._scored[key]
+        return ({story: mixed(plain[story], endings[story], weight) for story in self.stories},
+                {"path": portable_path(str(folder)), "settings": scorer.settings(),
+                 "ending": {"path": portable_path(str(ending_folder)), "settings": ending_scorer.settings(),
+                            "last_sentences": TAIL_SENTENCES, "weight": weight}})
+
     def shuffle_margins(self, folder: str) -> dict[str, float]:
         """story -> its logit less the mean logit of its shuffled copies, from the scores :meth:`self_contrast` made
         (no model is loaded again)."""
