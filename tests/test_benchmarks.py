@@ -427,6 +427,37 @@ def test_a_spearman_difference_falls_only_when_its_whole_paired_interval_is_belo
     assert not close["falls"] and close["interval"][0] < 0  # a small move is within the draw of stories
 
 
+def test_an_ending_mix_scorer_reads_the_last_two_sentences_of_each_story_as_the_story_scorer_prepares_it():
+    from benchmarks.agreement.ending_mix import EndingMixScorer
+
+    class Scorer:
+        delexicalize = False
+
+        def __init__(self, value):
+            self.value, self.read = value, []
+
+        def score(self, texts, batch_size=16):
+            self.read += texts
+            return [self.value] * len(texts)
+
+    story, ending = Scorer(0.2), Scorer(1.0)
+    mix = EndingMixScorer(story, ending, 0.25)
+    assert mix.score(["Ann sat. Bob ran. Cal hid. Dee won."]) == [pytest.approx(0.4)]
+    assert story.read == ["Ann sat. Bob ran. Cal hid. Dee won."] and ending.read == ["cal hid . dee won ."]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--ending", "e=a+b:0.5"], "--ending e=a: no checkpoint there"),
+    (["--ending", "e=a+b"], "expects label=story_folder+ending_folder:weight"),
+])
+def test_cross_metric_refuses_a_bad_ending_row_before_scoring(capsys, argv, message):
+    from benchmarks.agreement import cross_metric
+
+    with pytest.raises(SystemExit):
+        cross_metric.main(argv)
+    assert message in capsys.readouterr().err
+
+
 def test_continuation_scale_counts_the_scores_outside_1_to_5_and_refuses_bad_counts(capsys):
     from benchmarks.agreement import continuation_scale
 

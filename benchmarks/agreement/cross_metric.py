@@ -12,6 +12,8 @@ These are test sets: nothing here may be used to choose a checkpoint. With ``--b
 candidate would replace, scored in the same run), each other checkpoint gets, per set, the paired bootstrap 95%
 interval of its Spearman less the baseline's, the stories resampled, and whether it falls beyond it: the human sets'
 part of the ship rule (a candidate that ships measures them once, after the rest of its rule holds).
+``--ending LABEL=STORY_FOLDER+ENDING_FOLDER:WEIGHT`` adds a ``union`` row of a checkpoint's score mixed with an ending
+checkpoint's score of each story's last two sentences (:mod:`.ending_mix`).
 """
 from __future__ import annotations
 
@@ -19,8 +21,9 @@ import argparse
 
 import numpy as np
 
-from ..common import BUNDLED, command_line, machine, metric_checkpoint_spec, results_name, write_results
+from ..common import BUNDLED, command_line, machine, metric_checkpoint_spec, require_checkpoint_folders, results_name, write_results
 from ..correlation import HUMAN_SETS, format_row, load_human_set, score_set
+from .ending_mix import TAIL_SENTENCES, EndingMixScorer, ending_spec
 
 DEFAULT_CHECKPOINTS = [
     ("union", "union-roc", str(BUNDLED / "union-roc")),
@@ -49,26 +52,39 @@ def main(argv=None):
                         help="metric:label=folder_or_config (repeatable)")
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--sets", nargs="+", default=list(HUMAN_SETS), choices=HUMAN_SETS, help="human sets to score (default: all)")
+    parser.add_argument("--ending", action="append", default=[], type=ending_spec, metavar="LABEL=STORY_FOLDER+ENDING_FOLDER:WEIGHT",
+                        help="a union checkpoint's score mixed with an ending checkpoint's score of the last two sentences; repeatable")
     parser.add_argument("--baseline", default=None, help="a label: each other checkpoint's Spearman difference from it, "
                         "with its paired bootstrap 95%% interval")
     parser.add_argument("--output", type=results_name, default="cross_metric",
                         help="name of the results file (a new checkpoint's keeps the bundled rows' file)")
     args = parser.parse_args(argv)
-    checkpoints = args.checkpoint or DEFAULT_CHECKPOINTS
-    if args.baseline and args.baseline not in {label for _, label, _ in checkpoints}:
-        parser.error(f"--baseline {args.baseline}: not one of the labels {sorted(label for _, label, _ in checkpoints)}")
+    checkpoints = args.checkpoint or ([] if args.ending else DEFAULT_CHECKPOINTS)
+    endings = {label: (story, ending, weight) for label, story, ending, weight in args.ending}
+    labels = [label for _, label, _ in checkpoints] + [label for label, *_ in args.ending]
+    if len(set(labels)) < len(labels):
+        parser.error(f"each row needs its own label: {labels}")
+    for label, (story, ending, _) in endings.items():
+        require_checkpoint_folders(parser, {label: story, f"{label} (ending)": ending}, "--ending")
+    if args.baseline and args.baseline not in labels:
+        parser.error(f"--baseline {args.baseline}: not one of the labels {sorted(labels)}")
 
     from storyeval.checkpoints.resolution import resolve_checkpoint
-    from storyeval.scoring.sequence import load_scorer
+    from storyeval.scoring.sequence import load_scorer, load_story_classifier
     from storyeval_training.export.provenance import portable_path
 
     payload = {"machine": machine(), "command": command_line(__name__, argv), "checkpoints": {}}
     human_sets = [load_human_set(name) for name in args.sets]
     scores = {}  # label -> set -> scores, for the baseline's paired intervals
-    for metric, label, config in checkpoints:
-        path = resolve_checkpoint(metric, config)
+    rows = [(label, metric, resolve_checkpoint(metric, config), None) for metric, label, config in checkpoints]
+    rows += [(label, "union", story, spec) for label, (story, *spec) in endings.items()]
+    for label, metric, path, ending in rows:
         scorer = load_scorer(metric, path)
         entry = payload["checkpoints"][label] = {"metric": metric, "path": portable_path(str(path)), "sets": {}}
+        if ending:
+            ending_folder, weight = ending
+            scorer = EndingMixScorer(scorer, load_story_classifier(ending_folder), weight)
+            entry["ending"] = {"path": portable_path(str(ending_folder)), "last_sentences": TAIL_SENTENCES, "weight": weight}
         for human_set in human_sets:
             result, scores.setdefault(label, {})[human_set.name] = score_set(scorer, human_set, args.batch_size, keep_scores=True)
             entry["sets"][human_set.name] = result

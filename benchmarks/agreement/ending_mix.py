@@ -36,3 +36,19 @@ def ending_spec(value: str) -> tuple[str, str, str, float]:
     if not (sep and label and plus and story and ending) or number is None or not 0 < number < 1:
         raise argparse.ArgumentTypeError(f"expects label=story_folder+ending_folder:weight with 0 < weight < 1, got {value!r}")
     return label, story, ending, number
+
+
+class EndingMixScorer:
+    """A story scorer and an ending scorer as one ``score(stories)``, for the benchmarks that take a scorer (the human
+    sets' ``cross_metric``): the ending scorer reads the last sentences of each story as the story scorer prepares it."""
+
+    def __init__(self, story_scorer, ending_scorer, weight: float):
+        self.story_scorer, self.ending_scorer, self.weight = story_scorer, ending_scorer, weight
+
+    def score(self, stories: list[str], batch_size: int = 16) -> list[float]:
+        from storyeval.text import normalize_story
+
+        plain = self.story_scorer.score(stories, batch_size=batch_size)
+        tails = [last_sentences(normalize_story(story, self.story_scorer.delexicalize)) for story in stories]
+        endings = self.ending_scorer.score(tails, batch_size=batch_size)
+        return [mixed(p, e, self.weight) for p, e in zip(plain, endings)]
