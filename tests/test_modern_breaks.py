@@ -918,3 +918,20 @@ def test_int8_rows_refuse_bad_options_before_scoring(tmp_path, tiny_checkpoint, 
     with pytest.raises(SystemExit):
         benchmark.main(["--breaks-dir", str(tmp_path), "--checkpoint", f"a={tiny_checkpoint}", *argv])
     assert message in capsys.readouterr().err
+
+
+def test_an_equal_candidate_falls_at_most_one_time_in_twenty_at_its_own_tolerance_where_draws_pile_up_on_one_value():
+    # three stories: every drawn difference is a multiple of a third, so the 5% quantile lies on a value many draws
+    # share; those draws fall exactly the tolerance, which the rule (rounding a fall to four places) lets pass
+    rows = []
+    for i in range(3):
+        rows.append({"unit": f"s{i}", "view": "roc", "generator": "gpt-4", "kind": "intact", "text": f"s{i}-intact",
+                     "words": 100, "group": f"g{i}", "sides": ["swap"]})
+        rows.append({"unit": f"s{i}", "view": "roc", "generator": "gpt-4", "kind": "swap", "text": f"s{i}-swap", "words": 100,
+                     "group": f"g{i}"})
+    baseline = {f"s{i}-{kind}": (1.0 if kind == "intact" else 0.0) for i in range(3) for kind in ("intact", "swap")}
+    candidate = {**baseline, "s0-intact": -1.0}  # below its own copy: within pairs 2/3 against 3/3
+    keys = ["roc/swap/within"]
+    tolerance = benchmark.chance_of_a_fall(rows, candidate, baseline, keys, resamples=400)["tolerance_for_5_percent"]
+    assert tolerance == pytest.approx(1 / 3, abs=1e-4)
+    assert benchmark.chance_of_a_fall(rows, candidate, baseline, keys, tolerance=tolerance, resamples=400)["chance"] <= 0.05
