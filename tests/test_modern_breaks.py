@@ -795,6 +795,8 @@ def test_an_ending_mix_is_the_weighted_mean_of_the_story_score_and_the_last_two_
 
     assert last_sentences(" ".join(STORY)) == " ".join(STORY[-2:])
     assert last_sentences("Only one sentence here.") == "Only one sentence here."
+    assert last_sentences("Ann sat. Bob ran. Cal hid. ...") == "Cal hid. ..."  # as the ending scorer was trained
+    assert last_sentences("Ann sat.</s>Bob ran.</s>Cal hid.</s>...</s>!") == "Bob ran. Cal hid."  # nothing to score there
     assert mixed(0.2, 0.6, 0.25) == pytest.approx(0.3)
 
 

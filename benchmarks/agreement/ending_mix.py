@@ -10,14 +10,18 @@ from __future__ import annotations
 
 import argparse
 
+from storyeval.inputs import has_words
 from storyeval.text import split_sentences
 
 TAIL_SENTENCES = 2  # ending_pairs' default: what the ending scorer was trained to read
 
 
 def last_sentences(text: str, count: int = TAIL_SENTENCES) -> str:
-    """The text's last ``count`` sentences (all of a shorter text), as ending_pairs writes a side."""
-    return " ".join(split_sentences(text)[-count:])
+    """The text's last ``count`` sentences (all of a shorter text), as ending_pairs writes a side; where they are
+    punctuation alone (a closing `` ... ``), which cannot be scored, the last ``count`` that have words in them."""
+    sentences = split_sentences(text)
+    tail = " ".join(sentences[-count:])
+    return tail if has_words(tail) else " ".join([sentence for sentence in sentences if has_words(sentence)][-count:])
 
 
 def mixed(story: float, ending: float, weight: float) -> float:
