@@ -264,6 +264,16 @@ def modern_table(reader: ResultsReader, names: list[str]) -> list[str]:
 
 # the checks a researcher runs first (issue 86), on revision 2 of the modern-text check's test split
 FIRST_CHECKS_FILE = "first_checks"
+FIRST_CHECKS_LATER = ("first_checks_ending",)  # configs shipped after it, measured the same way on the same stories
+
+
+def first_check_rows(reader: ResultsReader) -> dict[str, dict]:
+    """label -> figures of every config in the first checks' files there are, in order."""
+    rows = dict(reader.get(FIRST_CHECKS_FILE, "checkpoints"))
+    for name in FIRST_CHECKS_LATER:
+        if (reader.folder / f"{name}.json").is_file():
+            rows.update(reader.get(name, "checkpoints"))
+    return rows
 FIRST_CHECK_VIEWS = ("wp", "roc", "human-roc", "human-wp")  # LLM stories at WP length, as ROC windows; human ROC, WP stories
 
 
@@ -280,7 +290,7 @@ FIRST_CHECK_TARGETS = {"shuffle": 0.90, "triple": 0.90, "half": 0.80, "insert": 
 
 def meeting_first_check_targets(reader: ResultsReader) -> list[str]:
     """The configs whose every first check reaches its target in every view."""
-    return [f"`{label}`" for label, figures in reader.get(FIRST_CHECKS_FILE, "checkpoints").items()
+    return [f"`{label}`" for label, figures in first_check_rows(reader).items()
             if all(figures["views"][v]["per_kind"][kind]["within"] >= target
                    for v in FIRST_CHECK_VIEWS for kind, target in FIRST_CHECK_TARGETS.items())]
 
@@ -295,7 +305,7 @@ def first_checks_table(reader: ResultsReader) -> list[str]:
              + " | across-story AUC, mean | held-out LLM, worst |",
              "|---" * (len(FIRST_CHECKS) + 3) + "|"]
     defaults = default_labels()
-    for label, figures in reader.get(FIRST_CHECKS_FILE, "checkpoints").items():
+    for label, figures in first_check_rows(reader).items():
         views = figures["views"]
         cells = [" / ".join(f"{views[v]['per_kind'][kind]['within']:.2f}" for v in FIRST_CHECK_VIEWS) for kind in FIRST_CHECKS]
         aucs = [views[v]["per_kind"][kind]["auc"] for v in FIRST_CHECK_VIEWS for kind in FIRST_CHECKS]
@@ -324,7 +334,10 @@ def render_summary(results_dir: Path = RESULTS, current=CURRENT) -> str:
                   "stories (the modern-text check's test split, revision 2: "
                   + ", ".join(f"{sample[v]['units']} {v}" for v in FIRST_CHECK_VIEWS) + " stories):", "",
                   *first_checks_table(reader), "",
-                  f"From `{FIRST_CHECKS_FILE}.json` (measured at {reader.commit(FIRST_CHECKS_FILE)}). Target of every default: 0.90 "
+                  f"From `{FIRST_CHECKS_FILE}.json` (measured at {reader.commit(FIRST_CHECKS_FILE)})"
+                  + "".join(f", `{name}.json` (at {reader.commit(name)})" for name in FIRST_CHECKS_LATER
+                            if (Path(results_dir) / f"{name}.json").is_file())
+                  + ". Target of every default: 0.90 "
                   f"(the half: 0.80) in every view; met by {', '.join(meeting_first_check_targets(reader)) or 'none yet'}.", ""]
     if continuation_rows:
         files = {f"`{name}.json`" for r in continuation_rows for name in (r.results, r.cross_validated) if name}

@@ -14,7 +14,7 @@ from pathlib import Path
 from nltk.tokenize import TreebankWordTokenizer
 
 from storyeval.checkpoints import resources
-from storyeval.inputs import SENTENCE_SEPARATOR
+from storyeval.inputs import SENTENCE_SEPARATOR, has_words
 
 NAME_PLACEHOLDERS = ("[MALE]", "[FEMALE]", "[NEUTRAL]")
 # any case: some corpora lower-case their placeholders ("[male]"); tokenize restores the canonical form
@@ -36,6 +36,15 @@ def split_sentences(text: str) -> list[str]:
 
         parts = sent_tokenize(text)
     return [p.strip() for p in parts if p.strip()]
+
+
+def last_sentences(text: str, count: int) -> str:
+    """The text's last ``count`` sentences (all of a shorter text), as one text: what an ending scorer reads of a story
+    (:mod:`storyeval.scoring.ending`). Where they are punctuation alone (a closing `` ... ``), which cannot be scored,
+    the last ``count`` that have words in them."""
+    sentences = split_sentences(text)
+    tail = " ".join(sentences[-count:])
+    return tail if has_words(tail) else " ".join([sentence for sentence in sentences if has_words(sentence)][-count:])
 
 
 def tokenize(sentence: str, lowercase: bool = True) -> list[str]:

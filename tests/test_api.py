@@ -92,7 +92,8 @@ def test_a_default_note_is_one_line_naming_the_fast_config_and_explicit_names_lo
     assert "\n" not in note and "'wp-base' (MPNet-base)" in note and "evaluate.load('union', 'wp')" in note and "--config wp" in note
     assert registry.default_note("union", "roc", "roc") is None and registry.default_note("union", "roc", None) is None
     # a default change never changes what an explicit config name loads
-    assert checkpoints.REGISTRY["union"] == {"roc": "union-roc", "wp": "union-wp", "roc-base": "union-roc-base", "wp-base": "union-wp-base"}
+    assert checkpoints.REGISTRY["union"] == {"roc": "union-roc", "wp": "union-wp", "roc-base": "union-roc-base", "wp-base": "union-wp-base",
+                                             "wp-base-ending": "union-wp-base-ending"}
     assert checkpoints.REGISTRY["plot_coherence"] == {"roc": "plot-coherence-roc", "wp": "plot-coherence-wp",
                                                       "roc-base": "plot-coherence-roc-base", "wp-base": "plot-coherence-wp-base"}
     for spec in registry.METRICS.values():

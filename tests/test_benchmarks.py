@@ -427,25 +427,6 @@ def test_a_spearman_difference_falls_only_when_its_whole_paired_interval_is_belo
     assert not close["falls"] and close["interval"][0] < 0  # a small move is within the draw of stories
 
 
-def test_an_ending_mix_scorer_reads_the_last_two_sentences_of_each_story_as_the_story_scorer_prepares_it():
-    from benchmarks.agreement.ending_mix import EndingMixScorer
-
-    class Scorer:
-        delexicalize = False
-
-        def __init__(self, value):
-            self.value, self.read = value, []
-
-        def score(self, texts, batch_size=16):
-            self.read += texts
-            return [self.value] * len(texts)
-
-    story, ending = Scorer(0.2), Scorer(1.0)
-    mix = EndingMixScorer(story, ending, 0.25)
-    assert mix.score(["Ann sat. Bob ran. Cal hid. Dee won."]) == [pytest.approx(0.4)]
-    assert story.read == ["Ann sat. Bob ran. Cal hid. Dee won."] and ending.read == ["cal hid . dee won ."]
-
-
 @pytest.mark.parametrize("argv, message", [
     (["--ending", "e=a+b:0.5"], "--ending e=a: no checkpoint there"),
     (["--ending", "e=a+b"], "expects label=story_folder+ending_folder:weight"),

@@ -790,16 +790,6 @@ def test_a_self_contrast_label_may_not_repeat_another_rows(tmp_path, tiny_checkp
     assert "each row needs its own label" in capsys.readouterr().err
 
 
-def test_an_ending_mix_is_the_weighted_mean_of_the_story_score_and_the_last_two_sentences_score():
-    from benchmarks.agreement.ending_mix import last_sentences, mixed
-
-    assert last_sentences(" ".join(STORY)) == " ".join(STORY[-2:])
-    assert last_sentences("Only one sentence here.") == "Only one sentence here."
-    assert last_sentences("Ann sat. Bob ran. Cal hid. ...") == "Cal hid. ..."  # as the ending scorer was trained
-    assert last_sentences("Ann sat.</s>Bob ran.</s>Cal hid.</s>...</s>!") == "Bob ran. Cal hid."  # nothing to score there
-    assert mixed(0.2, 0.6, 0.25) == pytest.approx(0.3)
-
-
 def test_an_ending_row_scores_each_checkpoint_once_whatever_the_weight(tmp_path, tiny_checkpoint, monkeypatch):
     from benchmarks import common
     from storyeval.scoring.sequence import SequenceScorer

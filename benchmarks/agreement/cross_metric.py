@@ -23,7 +23,7 @@ import numpy as np
 
 from ..common import BUNDLED, command_line, machine, metric_checkpoint_spec, require_checkpoint_folders, results_name, write_results
 from ..correlation import HUMAN_SETS, format_row, load_human_set, score_set
-from .ending_mix import TAIL_SENTENCES, EndingMixScorer, ending_spec
+from .ending_mix import TAIL_SENTENCES, ending_spec, load_ending_scorer
 
 DEFAULT_CHECKPOINTS = [
     ("union", "union-roc", str(BUNDLED / "union-roc")),
@@ -70,7 +70,8 @@ def main(argv=None):
         parser.error(f"--baseline {args.baseline}: not one of the labels {sorted(labels)}")
 
     from storyeval.checkpoints.resolution import resolve_checkpoint
-    from storyeval.scoring.sequence import load_scorer, load_story_classifier
+    from storyeval.scoring.ending import EndingMixScorer
+    from storyeval.scoring.sequence import load_scorer
     from storyeval_training.export.provenance import portable_path
 
     payload = {"machine": machine(), "command": command_line(__name__, argv), "checkpoints": {}}
@@ -83,7 +84,7 @@ def main(argv=None):
         entry = payload["checkpoints"][label] = {"metric": metric, "path": portable_path(str(path)), "sets": {}}
         if ending:
             ending_folder, weight = ending
-            scorer = EndingMixScorer(scorer, load_story_classifier(ending_folder), weight)
+            scorer = EndingMixScorer(scorer, load_ending_scorer(ending_folder), weight, TAIL_SENTENCES, name=label)
             entry["ending"] = {"path": portable_path(str(ending_folder)), "last_sentences": TAIL_SENTENCES, "weight": weight}
         for human_set in human_sets:
             result, scores.setdefault(label, {})[human_set.name] = score_set(scorer, human_set, args.batch_size, keep_scores=True)

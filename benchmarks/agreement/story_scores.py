@@ -142,17 +142,19 @@ class StoryScores:
     def ending_mix(self, folder: str, ending_folder: str, weight: float) -> tuple[dict[str, float], dict]:
         """story -> a checkpoint folder's score mixed with an ending checkpoint's score of the story's last sentences
         (:mod:`.ending_mix`), and its fields; each checkpoint scores once, whatever the weight."""
+        from storyeval.scoring.ending import mixed
         from storyeval.scoring.sequence import load_story_classifier
+        from storyeval.text import last_sentences
         from storyeval_training.export.provenance import portable_path
 
-        from .ending_mix import TAIL_SENTENCES, last_sentences, mixed
+        from .ending_mix import TAIL_SENTENCES, load_ending_scorer
 
         scorer = load_story_classifier(folder, device="cpu")
         plain = self._scores(folder, scorer)
-        ending_scorer = load_story_classifier(ending_folder, device="cpu")
+        ending_scorer = load_ending_scorer(ending_folder)
         key = f"{checkpoint_key(ending_folder)}/last{TAIL_SENTENCES}"
         if key not in self._scored:
-            tails = {story: last_sentences(story) for story in self.stories}
+            tails = {story: last_sentences(story, TAIL_SENTENCES) for story in self.stories}
             texts = sorted(set(tails.values()))
             tail_scores = dict(zip(texts, ending_scorer.score(texts, batch_size=self.batch_size, progress_bar=self.progress_bar)))
             self._scored[key] = {story: tail_scores[tails[story]] for story in self.stories}

@@ -64,10 +64,24 @@ class UnionConfig(PreTrainedConfig):
     # (a name storyeval.checkpoints.backbones resolves, or a folder) and the SHA-256 of those untrained weights
     base_model: str | None = None
     base_model_sha256: str | None = None
+    # set on an ending scorer (storyeval.scoring.ending): the story checkpoint whose score it completes (a name
+    # storyeval.checkpoints.resolution resolves), the weight of its own score in the mix, and how many of a story's
+    # last sentences it reads
+    ending_of: str | None = None
+    ending_weight: float | None = None
+    ending_sentences: int | None = None
 
     def validate_recon_weight(self):
         if self.recon_weight < 0:
             raise ValueError(f"recon_weight must not be negative (0: no reconstruction loss), got {self.recon_weight}")
+
+    def validate_ending(self):
+        if self.ending_of is None:
+            return
+        if self.ending_weight is None or not 0 < self.ending_weight < 1:
+            raise ValueError(f"ending_weight must be between 0 and 1 for an ending scorer, got {self.ending_weight}")
+        if self.ending_sentences is None or self.ending_sentences < 1:
+            raise ValueError(f"ending_sentences must be at least 1 for an ending scorer, got {self.ending_sentences}")
 
     def validate_window_aggregation(self):
         if self.window_aggregation not in ("mean", "min"):  # storyeval.scoring.sequence.WINDOW_AGGREGATIONS; models do not import the scorer

@@ -158,8 +158,15 @@ def _load_story_classifier(checkpoint: str, device: str, preprocess: bool) -> Se
     if model.config.has_reconstruction_head:
         model.drop_reconstruction_head()  # scoring never needs it
     config = model.config
-    return SequenceScorer(model, tokenizer, config.max_length, config.window_stride, device, preprocess, config.delexicalize,
-                          name=checkpoints.checkpoint_name(checkpoint), window_aggregation=config.window_aggregation)
+    scorer = SequenceScorer(model, tokenizer, config.max_length, config.window_stride, device, preprocess, config.delexicalize,
+                            name=checkpoints.checkpoint_name(checkpoint), window_aggregation=config.window_aggregation)
+    if config.ending_of is None:
+        return scorer
+    from storyeval.scoring.ending import EndingMixScorer
+
+    # an ending scorer completes a story checkpoint, loaded (and cached) as any other
+    story = _load_story_classifier(str(checkpoints.resolve_named(config.ending_of)), device, preprocess)
+    return EndingMixScorer(story, scorer, config.ending_weight, config.ending_sentences, name=scorer.name)
 
 
 def clear_loaded_scorers() -> None:

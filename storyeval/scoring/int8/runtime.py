@@ -602,6 +602,12 @@ def checkpoint_int8_problem(folder: str | Path | None, encoder_type: str | None 
             config = json.loads((Path(folder) / "config.json").read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return None
+        if isinstance(config, dict) and config.get("ending_of"):
+            # an ending mix (storyeval.scoring.ending): its int8 copy would be two models', measured as one by no run
+            from storyeval.checkpoints.resolution import checkpoint_name
+
+            return (f"dtype='int8' is not offered for {checkpoint_name(folder)}: it mixes {config['ending_of']} with an ending "
+                    f"scorer, and no int8 copy of the mix was measured against the fidelity rule; score it in float32 or bfloat16")
         encoder = config.get("encoder") if isinstance(config, dict) else None
         encoder_type = encoder.get("model_type") if isinstance(encoder, dict) else None
     if encoder_type not in MEASURED_ONLY:

@@ -1,0 +1,61 @@
+"""A story scorer and an ending scorer as one scorer (``union`` ``wp-base-ending``).
+
+A story cut off part-way differs from the whole in where it stops. A scorer of whole stories taught to notice that
+learned length with it (benchmarks/experiments/first_checks.md, runs T1-T5); an ending scorer reads only a story's last
+few sentences, as many for any story, and was trained on a story's end against as many sentences before a cut in it
+(``storyeval_training.data.ending_pairs``). A story's score is ``(1 - weight) * story score + weight * ending score``:
+both are probabilities, so the mix is one too. The ending checkpoint's config names the story checkpoint it completes
+(``ending_of``), the weight and how many sentences it reads; its folder is the ending scorer's weights alone.
+"""
+from __future__ import annotations
+
+from storyeval.scoring.signature import settings_string
+from storyeval.text import last_sentences, normalize_story
+
+
+def mixed(story: float, ending: float, weight: float) -> float:
+    return (1 - weight) * story + weight * ending
+
+
+class EndingMixScorer:
+    """Scores as its story scorer does (the same inputs, options and errors) and mixes in its ending scorer's score of
+    each story's last ``sentences`` sentences, prepared as the story scorer prepares the story."""
+
+    def __init__(self, story_scorer, ending_scorer, weight: float, sentences: int, name: str = "unnamed"):
+        if not 0 < weight < 1:
+            raise ValueError(f"the ending weight must be between 0 and 1, got {weight}")
+        self.story_scorer, self.ending_scorer = story_scorer, ending_scorer
+        self.weight, self.sentences, self.name = weight, sentences, name
+
+    @property
+    def delexicalize(self) -> bool:
+        return self.story_scorer.delexicalize
+
+    @property
+    def preprocess(self) -> bool:
+        return self.story_scorer.preprocess
+
+    @property
+    def device(self):
+        return self.story_scorer.device
+
+    def windows(self, story: str) -> list[list[int]]:
+        """The story scorer's windows (what a too-long story is refused by)."""
+        return self.story_scorer.windows(story)
+
+    def tail(self, story: str) -> str:
+        """What the ending scorer reads of ``story``."""
+        text = normalize_story(story, self.delexicalize) if self.preprocess else story
+        return last_sentences(text, self.sentences)
+
+    def settings(self, dtype=None) -> str:
+        # int8 scores nothing here that the story scorer would not refuse or score in float32 first
+        if dtype is not None and self.story_scorer.settings(dtype) == self.story_scorer.settings("float32"):
+            dtype = "float32"
+        return settings_string(self.name, dtype)
+
+    def score(self, stories, batch_size: int = 16, device=None, progress_bar: bool = False, dtype=None) -> list[float]:
+        """One score in [0, 1] per story, in input order."""
+        plain = self.story_scorer.score(stories, batch_size, device, progress_bar, dtype)  # checks the input first
+        endings = self.ending_scorer.score([self.tail(story) for story in stories], batch_size, device, progress_bar, dtype)
+        return [mixed(p, e, self.weight) for p, e in zip(plain, endings)]

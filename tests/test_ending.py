@@ -1,0 +1,79 @@
+"""An ending scorer completes a story checkpoint: one scorer, the story score mixed with the last sentences' score."""
+import json
+
+import pytest
+from conftest import save_tiny_checkpoint
+
+from storyeval.scoring.ending import EndingMixScorer, mixed
+from storyeval.scoring.sequence import clear_loaded_scorers, load_scorer, load_story_classifier
+from storyeval.text import last_sentences, normalize_story
+
+STORIES = ["Ken went to the bar. He ordered a drink. He met a friend. They talked for hours. Ken went home happy.",
+           "Ken went to the bar. He ordered a drink."]
+
+
+@pytest.fixture(scope="module")
+def folders(tmp_path_factory):
+    root = tmp_path_factory.mktemp("ending")
+    story = save_tiny_checkpoint(root / "story")
+    ending = save_tiny_checkpoint(root / "ending", ending_of=str(story), ending_weight=0.25, ending_sentences=2, window_stride=4)
+    return story, ending
+
+
+def test_the_score_is_the_story_score_mixed_with_the_last_two_sentences_score(folders):
+    story_folder, ending_folder = folders
+    clear_loaded_scorers()
+    scorer = load_scorer("union", ending_folder)
+    assert isinstance(scorer, EndingMixScorer) and scorer.weight == 0.25 and scorer.sentences == 2
+    story, ending = load_story_classifier(story_folder), scorer.ending_scorer
+    tails = [last_sentences(normalize_story(s), 2) for s in STORIES]
+    assert tails[0] == "they talked for hours . [MALE] went home happy ."
+    expected = [mixed(p, e, 0.25) for p, e in zip(story.score(STORIES), ending.score(tails))]
+    assert scorer.score(STORIES) == pytest.approx(expected)
+    assert scorer.settings().startswith(f"{ending_folder.name}_fp32_")
+
+
+def test_bad_input_is_refused_as_the_story_scorer_refuses_it(folders):
+    clear_loaded_scorers()
+    scorer = load_scorer("union", folders[1])
+    with pytest.raises(ValueError, match=r"predictions\[1\] is empty or has no letters"):
+        scorer.score(["A fine story. It ends well.", "..."])
+    with pytest.raises(TypeError):
+        scorer.score([3])
+
+
+def test_a_last_sentence_of_punctuation_alone_gives_way_to_the_last_two_with_words():
+    assert last_sentences("Ann sat.</s>Bob ran.</s>Cal hid.</s>...</s>!", 2) == "Bob ran. Cal hid."
+    assert last_sentences("Ann sat. Bob ran. Cal hid. ...", 2) == "Cal hid. ..."  # as the ending scorer was trained
+    assert last_sentences("Only one sentence here.", 2) == "Only one sentence here."
+
+
+@pytest.mark.parametrize("fields, message", [
+    ({"ending_of": "x", "ending_weight": 1.0, "ending_sentences": 2}, "ending_weight must be between 0 and 1"),
+    ({"ending_of": "x", "ending_weight": 0.2, "ending_sentences": 0}, "ending_sentences must be at least 1"),
+])
+def test_an_ending_config_without_a_weight_or_a_sentence_count_is_refused(fields, message):
+    from huggingface_hub.errors import StrictDataclassClassValidationError
+
+    from storyeval.models import UnionConfig
+
+    with pytest.raises(StrictDataclassClassValidationError, match=message):
+        UnionConfig(**fields)
+
+
+def test_the_bundled_default_names_the_story_checkpoint_it_completes():
+    from storyeval.checkpoints import resolution
+
+    config = json.loads((resolution.HUB_CARDS / "union-wp-base-ending" / "config.json").read_text())
+    assert config["ending_of"] == "storyeval/union-wp-base" and config["ending_weight"] == 0.2 and config["ending_sentences"] == 2
+    from storyeval.checkpoints.registry import metric_spec
+
+    assert metric_spec("union").default == "wp-base-ending"
+
+
+def test_int8_is_refused_for_a_mix_before_any_model_loads(folders):
+    from storyeval.scoring.int8.runtime import checkpoint_int8_problem
+
+    problem = checkpoint_int8_problem(folders[1])
+    assert problem.startswith(f"dtype='int8' is not offered for {folders[1].name}: it mixes {folders[0]} with an ending scorer")
+    assert "\n" not in problem
