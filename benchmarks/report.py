@@ -266,6 +266,8 @@ def modern_table(reader: ResultsReader, names: list[str]) -> list[str]:
 FIRST_CHECKS_FILE = "first_checks"
 FIRST_CHECKS_LATER = ("first_checks_ending",)  # configs shipped after it, measured the same way on the same stories
 
+FIRST_CHECK_VIEWS = ("wp", "roc", "human-roc", "human-wp")  # LLM stories at WP length, as ROC windows; human ROC, WP stories
+
 
 def first_check_rows(reader: ResultsReader) -> dict[str, dict]:
     """label -> figures of every config in the first checks' files there are, in order."""
@@ -274,7 +276,6 @@ def first_check_rows(reader: ResultsReader) -> dict[str, dict]:
         if (reader.folder / f"{name}.json").is_file():
             rows.update(reader.get(name, "checkpoints"))
     return rows
-FIRST_CHECK_VIEWS = ("wp", "roc", "human-roc", "human-wp")  # LLM stories at WP length, as ROC windows; human ROC, WP stories
 
 
 def default_labels() -> set[str]:

@@ -35,8 +35,7 @@ baseline on every figure, and the tolerance that would fail one such candidate i
 shuffled copies of each story (:mod:`.self_contrast`), with how often an intact story scores above its own
 shuffled copies (``above_own_shuffles``). ``--ending LABEL=STORY_FOLDER+ENDING_FOLDER:WEIGHT`` adds a row of a
 checkpoint's score mixed with an ending checkpoint's score of each story's last two sentences (:mod:`.ending_mix`).
-``--split test`` is the report; ``validation`` is what training
-runs select on.
+``--split test`` is the report; ``validation`` is what training runs select on.
 
 ``--int8-checkpoint LABEL=FOLDER`` scores a checkpoint in int8 (its measured export scheme, or the one ``--int8-scheme
 NAME=SCHEME`` names for it), as ``dtype="int8"`` would, whatever the fidelity rule says of it, and ``--int8-suite

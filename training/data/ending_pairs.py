@@ -38,7 +38,9 @@ CLOSING = (".", "!", "?", '"', "'", "”", "’")
 
 
 def tail(sentences: list[str], count: int) -> str:
-    """The last ``count`` sentences, as one text: what the ending scorer reads of a story."""
+    """The last ``count`` sentences, as one text: what the ending scorer reads of a story. Not
+    ``storyeval.text.last_sentences``, which skips back past sentences of punctuation alone where the last ones have no
+    words: the shipped ending scorer was trained on these pairs, 6 of whose 17,798 sides are such sentences."""
     return " ".join(sentences[-count:])
 
 
