@@ -1,0 +1,48 @@
+"""neighbour_pairs: two neighbouring sentences of a story against the first of them and another story's sentence."""
+import datasets
+import pytest
+
+from storyeval.text import normalize_story, split_sentences
+from storyeval_training.data import neighbour_pairs
+
+STORY_FEATURES = datasets.Features({name: datasets.Value("string") for name in ("unit", "kind", "origin", "view", "text")})
+
+
+def story(unit: str, sentences: int, origin: str = "machine", kind: str = "intact") -> dict:
+    text = " ".join(f"{unit} says thing {i}." for i in range(sentences))
+    return {"unit": unit, "kind": kind, "origin": origin, "view": "wp", "text": text}
+
+
+def rows(stories: list[dict]) -> datasets.Dataset:
+    return datasets.Dataset.from_list(stories, features=STORY_FEATURES)
+
+
+def test_both_sides_are_two_sentences_and_the_stray_one_comes_from_another_story_by_the_same_kind_of_writer():
+    split = rows([story("ann", 6), story("bob", 5), story("cal", 7, origin="human"), story("ann", 6, kind="shuffle")])
+    pairs, left = neighbour_pairs.neighbour_pairs(split, seed=0)
+    by_story = {row["id"].split("/")[0]: row for row in pairs}
+    assert set(by_story) == {"ann", "bob"} and left == {"no_other_story": 1}  # cal: the only person's story
+    for name, other in (("ann", "bob"), ("bob", "ann")):
+        row = by_story[name]
+        at = int(row["id"].split("/")[-1])
+        sentences = split_sentences(normalize_story(story(name, 7)["text"]))  # the story as the scorers prepare it
+        assert row["human"] == f"{sentences[at - 1]} {sentences[at]}"
+        stray = row["negative"].removeprefix(f"{sentences[at - 1]} ")
+        assert stray in split_sentences(normalize_story(story(other, 7)["text"]))
+        assert row["techniques"][:3] == ["neighbour", "machine", "wp"]
+
+
+def test_short_stories_are_left_out_and_counted_and_bad_options_refused(tmp_path, capsys):
+    pairs, left = neighbour_pairs.neighbour_pairs(rows([story("ann", 3), story("bob", 5), story("cal", 5)]), seed=0)
+    assert len(pairs) == 2 and left == {"too_short": 1}
+    stories = tmp_path / "stories"
+    datasets.DatasetDict({"train": rows([story("ann", 6)])}).save_to_disk(str(stories))
+    for extra, message in ((["--stories", str(tmp_path / "nowhere")], "no such folder"),
+                           (["--stories", str(stories), "--output-dir", str(stories)], "exists: choose a new folder")):
+        argv = extra if "--output-dir" in extra else [*extra, "--output-dir", str(tmp_path / "out")]
+        with pytest.raises(SystemExit):
+            neighbour_pairs.main(argv)
+        assert message in capsys.readouterr().err
+    with pytest.raises(SystemExit, match="has no split validation"):
+        neighbour_pairs.main(["--stories", str(stories), "--output-dir", str(tmp_path / "out")])
+    assert not (tmp_path / "out").exists()

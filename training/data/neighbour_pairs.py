@@ -1,0 +1,104 @@
+"""Pairs of two neighbouring sentences of a story against the first of them followed by a sentence of another story:
+what teaches a scorer to notice a stray sentence, with the text it reads of the same size on both sides.
+
+    python -m storyeval_training.data.neighbour_pairs --stories runs/modern-r2/stories --output-dir runs/neighbours/pairs
+
+The input is the ``stories`` folder of :mod:`storyeval_training.data.modern_breaks`; only its intact stories are read,
+of the training and validation splits (the test split is the check's report). Each story is normalised as the
+checkpoints were trained, split into sentences, and gives one pair at a seeded position ``i``: ``human`` its sentences
+``i - 1`` and ``i``, ``negative`` its sentence ``i - 1`` followed by a sentence drawn from another story of the same
+split, view and kind of writer (a person's or a model's), as the check's ``insert`` draws its stray sentence. Both
+sides are two sentences, so neither length nor the writer's style tells them apart. A story of fewer than four
+sentences (the checks' own bound) is left out and counted.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import random
+from collections import Counter, defaultdict
+from pathlib import Path
+
+import datasets
+
+from storyeval import text as textlib
+from storyeval_training.data.build_negatives import PAIR_FEATURES
+from storyeval_training.data.ending_pairs import MIN_SENTENCES
+from storyeval_training.export.provenance import environment
+
+logger = logging.getLogger("storyeval_training.data.neighbour_pairs")
+
+RECORD = "neighbour_pairs.json"
+
+
+def neighbour_pairs(rows: datasets.Dataset, seed: int) -> tuple[datasets.Dataset, Counter]:
+    """One split's pairs (one per intact story that qualifies) and what was left out, counted."""
+    rng = random.Random(seed)
+    stories = []  # (unit, view, origin, sentences)
+    left = Counter()
+    for row in rows:
+        if row["kind"] != "intact":
+            continue
+        sentences = textlib.split_sentences(textlib.normalize_story(row["text"]))
+        if len(sentences) < MIN_SENTENCES:
+            left["too_short"] += 1
+        else:
+            stories.append((row["unit"], row["view"], row["origin"], sentences))
+    by_writer = defaultdict(list)  # (view, origin) -> story indices
+    for index, (_, view, origin, _) in enumerate(stories):
+        by_writer[(view, origin)].append(index)
+    pairs = []
+    for index, (unit, view, origin, sentences) in enumerate(stories):
+        others = by_writer[(view, origin)]
+        if len(others) < 2:
+            left["no_other_story"] += 1
+            continue
+        other = index
+        while other == index:
+            other = rng.choice(others)
+        stray = rng.choice(stories[other][3])
+        at = rng.randint(1, len(sentences) - 1)
+        pairs.append({"id": f"{unit}/neighbour/{at}", "context": "", "human": f"{sentences[at - 1]} {sentences[at]}",
+                      "negative": f"{sentences[at - 1]} {stray}", "original": f"{sentences[at - 1]} {sentences[at]}",
+                      "techniques": ["neighbour", origin, view, f"at {at} of {len(sentences)}"]})
+    return datasets.Dataset.from_list(pairs, features=PAIR_FEATURES), left
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--stories", required=True, help="modern_breaks' stories folder")
+    p.add_argument("--output-dir", required=True)
+    p.add_argument("--splits", nargs="+", default=["train", "validation"],
+                   help="the splits to pair (default: train validation; the test split is the check's report)")
+    p.add_argument("--seed", type=int, default=42)
+    args = p.parse_args(argv)
+    if not Path(args.stories).is_dir():
+        p.error(f"--stories {args.stories}: no such folder")
+    if Path(args.output_dir).exists():
+        p.error(f"--output-dir {args.output_dir} exists: choose a new folder")
+    return args
+
+
+def main(argv=None) -> None:
+    args = parse_args(argv)
+    logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.INFO)
+    stories = datasets.load_from_disk(args.stories)
+    missing = {"unit", "kind", "origin", "view", "text"} - set(next(iter(stories.values())).column_names)
+    if missing:
+        raise SystemExit(f"neighbour_pairs: --stories {args.stories}: no {', '.join(sorted(missing))} column: not modern_breaks' stories")
+    if absent := [split for split in args.splits if split not in stories]:
+        raise SystemExit(f"neighbour_pairs: --stories {args.stories} has no split {', '.join(absent)} (it has {', '.join(stories)})")
+    out, counts = {}, {"pairs": {}, "left_out": {}}
+    for offset, split in enumerate(args.splits):
+        out[split], left = neighbour_pairs(stories[split], args.seed + offset)
+        counts["pairs"][split], counts["left_out"][split] = len(out[split]), dict(left)
+        logger.info("%s: %d pairs, left out %s", split, len(out[split]), dict(left))
+    output = Path(args.output_dir)
+    datasets.DatasetDict(out).save_to_disk(str(output))
+    (output / RECORD).write_text(json.dumps({"args": vars(args), **counts, "environment": environment()}, indent=2) + "\n")
+    print(json.dumps(counts))
+
+
+if __name__ == "__main__":
+    main()
