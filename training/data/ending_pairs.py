@@ -18,19 +18,14 @@ sentences is mixed with a story scorer's (``benchmarks.agreement.modern_breaks -
 from __future__ import annotations
 
 import argparse
-import json
-import logging
 import random
 from collections import Counter
-from pathlib import Path
 
 import datasets
 
 from storyeval import text as textlib
+from storyeval_training.data import story_pairs
 from storyeval_training.data.build_negatives import PAIR_FEATURES
-from storyeval_training.export.provenance import environment
-
-logger = logging.getLogger("storyeval_training.data.ending_pairs")
 
 RECORD = "ending_pairs.json"
 MIN_SENTENCES = 4  # the first checks' bound: a shorter story is neither cut nor shuffled
@@ -73,40 +68,19 @@ def ending_pairs(rows: datasets.Dataset, count: int, seed: int) -> tuple[dataset
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--stories", required=True, help="modern_breaks' stories folder")
-    p.add_argument("--output-dir", required=True)
+    story_pairs.add_arguments(p)
     p.add_argument("--sentences", type=int, default=2, help="how many of a story's last sentences a side holds")
-    p.add_argument("--splits", nargs="+", default=["train", "validation"],
-                   help="the splits to pair (default: train validation; the test split is the check's report)")
-    p.add_argument("--seed", type=int, default=42)
     args = p.parse_args(argv)
     if not 1 <= args.sentences < MIN_SENTENCES:
         p.error(f"--sentences must be between 1 and {MIN_SENTENCES - 1}: a cut story keeps at least that many")
-    if not Path(args.stories).is_dir():
-        p.error(f"--stories {args.stories}: no such folder")
-    if Path(args.output_dir).exists():
-        p.error(f"--output-dir {args.output_dir} exists: choose a new folder")
+    story_pairs.check_arguments(p, args)
     return args
 
 
 def main(argv=None) -> None:
     args = parse_args(argv)
-    logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.INFO)
-    stories = datasets.load_from_disk(args.stories)
-    missing = {"unit", "kind", "origin", "text"} - set(next(iter(stories.values())).column_names)
-    if missing:
-        raise SystemExit(f"ending_pairs: --stories {args.stories}: no {', '.join(sorted(missing))} column: not modern_breaks' stories")
-    if absent := [split for split in args.splits if split not in stories]:
-        raise SystemExit(f"ending_pairs: --stories {args.stories} has no split {', '.join(absent)} (it has {', '.join(stories)})")
-    out, counts = {}, {"pairs": {}, "left_out": {}}
-    for offset, split in enumerate(args.splits):
-        out[split], left = ending_pairs(stories[split], args.sentences, args.seed + offset)
-        counts["pairs"][split], counts["left_out"][split] = len(out[split]), dict(left)
-        logger.info("%s: %d pairs, left out %s", split, len(out[split]), dict(left))
-    output = Path(args.output_dir)
-    datasets.DatasetDict(out).save_to_disk(str(output))
-    (output / RECORD).write_text(json.dumps({"args": vars(args), **counts, "environment": environment()}, indent=2) + "\n")
-    print(json.dumps(counts))
+    story_pairs.build("ending_pairs", args, {"unit", "kind", "origin", "text"},
+                      lambda rows, seed: ending_pairs(rows, args.sentences, seed), RECORD)
 
 
 if __name__ == "__main__":
