@@ -26,6 +26,18 @@ def checkpoint_spec(value: str) -> tuple[str, str]:
     return label, config
 
 
+def weighted_spec(value: str) -> tuple[str, str, float | None]:
+    """``label=body:weight`` split into its label, its body and its weight (None where the weight is not a number or a
+    part is missing): what a benchmark's ``--OPTION LABEL=...:WEIGHT`` type checks further and words its error from."""
+    label, sep, spec = value.partition("=")
+    body, _, weight = spec.rpartition(":")
+    try:
+        number = float(weight)
+    except ValueError:
+        number = None
+    return label, body, number if sep and label and body else None
+
+
 def metric_checkpoint_spec(value: str) -> tuple[str, str, str]:
     """argparse type of ``--checkpoint metric:label=folder_or_config``."""
     metric, sep, rest = value.partition(":")

@@ -5,19 +5,16 @@ from __future__ import annotations
 
 import argparse
 
+from ..common import weighted_spec
+
 TAIL_SENTENCES = 2  # ending_pairs' default: what the ending scorer was trained to read
 
 
 def ending_spec(value: str) -> tuple[str, str, str, float]:
     """argparse type of ``--ending LABEL=STORY_FOLDER+ENDING_FOLDER:WEIGHT``."""
-    label, sep, spec = value.partition("=")
-    folders, _, weight = spec.rpartition(":")
+    label, folders, number = weighted_spec(value)
     story, plus, ending = folders.rpartition("+")
-    try:
-        number = float(weight)
-    except ValueError:
-        number = None
-    if not (sep and label and plus and story and ending) or number is None or not 0 < number < 1:
+    if not (plus and story and ending) or number is None or not 0 < number < 1:
         raise argparse.ArgumentTypeError(f"expects label=story_folder+ending_folder:weight with 0 < weight < 1, got {value!r}")
     return label, story, ending, number
 

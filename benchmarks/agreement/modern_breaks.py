@@ -60,6 +60,7 @@ from benchmarks.common import (
     machine,
     require_checkpoint_folders,
     results_name,
+    weighted_spec,
     write_results,
 )
 from storyeval_training.data.breaks import ENDING_KINDS, KINDS
@@ -410,13 +411,8 @@ def every_interval(rows: list[dict], candidate: dict[str, float], baseline: dict
 
 def self_contrast_spec(value: str) -> tuple[str, str, float]:
     """argparse type of ``--self-contrast LABEL=FOLDER:WEIGHT``."""
-    label, sep, spec = value.partition("=")
-    folder, _, weight = spec.rpartition(":")
-    try:
-        number = float(weight)
-    except ValueError:
-        number = None
-    if not (sep and label and folder) or number is None or not 0 < number <= 1:
+    label, folder, number = weighted_spec(value)
+    if number is None or not 0 < number <= 1:
         raise argparse.ArgumentTypeError(f"expects label=folder:weight with 0 < weight <= 1, got {value!r}")
     return label, folder, number
 
