@@ -25,10 +25,10 @@ import datasets
 
 from storyeval import text as textlib
 from storyeval_training.data import story_pairs
+from storyeval_training.data.breaks import MIN_SENTENCES  # the first checks' bound: a shorter story carries no break
 from storyeval_training.data.build_negatives import PAIR_FEATURES
 
 RECORD = "ending_pairs.json"
-MIN_SENTENCES = 4  # the first checks' bound: a shorter story is neither cut nor shuffled
 CLOSING = (".", "!", "?", '"', "'", "”", "’")
 
 

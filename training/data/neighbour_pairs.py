@@ -21,8 +21,8 @@ import datasets
 
 from storyeval import text as textlib
 from storyeval_training.data import story_pairs
+from storyeval_training.data.breaks import MIN_SENTENCES
 from storyeval_training.data.build_negatives import PAIR_FEATURES
-from storyeval_training.data.ending_pairs import MIN_SENTENCES
 
 RECORD = "neighbour_pairs.json"
 
