@@ -46,3 +46,14 @@ def test_short_stories_are_left_out_and_counted_and_bad_options_refused(tmp_path
     with pytest.raises(SystemExit, match="has no split validation"):
         neighbour_pairs.main(["--stories", str(stories), "--output-dir", str(tmp_path / "out")])
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("tool", ["ending_pairs", "neighbour_pairs"])
+def test_a_folder_that_is_not_the_checks_stories_is_refused_in_one_line_before_anything_is_written(tmp_path, tool):
+    import importlib
+
+    folder = tmp_path / "pairs"
+    datasets.DatasetDict({"train": datasets.Dataset.from_list([{"id": "a", "human": "x", "negative": "y"}])}).save_to_disk(str(folder))
+    with pytest.raises(SystemExit, match=f"^{tool}: --stories {folder}: no .*column: not modern_breaks' stories$"):
+        importlib.import_module(f"storyeval_training.data.{tool}").main(["--stories", str(folder), "--output-dir", str(tmp_path / "out")])
+    assert not (tmp_path / "out").exists()
