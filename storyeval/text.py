@@ -47,6 +47,13 @@ def last_sentences(text: str, count: int) -> str:
     return tail if has_words(tail) else " ".join([sentence for sentence in sentences if has_words(sentence)][-count:])
 
 
+def neighbouring_pairs(text: str) -> list[str]:
+    """Every two neighbouring sentences of the text that have words in them, each as one text, in order: what a
+    neighbour scorer reads of a story (:class:`storyeval.scoring.ending.NeighbourMixScorer`)."""
+    sentences = [sentence for sentence in split_sentences(text) if has_words(sentence)]
+    return [f"{first} {second}" for first, second in zip(sentences, sentences[1:])]
+
+
 def tokenize(sentence: str, lowercase: bool = True) -> list[str]:
     """Penn-Treebank tokens, keeping name placeholders whole (and upper-case)."""
     tokens: list[str] = []

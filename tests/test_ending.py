@@ -4,9 +4,9 @@ import json
 import pytest
 from conftest import save_tiny_checkpoint
 
-from storyeval.scoring.ending import EndingMixScorer, mixed
+from storyeval.scoring.ending import EndingMixScorer, NeighbourMixScorer, mixed
 from storyeval.scoring.sequence import clear_loaded_scorers, load_scorer, load_story_classifier
-from storyeval.text import last_sentences, normalize_story
+from storyeval.text import last_sentences, neighbouring_pairs, normalize_story
 
 STORIES = ["Ken went to the bar. He ordered a drink. He met a friend. They talked for hours. Ken went home happy.",
            "Ken went to the bar. He ordered a drink."]
@@ -77,3 +77,17 @@ def test_int8_is_refused_for_a_mix_before_any_model_loads(folders):
     problem = checkpoint_int8_problem(folders[1])
     assert problem.startswith(f"dtype='int8' is not offered for {folders[1].name}: it mixes {folders[0]} with an ending scorer")
     assert "\n" not in problem
+
+
+def test_a_neighbour_mix_mixes_in_the_mean_score_of_every_two_neighbouring_sentences(folders):
+    story = load_story_classifier(folders[0])
+    scorer = NeighbourMixScorer(story, story, 0.3, name="n")
+    pairs = neighbouring_pairs(normalize_story(STORIES[0]))
+    assert len(pairs) == 4 and pairs[0] == "[MALE] went to the bar . he ordered a drink ."
+    expected = mixed(story.score(STORIES[:1])[0], sum(story.score(pairs)) / 4, 0.3)
+    assert scorer.score(STORIES[:1]) == pytest.approx([expected])
+
+
+def test_a_story_of_one_sentence_scores_as_its_story_scorer_does(folders):
+    story = load_story_classifier(folders[0])
+    assert NeighbourMixScorer(story, story, 0.3).score(["Ken went to the bar."]) == pytest.approx(story.score(["Ken went to the bar."]))

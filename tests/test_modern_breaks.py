@@ -817,6 +817,33 @@ def test_ending_options_are_refused_before_scoring(tmp_path, capsys, argv, messa
     assert stopped.value.code == 2 and message in capsys.readouterr().err
 
 
+def test_a_neighbour_row_scores_each_checkpoint_once_whatever_the_weight(tmp_path, tiny_checkpoint, monkeypatch):
+    from benchmarks import common
+    from storyeval.scoring.sequence import SequenceScorer
+
+    monkeypatch.setattr(common, "RESULTS", tmp_path)
+    scored, real_score = [], SequenceScorer.score
+    monkeypatch.setattr(SequenceScorer, "score", lambda self, texts, **kw: scored.append(len(texts)) or real_score(self, texts, **kw))
+    benchmark.main(["--breaks-dir", str(saved_check(tmp_path / "check")), "--checkpoint", f"a={tiny_checkpoint}",
+                    "--neighbours", f"n1={tiny_checkpoint}+{tiny_checkpoint}:0.1",
+                    "--neighbours", f"n3={tiny_checkpoint}+{tiny_checkpoint}:0.3",
+                    "--baseline", "a", "--targets", "insert", "--output", "out"])
+    rows = json.loads((tmp_path / "out.json").read_text())["checkpoints"]
+    assert rows["n3"]["neighbours"]["weight"] == 0.3 and "ship_rule" in rows["n1"]
+    assert len(scored) == 2  # the stories once and their neighbouring pairs once, for all three rows
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--neighbours", "n=somewhere:0.5"], "expects label=story_folder+neighbour_folder:weight"),
+    (["--neighbours", "n=a+b:0"], "with 0 < weight < 1"),
+    (["--neighbours", "n=a+b:0.5"], "--neighbours n=a: no checkpoint there"),
+])
+def test_neighbour_options_are_refused_before_scoring(tmp_path, capsys, argv, message):
+    with pytest.raises(SystemExit) as stopped:
+        benchmark.main(["--breaks-dir", str(tmp_path), *argv])
+    assert stopped.value.code == 2 and message in capsys.readouterr().err
+
+
 def _pairs_check(stories, kinds=("swap", "half")):
     rows = []
     for i in range(stories):

@@ -13,7 +13,9 @@ candidate would replace, scored in the same run), each other checkpoint gets, pe
 interval of its Spearman less the baseline's, the stories resampled, and whether it falls beyond it: the human sets'
 part of the ship rule (a candidate that ships measures them once, after the rest of its rule holds).
 ``--ending LABEL=STORY_FOLDER+ENDING_FOLDER:WEIGHT`` adds a ``union`` row of a checkpoint's score mixed with an ending
-checkpoint's score of each story's last two sentences (:mod:`.ending_mix`).
+checkpoint's score of each story's last two sentences (:mod:`.ending_mix`); ``--neighbours
+LABEL=STORY_FOLDER+NEIGHBOUR_FOLDER:WEIGHT`` one mixed with the mean of a neighbour checkpoint's scores of every two
+neighbouring sentences.
 """
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ import numpy as np
 
 from ..common import BUNDLED, command_line, machine, metric_checkpoint_spec, require_checkpoint_folders, results_name, write_results
 from ..correlation import HUMAN_SETS, format_row, load_human_set, score_set
-from .ending_mix import TAIL_SENTENCES, ending_spec, load_ending_scorer
+from .ending_mix import TAIL_SENTENCES, ending_spec, load_ending_scorer, neighbour_spec
 
 DEFAULT_CHECKPOINTS = [
     ("union", "union-roc", str(BUNDLED / "union-roc")),
@@ -54,23 +56,27 @@ def main(argv=None):
     parser.add_argument("--sets", nargs="+", default=list(HUMAN_SETS), choices=HUMAN_SETS, help="human sets to score (default: all)")
     parser.add_argument("--ending", action="append", default=[], type=ending_spec, metavar="LABEL=STORY_FOLDER+ENDING_FOLDER:WEIGHT",
                         help="a union checkpoint's score mixed with an ending checkpoint's score of the last two sentences; repeatable")
+    parser.add_argument("--neighbours", action="append", default=[], type=neighbour_spec, metavar="LABEL=STORY_FOLDER+NEIGHBOUR_FOLDER:WEIGHT",
+                        help="a union checkpoint's score mixed with the mean of a neighbour checkpoint's scores of every two "
+                             "neighbouring sentences; repeatable")
     parser.add_argument("--baseline", default=None, help="a label: each other checkpoint's Spearman difference from it, "
                         "with its paired bootstrap 95%% interval")
     parser.add_argument("--output", type=results_name, default="cross_metric",
                         help="name of the results file (a new checkpoint's keeps the bundled rows' file)")
     args = parser.parse_args(argv)
-    checkpoints = args.checkpoint or ([] if args.ending else DEFAULT_CHECKPOINTS)
-    endings = {label: (story, ending, weight) for label, story, ending, weight in args.ending}
-    labels = [label for _, label, _ in checkpoints] + [label for label, *_ in args.ending]
+    checkpoints = args.checkpoint or ([] if args.ending or args.neighbours else DEFAULT_CHECKPOINTS)
+    mixes = {label: ("ending", story, part, weight) for label, story, part, weight in args.ending}
+    mixes.update({label: ("neighbours", story, part, weight) for label, story, part, weight in args.neighbours})
+    labels = [label for _, label, _ in checkpoints] + [label for label, *_ in args.ending + args.neighbours]
     if len(set(labels)) < len(labels):
         parser.error(f"each row needs its own label: {labels}")
-    for label, (story, ending, _) in endings.items():
-        require_checkpoint_folders(parser, {label: story, f"{label} (ending)": ending}, "--ending")
+    for label, (kind, story, part, _) in mixes.items():
+        require_checkpoint_folders(parser, {label: story, f"{label} ({kind})": part}, f"--{kind}")
     if args.baseline and args.baseline not in labels:
         parser.error(f"--baseline {args.baseline}: not one of the labels {sorted(labels)}")
 
     from storyeval.checkpoints.resolution import resolve_checkpoint
-    from storyeval.scoring.ending import EndingMixScorer
+    from storyeval.scoring.ending import EndingMixScorer, NeighbourMixScorer
     from storyeval.scoring.sequence import load_scorer
     from storyeval_training.export.provenance import portable_path
 
@@ -78,14 +84,19 @@ def main(argv=None):
     human_sets = [load_human_set(name) for name in args.sets]
     scores = {}  # label -> set -> scores, for the baseline's paired intervals
     rows = [(label, metric, resolve_checkpoint(metric, config), None) for metric, label, config in checkpoints]
-    rows += [(label, "union", story, spec) for label, (story, *spec) in endings.items()]
-    for label, metric, path, ending in rows:
+    rows += [(label, "union", story, (kind, part, weight)) for label, (kind, story, part, weight) in mixes.items()]
+    for label, metric, path, mix in rows:
         scorer = load_scorer(metric, path)
         entry = payload["checkpoints"][label] = {"metric": metric, "path": portable_path(str(path)), "sets": {}}
-        if ending:
-            ending_folder, weight = ending
-            scorer = EndingMixScorer(scorer, load_ending_scorer(ending_folder), weight, TAIL_SENTENCES, name=label)
-            entry["ending"] = {"path": portable_path(str(ending_folder)), "last_sentences": TAIL_SENTENCES, "weight": weight}
+        if mix:
+            kind, part_folder, weight = mix
+            part = load_ending_scorer(part_folder)
+            if kind == "ending":
+                scorer = EndingMixScorer(scorer, part, weight, TAIL_SENTENCES, name=label)
+                entry["ending"] = {"path": portable_path(str(part_folder)), "last_sentences": TAIL_SENTENCES, "weight": weight}
+            else:
+                scorer = NeighbourMixScorer(scorer, part, weight, name=label)
+                entry["neighbours"] = {"path": portable_path(str(part_folder)), "weight": weight}
         for human_set in human_sets:
             result, scores.setdefault(label, {})[human_set.name] = score_set(scorer, human_set, args.batch_size, keep_scores=True)
             entry["sets"][human_set.name] = result

@@ -34,7 +34,9 @@ baseline on every figure, and the tolerance that would fail one such candidate i
 ``--self-contrast LABEL=FOLDER:WEIGHT`` adds a row of a checkpoint's score less WEIGHT times its score of four
 shuffled copies of each story (:mod:`.self_contrast`), with how often an intact story scores above its own
 shuffled copies (``above_own_shuffles``). ``--ending LABEL=STORY_FOLDER+ENDING_FOLDER:WEIGHT`` adds a row of a
-checkpoint's score mixed with an ending checkpoint's score of each story's last two sentences (:mod:`.ending_mix`).
+checkpoint's score mixed with an ending checkpoint's score of each story's last two sentences (:mod:`.ending_mix`);
+``--neighbours LABEL=STORY_FOLDER+NEIGHBOUR_FOLDER:WEIGHT`` with the mean of a neighbour checkpoint's scores of every two
+neighbouring sentences.
 ``--split test`` is the report; ``validation`` is what training runs select on.
 
 ``--int8-checkpoint LABEL=FOLDER`` scores a checkpoint in int8 (its measured export scheme, or the one ``--int8-scheme
@@ -65,7 +67,7 @@ from benchmarks.common import (
 )
 from storyeval_training.data.breaks import ENDING_KINDS, KINDS
 
-from .ending_mix import ending_spec
+from .ending_mix import ending_spec, neighbour_spec
 from .story_scores import FITTED_HELP, SUITE_HELP, parse_fitted_suites, parse_suites
 
 # every shipped config that scores a story alone (continuation_quality scores a continuation given its context)
@@ -467,6 +469,9 @@ def main(argv=None):
     parser.add_argument("--ending", action="append", default=[], type=ending_spec, metavar="LABEL=STORY_FOLDER+ENDING_FOLDER:WEIGHT",
                         help="(1 - WEIGHT) times a checkpoint's score plus WEIGHT times an ending checkpoint's score of the story's last "
                              "two sentences (benchmarks/agreement/ending_mix.py); repeatable")
+    parser.add_argument("--neighbours", action="append", default=[], type=neighbour_spec, metavar="LABEL=STORY_FOLDER+NEIGHBOUR_FOLDER:WEIGHT",
+                        help="(1 - WEIGHT) times a checkpoint's score plus WEIGHT times the mean of a neighbour checkpoint's scores of "
+                             "every two neighbouring sentences (benchmarks/agreement/ending_mix.py); repeatable")
     parser.add_argument("--baseline", default=None, help="a label: list where each other row falls more than 0.02 below it")
     add_checkpoint_options(parser, batch_size=16, required=False, help="label=folder (repeatable); default: every shipped config")
     parser.add_argument("--int8-checkpoint", action="append", default=[], type=checkpoint_spec, metavar="LABEL=FOLDER",
@@ -494,6 +499,9 @@ def main(argv=None):
     endings = {label: (story, ending, weight) for label, story, ending, weight in args.ending}
     for label, (story, ending, _) in endings.items():
         require_checkpoint_folders(parser, {label: story, f"{label} (ending)": ending}, "--ending")
+    neighbours = {label: (story, pairs, weight) for label, story, pairs, weight in args.neighbours}
+    for label, (story, pairs, _) in neighbours.items():
+        require_checkpoint_folders(parser, {label: story, f"{label} (neighbours)": pairs}, "--neighbours")
     int8 = dict(args.int8_checkpoint)
     require_checkpoint_folders(parser, int8, "--int8-checkpoint")
     if len(int8) < len(args.int8_checkpoint) or set(int8) & {*checkpoints, *contrasts}:
@@ -521,13 +529,15 @@ def main(argv=None):
         parser.error(str(error))
     if len(endings) < len(args.ending) or set(endings) & {*checkpoints, *contrasts, *suites, *fitted, *int8, *int8_suites}:
         parser.error(f"each row needs its own label: --ending labels {[e[0] for e in args.ending]}")
+    if len(neighbours) < len(args.neighbours) or set(neighbours) & {*checkpoints, *contrasts, *suites, *fitted, *int8, *int8_suites, *endings}:
+        parser.error(f"each row needs its own label: --neighbours labels {[n[0] for n in args.neighbours]}")
     # each int8 row's float32 row: the --checkpoint of the same folder, the --suite of the same config and combination
     float32_of = {label: next((other for other, path in checkpoints.items() if Path(path).resolve() == Path(folder).resolve()), None)
                   for label, folder in int8.items()}
     float32_of.update({label: next((other for other, entry in suites.items() if entry == spec), None) for label, spec in int8_suites.items()})
     if missing := sorted(label for label, other in float32_of.items() if other is None):
         parser.error(f"int8 rows {missing} need the float32 row of the same folder (--checkpoint) or config (--suite) in the run")
-    if not (checkpoints or suites or fitted or contrasts or int8 or endings):
+    if not (checkpoints or suites or fitted or contrasts or int8 or endings or neighbours):
         checkpoints = {name: str(BUNDLED / name) for name in SHIPPED_CHECKPOINTS}
         suites = {f"story-quality-{config}": (config, None) for config in SHIPPED_SUITES}
     if args.max_units_per_view is not None and args.max_units_per_view < 1:
@@ -540,8 +550,9 @@ def main(argv=None):
         earlier = earlier_views(args.earlier)
     except (FileNotFoundError, ValueError) as error:
         parser.error(str(error))
-    if args.baseline and args.baseline not in {*checkpoints, *suites, *fitted, *contrasts, *endings, *int8, *int8_suites, *earlier}:
-        parser.error(f"--baseline {args.baseline}: not one of the labels {sorted({*checkpoints, *suites, *fitted, *contrasts, *endings, *int8, *int8_suites})}"
+    labels = {*checkpoints, *suites, *fitted, *contrasts, *endings, *neighbours, *int8, *int8_suites}
+    if args.baseline and args.baseline not in labels | set(earlier):
+        parser.error(f"--baseline {args.baseline}: not one of the labels {sorted(labels)}"
                      + (f" or of the --earlier files' {sorted(earlier)}" if earlier else ""))
     from storyeval_training.data.modern_breaks import HELD_OUT_GENERATOR
     from storyeval_training.selection import regressions
@@ -562,7 +573,8 @@ def main(argv=None):
                                ((label, lambda spec=spec: scores.suite(*spec, int8_schemes=schemes)) for label, spec in int8_suites.items()),
                                ((label, lambda entry=entry: scores.fitted_suite(entry)) for label, entry in fitted.items()),
                                ((label, lambda spec=spec: scores.self_contrast(*spec)) for label, spec in contrasts.items()),
-                               ((label, lambda spec=spec: scores.ending_mix(*spec)) for label, spec in endings.items()))
+                               ((label, lambda spec=spec: scores.ending_mix(*spec)) for label, spec in endings.items()),
+                               ((label, lambda spec=spec: scores.neighbour_mix(*spec)) for label, spec in neighbours.items()))
     scores_of = {}  # label -> its scores, for the baseline's paired intervals
     for label, score in measured:
         score_of, fields = score()

@@ -164,6 +164,30 @@ class StoryScores:
                  "ending": {"path": portable_path(str(ending_folder)), "settings": ending_scorer.settings(),
                             "last_sentences": TAIL_SENTENCES, "weight": weight}})
 
+    def neighbour_mix(self, folder: str, neighbour_folder: str, weight: float) -> tuple[dict[str, float], dict]:
+        """story -> a checkpoint folder's score mixed with the mean of a neighbour checkpoint's scores of every two
+        neighbouring sentences (:class:`storyeval.scoring.ending.NeighbourMixScorer`), and its fields; each checkpoint
+        scores once, whatever the weight."""
+        from storyeval.scoring.ending import NeighbourMixScorer, mixed
+        from storyeval.scoring.sequence import load_story_classifier
+        from storyeval_training.export.provenance import portable_path
+
+        from .ending_mix import load_ending_scorer
+
+        scorer = load_story_classifier(folder, device="cpu")
+        plain = self._scores(folder, scorer)
+        mix = NeighbourMixScorer(scorer, load_ending_scorer(neighbour_folder), weight)
+        key = f"{checkpoint_key(neighbour_folder)}/neighbours of {checkpoint_key(folder)}"  # the pairs as this scorer prepares them
+        if key not in self._scored:  # the mean pair score of each story (None: no pair), for any weight
+            parts = {story: mix.parts(story) for story in self.stories}
+            texts = sorted({text for story_parts in parts.values() for text in story_parts})
+            pair_scores = dict(zip(texts, mix.ending_scorer.score(texts, batch_size=self.batch_size, progress_bar=self.progress_bar)))
+            self._scored[key] = {story: sum(pair_scores[t] for t in ts) / len(ts) if ts else None for story, ts in parts.items()}
+        means = self._scored[key]
+        return ({story: plain[story] if means[story] is None else mixed(plain[story], means[story], weight) for story in self.stories},
+                {"path": portable_path(str(folder)), "settings": scorer.settings(),
+                 "neighbours": {"path": portable_path(str(neighbour_folder)), "settings": mix.ending_scorer.settings(), "weight": weight}})
+
     def shuffle_margins(self, folder: str) -> dict[str, float]:
         """story -> its logit less the mean logit of its shuffled copies, from the scores :meth:`self_contrast` made
         (no model is loaded again)."""

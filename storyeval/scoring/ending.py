@@ -6,11 +6,15 @@ few sentences, as many for any story, and was trained on a story's end against a
 (``storyeval_training.data.ending_pairs``). A story's score is ``(1 - weight) * story score + weight * ending score``:
 both are probabilities, so the mix is one too. The ending checkpoint's config names the story checkpoint it completes
 (``ending_of``), the weight and how many sentences it reads; its folder is the ending scorer's weights alone.
+
+:class:`NeighbourMixScorer` mixes in the mean score of every two neighbouring sentences instead, from a scorer trained
+on two neighbours against a sentence followed by another story's (``storyeval_training.data.neighbour_pairs``): a
+stray sentence breaks the two pairs it is in, whatever the story's length.
 """
 from __future__ import annotations
 
 from storyeval.scoring.signature import settings_string
-from storyeval.text import last_sentences, normalize_story
+from storyeval.text import last_sentences, neighbouring_pairs, normalize_story
 
 
 def mixed(story: float, ending: float, weight: float) -> float:
@@ -43,10 +47,16 @@ class EndingMixScorer:
         """The story scorer's windows (what a too-long story is refused by)."""
         return self.story_scorer.windows(story)
 
+    def prepared(self, story: str) -> str:
+        return normalize_story(story, self.delexicalize) if self.preprocess else story
+
     def tail(self, story: str) -> str:
         """What the ending scorer reads of ``story``."""
-        text = normalize_story(story, self.delexicalize) if self.preprocess else story
-        return last_sentences(text, self.sentences)
+        return last_sentences(self.prepared(story), self.sentences)
+
+    def parts(self, story: str) -> list[str]:
+        """The texts of ``story`` the ending scorer reads; the mean of their scores is mixed in (none: the story score)."""
+        return [self.tail(story)]
 
     def settings(self, dtype=None) -> str:
         # int8 scores nothing here that the story scorer would not refuse or score in float32 first
@@ -57,5 +67,18 @@ class EndingMixScorer:
     def score(self, stories, batch_size: int = 16, device=None, progress_bar: bool = False, dtype=None) -> list[float]:
         """One score in [0, 1] per story, in input order."""
         plain = self.story_scorer.score(stories, batch_size, device, progress_bar, dtype)  # checks the input first
-        endings = self.ending_scorer.score([self.tail(story) for story in stories], batch_size, device, progress_bar, dtype)
-        return [mixed(p, e, self.weight) for p, e in zip(plain, endings)]
+        parts = [self.parts(story) for story in stories]
+        texts = sorted({text for story_parts in parts for text in story_parts})  # a repeated pair is scored once
+        score_of = dict(zip(texts, self.ending_scorer.score(texts, batch_size, device, progress_bar, dtype)))
+        return [mixed(p, sum(score_of[t] for t in ts) / len(ts), self.weight) if ts else p for p, ts in zip(plain, parts)]
+
+
+class NeighbourMixScorer(EndingMixScorer):
+    """An :class:`EndingMixScorer` whose second scorer reads every two neighbouring sentences of a story (a story of one
+    sentence has none, and scores as its story scorer does)."""
+
+    def __init__(self, story_scorer, neighbour_scorer, weight: float, name: str = "unnamed"):
+        super().__init__(story_scorer, neighbour_scorer, weight, 2, name)
+
+    def parts(self, story: str) -> list[str]:
+        return neighbouring_pairs(self.prepared(story))
