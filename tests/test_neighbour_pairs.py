@@ -32,6 +32,17 @@ def test_both_sides_are_two_sentences_and_the_stray_one_comes_from_another_story
         assert row["techniques"][:3] == ["neighbour", "machine", "wp"]
 
 
+def test_with_repeats_each_story_also_gives_its_sentence_said_twice_and_the_stray_pairs_stay_the_same():
+    split = rows([story("ann", 6), story("bob", 5), story("dan", 8)])
+    plain, _ = neighbour_pairs.neighbour_pairs(split, seed=3)
+    both, _ = neighbour_pairs.neighbour_pairs(split, seed=3, repeats=True)
+    assert [row for row in both if row["techniques"][0] == "neighbour"] == list(plain)
+    for row in (row for row in both if row["techniques"][0] == "repeat"):
+        first = row["human"][:row["human"].index(".") + 1]
+        assert row["negative"] == f"{first} {first}" and row["id"].split("/")[1] == "repeat"
+    assert len(both) == 2 * len(plain) and len({row["id"] for row in both}) == len(both)
+
+
 def test_short_stories_are_left_out_and_counted_and_bad_options_refused(tmp_path, capsys):
     pairs, left = neighbour_pairs.neighbour_pairs(rows([story("ann", 3), story("bob", 5), story("cal", 5)]), seed=0)
     assert len(pairs) == 2 and left == {"too_short": 1}

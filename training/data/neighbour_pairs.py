@@ -10,10 +10,15 @@ checkpoints were trained, split into sentences, and gives one pair at a seeded p
 split, view and kind of writer (a person's or a model's), as the check's ``insert`` draws its stray sentence. Both
 sides are two sentences, so neither length nor the writer's style tells them apart. A story of fewer than four
 sentences (the checks' own bound) is left out and counted.
+
+``--with-repeats`` adds a second pair per story at the same position, its ``negative`` sentence ``i - 1`` said twice:
+a scorer taught only stray sentences prefers a sentence as its own neighbour, so a repeated sentence raised its score
+(first_checks.md, E2). The stray pairs are the same with or without it.
 """
 from __future__ import annotations
 
 import argparse
+import functools
 import random
 from collections import Counter, defaultdict
 
@@ -27,8 +32,8 @@ from storyeval_training.data.build_negatives import PAIR_FEATURES
 RECORD = "neighbour_pairs.json"
 
 
-def neighbour_pairs(rows: datasets.Dataset, seed: int) -> tuple[datasets.Dataset, Counter]:
-    """One split's pairs (one per intact story that qualifies) and what was left out, counted."""
+def neighbour_pairs(rows: datasets.Dataset, seed: int, repeats: bool = False) -> tuple[datasets.Dataset, Counter]:
+    """One split's pairs (one per intact story that qualifies, two with ``repeats``) and what was left out, counted."""
     rng = random.Random(seed)
     stories = []  # (unit, view, origin, sentences)
     left = Counter()
@@ -57,19 +62,25 @@ def neighbour_pairs(rows: datasets.Dataset, seed: int) -> tuple[datasets.Dataset
         pairs.append({"id": f"{unit}/neighbour/{at}", "context": "", "human": f"{sentences[at - 1]} {sentences[at]}",
                       "negative": f"{sentences[at - 1]} {stray}", "original": f"{sentences[at - 1]} {sentences[at]}",
                       "techniques": ["neighbour", origin, view, f"at {at} of {len(sentences)}"]})
+        if repeats:
+            pairs.append({**pairs[-1], "id": f"{unit}/repeat/{at}", "negative": f"{sentences[at - 1]} {sentences[at - 1]}",
+                          "techniques": ["repeat", origin, view, f"at {at} of {len(sentences)}"]})
     return datasets.Dataset.from_list(pairs, features=PAIR_FEATURES), left
 
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     story_pairs.add_arguments(p)
+    p.add_argument("--with-repeats", action="store_true", help="also a pair per story against its sentence said twice")
     args = p.parse_args(argv)
     story_pairs.check_arguments(p, args)
     return args
 
 
 def main(argv=None) -> None:
-    story_pairs.build("neighbour_pairs", parse_args(argv), {"unit", "kind", "origin", "view", "text"}, neighbour_pairs, RECORD)
+    args = parse_args(argv)
+    pair_split = functools.partial(neighbour_pairs, repeats=args.with_repeats)
+    story_pairs.build("neighbour_pairs", args, {"unit", "kind", "origin", "view", "text"}, pair_split, RECORD)
 
 
 if __name__ == "__main__":
