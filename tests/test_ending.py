@@ -51,6 +51,7 @@ def test_a_last_sentence_of_punctuation_alone_gives_way_to_the_last_two_with_wor
 @pytest.mark.parametrize("fields, message", [
     ({"ending_of": "x", "ending_weight": 1.0, "ending_sentences": 2}, "ending_weight must be between 0 and 1"),
     ({"ending_of": "x", "ending_weight": 0.2, "ending_sentences": 0}, "ending_sentences must be at least 1"),
+    ({"ending_of": "x", "ending_weight": 0.2, "ending_sentences": 2, "ending_reads": "words"}, "ending_reads must be"),
 ])
 def test_an_ending_config_without_a_weight_or_a_sentence_count_is_refused(fields, message):
     from huggingface_hub.errors import StrictDataclassClassValidationError
@@ -91,3 +92,14 @@ def test_a_neighbour_mix_mixes_in_the_mean_score_of_every_two_neighbouring_sente
 def test_a_story_of_one_sentence_scores_as_its_story_scorer_does(folders):
     story = load_story_classifier(folders[0])
     assert NeighbourMixScorer(story, story, 0.3).score(["Ken went to the bar."]) == pytest.approx(story.score(["Ken went to the bar."]))
+
+
+def test_a_neighbour_checkpoint_completes_a_mix_and_loads_as_a_neighbour_mix(folders, tmp_path):
+    clear_loaded_scorers()
+    neighbours = save_tiny_checkpoint(tmp_path / "neighbours", ending_of=str(folders[1]), ending_weight=0.1, ending_sentences=2,
+                                      ending_reads="neighbours", window_stride=4)
+    scorer = load_scorer("union", neighbours)
+    assert isinstance(scorer, NeighbourMixScorer) and isinstance(scorer.story_scorer, EndingMixScorer)
+    pairs = neighbouring_pairs(normalize_story(STORIES[0]))
+    expected = mixed(scorer.story_scorer.score(STORIES[:1])[0], sum(scorer.ending_scorer.score(pairs)) / len(pairs), 0.1)
+    assert scorer.score(STORIES[:1]) == pytest.approx([expected])

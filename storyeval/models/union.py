@@ -65,11 +65,12 @@ class UnionConfig(PreTrainedConfig):
     base_model: str | None = None
     base_model_sha256: str | None = None
     # set on an ending scorer (storyeval.scoring.ending): the story checkpoint whose score it completes (a name
-    # storyeval.checkpoints.resolution resolves), the weight of its own score in the mix, and how many of a story's
-    # last sentences it reads
+    # storyeval.checkpoints.resolution resolves), the weight of its own score in the mix, how many of a story's
+    # last sentences it reads, or (ending_reads "neighbours") that it reads every two neighbouring sentences instead
     ending_of: str | None = None
     ending_weight: float | None = None
     ending_sentences: int | None = None
+    ending_reads: str = "last_sentences"
 
     def validate_recon_weight(self):
         if self.recon_weight < 0:
@@ -82,6 +83,8 @@ class UnionConfig(PreTrainedConfig):
             raise ValueError(f"ending_weight must be between 0 and 1 for an ending scorer, got {self.ending_weight}")
         if self.ending_sentences is None or self.ending_sentences < 1:
             raise ValueError(f"ending_sentences must be at least 1 for an ending scorer, got {self.ending_sentences}")
+        if self.ending_reads not in ("last_sentences", "neighbours"):
+            raise ValueError(f"ending_reads must be 'last_sentences' or 'neighbours', got {self.ending_reads!r}")
 
     def validate_window_aggregation(self):
         if self.window_aggregation not in ("mean", "min"):  # storyeval.scoring.sequence.WINDOW_AGGREGATIONS; models do not import the scorer

@@ -162,10 +162,12 @@ def _load_story_classifier(checkpoint: str, device: str, preprocess: bool) -> Se
                             name=checkpoints.checkpoint_name(checkpoint), window_aggregation=config.window_aggregation)
     if config.ending_of is None:
         return scorer
-    from storyeval.scoring.ending import EndingMixScorer
+    from storyeval.scoring.ending import EndingMixScorer, NeighbourMixScorer
 
-    # an ending scorer completes a story checkpoint, loaded (and cached) as any other
+    # an ending scorer completes a story checkpoint (itself a mix, maybe), loaded (and cached) as any other
     story = _load_story_classifier(str(checkpoints.resolve_named(config.ending_of)), device, preprocess)
+    if config.ending_reads == "neighbours":
+        return NeighbourMixScorer(story, scorer, config.ending_weight, name=scorer.name)
     return EndingMixScorer(story, scorer, config.ending_weight, config.ending_sentences, name=scorer.name)
 
 
