@@ -62,14 +62,16 @@ def test_an_ending_config_without_a_weight_or_a_sentence_count_is_refused(fields
         UnionConfig(**fields)
 
 
-def test_the_bundled_default_names_the_story_checkpoint_it_completes():
+def test_the_bundled_mixes_name_the_story_checkpoints_they_complete():
     from storyeval.checkpoints import resolution
+    from storyeval.checkpoints.registry import metric_spec
 
     config = json.loads((resolution.HUB_CARDS / "union-wp-base-ending" / "config.json").read_text())
     assert config["ending_of"] == "storyeval/union-wp-base" and config["ending_weight"] == 0.2 and config["ending_sentences"] == 2
-    from storyeval.checkpoints.registry import metric_spec
-
-    assert metric_spec("union").default == "wp-base-ending"
+    config = json.loads((resolution.HUB_CARDS / "union-wp-base-ending-neighbours" / "config.json").read_text())
+    assert config["ending_of"] == "storyeval/union-wp-base-ending" and config["ending_weight"] == 0.1
+    assert config["ending_reads"] == "neighbours"
+    assert metric_spec("union").default == "wp-base-ending-neighbours"
 
 
 def test_int8_is_refused_for_a_mix_before_any_model_loads(folders):

@@ -1,4 +1,4 @@
-"""A story scorer and an ending scorer as one scorer (``union`` ``wp-base-ending``).
+"""A story scorer and an ending scorer as one scorer (``union`` ``wp-base-ending``; ``wp-base-ending-neighbours``).
 
 A story cut off part-way differs from the whole in where it stops. A scorer of whole stories taught to notice that
 learned length with it (benchmarks/experiments/first_checks.md, runs T1-T5); an ending scorer reads only a story's last
@@ -8,8 +8,9 @@ both are probabilities, so the mix is one too. The ending checkpoint's config na
 (``ending_of``), the weight and how many sentences it reads; its folder is the ending scorer's weights alone.
 
 :class:`NeighbourMixScorer` mixes in the mean score of every two neighbouring sentences instead, from a scorer trained
-on two neighbours against a sentence followed by another story's (``storyeval_training.data.neighbour_pairs``): a
-stray sentence breaks the two pairs it is in, whatever the story's length.
+on two neighbours against a sentence followed by another story's or by itself (``storyeval_training.data.neighbour_pairs``):
+a stray or repeated sentence breaks the pairs it is in, whatever the story's length. Its config says
+``ending_reads: "neighbours"``.
 """
 from __future__ import annotations
 

@@ -606,7 +606,8 @@ def checkpoint_int8_problem(folder: str | Path | None, encoder_type: str | None 
             # an ending mix (storyeval.scoring.ending): its int8 copy would be two models', measured as one by no run
             from storyeval.checkpoints.resolution import checkpoint_name
 
-            return (f"dtype='int8' is not offered for {checkpoint_name(folder)}: it mixes {config['ending_of']} with an ending "
+            part = "a neighbour" if config.get("ending_reads") == "neighbours" else "an ending"
+            return (f"dtype='int8' is not offered for {checkpoint_name(folder)}: it mixes {config['ending_of']} with {part} "
                     f"scorer, and no int8 copy of the mix was measured against the fidelity rule; score it in float32 or bfloat16")
         encoder = config.get("encoder") if isinstance(config, dict) else None
         encoder_type = encoder.get("model_type") if isinstance(encoder, dict) else None
