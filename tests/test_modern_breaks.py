@@ -790,7 +790,8 @@ def test_a_self_contrast_label_may_not_repeat_another_rows(tmp_path, tiny_checkp
     assert "each row needs its own label" in capsys.readouterr().err
 
 
-def test_an_ending_row_scores_each_checkpoint_once_whatever_the_weight(tmp_path, tiny_checkpoint, monkeypatch):
+@pytest.mark.parametrize("option, field, target", [("--ending", "ending", "half"), ("--neighbours", "neighbours", "insert")])
+def test_a_mix_row_scores_each_checkpoint_once_whatever_the_weight(tmp_path, tiny_checkpoint, monkeypatch, option, field, target):
     from benchmarks import common
     from storyeval.scoring.sequence import SequenceScorer
 
@@ -798,47 +799,23 @@ def test_an_ending_row_scores_each_checkpoint_once_whatever_the_weight(tmp_path,
     scored, real_score = [], SequenceScorer.score
     monkeypatch.setattr(SequenceScorer, "score", lambda self, texts, **kw: scored.append(len(texts)) or real_score(self, texts, **kw))
     benchmark.main(["--breaks-dir", str(saved_check(tmp_path / "check")), "--checkpoint", f"a={tiny_checkpoint}",
-                    "--ending", f"e1={tiny_checkpoint}+{tiny_checkpoint}:0.1", "--ending", f"e5={tiny_checkpoint}+{tiny_checkpoint}:0.5",
-                    "--baseline", "a", "--targets", "half", "--output", "out"])
+                    option, f"m1={tiny_checkpoint}+{tiny_checkpoint}:0.1", option, f"m5={tiny_checkpoint}+{tiny_checkpoint}:0.5",
+                    "--baseline", "a", "--targets", target, "--output", "out"])
     rows = json.loads((tmp_path / "out.json").read_text())["checkpoints"]
-    assert rows["e5"]["ending"]["weight"] == 0.5 and rows["e5"]["ending"]["last_sentences"] == 2
-    assert "ship_rule" in rows["e1"] and set(rows["e1"]["views"]) == {"wp", "roc"}
-    assert len(scored) == 2  # the stories once and their last sentences once, for all three rows
+    assert rows["m5"][field]["weight"] == 0.5 and rows["m5"][field].get("last_sentences", 2) == 2
+    assert "ship_rule" in rows["m1"] and set(rows["m1"]["views"]) == {"wp", "roc"}
+    assert len(scored) == 2  # the stories once and their last sentences (or neighbouring pairs) once, for all three rows
 
 
 @pytest.mark.parametrize("argv, message", [
     (["--ending", "e=somewhere:0.5"], "expects label=story_folder+ending_folder:weight"),
     (["--ending", "e=a+b:1"], "with 0 < weight < 1"),
     (["--ending", "e=a+b:0.5"], "--ending e=a: no checkpoint there"),
-])
-def test_ending_options_are_refused_before_scoring(tmp_path, capsys, argv, message):
-    with pytest.raises(SystemExit) as stopped:
-        benchmark.main(["--breaks-dir", str(tmp_path), *argv])
-    assert stopped.value.code == 2 and message in capsys.readouterr().err
-
-
-def test_a_neighbour_row_scores_each_checkpoint_once_whatever_the_weight(tmp_path, tiny_checkpoint, monkeypatch):
-    from benchmarks import common
-    from storyeval.scoring.sequence import SequenceScorer
-
-    monkeypatch.setattr(common, "RESULTS", tmp_path)
-    scored, real_score = [], SequenceScorer.score
-    monkeypatch.setattr(SequenceScorer, "score", lambda self, texts, **kw: scored.append(len(texts)) or real_score(self, texts, **kw))
-    benchmark.main(["--breaks-dir", str(saved_check(tmp_path / "check")), "--checkpoint", f"a={tiny_checkpoint}",
-                    "--neighbours", f"n1={tiny_checkpoint}+{tiny_checkpoint}:0.1",
-                    "--neighbours", f"n3={tiny_checkpoint}+{tiny_checkpoint}:0.3",
-                    "--baseline", "a", "--targets", "insert", "--output", "out"])
-    rows = json.loads((tmp_path / "out.json").read_text())["checkpoints"]
-    assert rows["n3"]["neighbours"]["weight"] == 0.3 and "ship_rule" in rows["n1"]
-    assert len(scored) == 2  # the stories once and their neighbouring pairs once, for all three rows
-
-
-@pytest.mark.parametrize("argv, message", [
     (["--neighbours", "n=somewhere:0.5"], "expects label=story_folder+neighbour_folder:weight"),
     (["--neighbours", "n=a+b:0"], "with 0 < weight < 1"),
     (["--neighbours", "n=a+b:0.5"], "--neighbours n=a: no checkpoint there"),
 ])
-def test_neighbour_options_are_refused_before_scoring(tmp_path, capsys, argv, message):
+def test_mix_options_are_refused_before_scoring(tmp_path, capsys, argv, message):
     with pytest.raises(SystemExit) as stopped:
         benchmark.main(["--breaks-dir", str(tmp_path), *argv])
     assert stopped.value.code == 2 and message in capsys.readouterr().err
