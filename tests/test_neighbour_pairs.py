@@ -43,6 +43,17 @@ def test_with_repeats_each_story_also_gives_its_sentence_said_twice_and_the_stra
     assert len(both) == 2 * len(plain) and len({row["id"] for row in both}) == len(both)
 
 
+def test_with_swaps_each_story_also_gives_its_two_neighbours_in_the_wrong_order():
+    split = rows([story("ann", 6), story("bob", 5), story("dan", 8)])
+    plain, _ = neighbour_pairs.neighbour_pairs(split, seed=3, repeats=True)
+    both, _ = neighbour_pairs.neighbour_pairs(split, seed=3, repeats=True, swaps=True)
+    assert [row for row in both if row["techniques"][0] != "swap"] == list(plain)
+    for row in (row for row in both if row["techniques"][0] == "swap"):
+        first, second = row["human"][:row["human"].index(".") + 1], row["human"][row["human"].index(".") + 2:]
+        assert row["negative"] == f"{second} {first}"
+    assert len(both) == 3 * len(split) and len({row["id"] for row in both}) == len(both)
+
+
 def test_short_stories_are_left_out_and_counted_and_bad_options_refused(tmp_path, capsys):
     pairs, left = neighbour_pairs.neighbour_pairs(rows([story("ann", 3), story("bob", 5), story("cal", 5)]), seed=0)
     assert len(pairs) == 2 and left == {"too_short": 1}

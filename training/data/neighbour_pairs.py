@@ -13,7 +13,8 @@ sentences (the checks' own bound) is left out and counted.
 
 ``--with-repeats`` adds a second pair per story at the same position, its ``negative`` sentence ``i - 1`` said twice:
 a scorer taught only stray sentences prefers a sentence as its own neighbour, so a repeated sentence raised its score
-(first_checks.md, E2). The stray pairs are the same with or without it.
+(first_checks.md, E2). ``--with-swaps`` adds one more, the two neighbours in the wrong order, for sentence order (E4).
+The stray pairs are the same with or without them.
 """
 from __future__ import annotations
 
@@ -32,8 +33,9 @@ from storyeval_training.data.build_negatives import PAIR_FEATURES
 RECORD = "neighbour_pairs.json"
 
 
-def neighbour_pairs(rows: datasets.Dataset, seed: int, repeats: bool = False) -> tuple[datasets.Dataset, Counter]:
-    """One split's pairs (one per intact story that qualifies, two with ``repeats``) and what was left out, counted."""
+def neighbour_pairs(rows: datasets.Dataset, seed: int, repeats: bool = False, swaps: bool = False) -> tuple[datasets.Dataset, Counter]:
+    """One split's pairs (one per intact story that qualifies, and one more for each of ``repeats`` and ``swaps``) and
+    what was left out, counted."""
     rng = random.Random(seed)
     stories = []  # (unit, view, origin, sentences)
     left = Counter()
@@ -62,9 +64,13 @@ def neighbour_pairs(rows: datasets.Dataset, seed: int, repeats: bool = False) ->
         pairs.append({"id": f"{unit}/neighbour/{at}", "context": "", "human": f"{sentences[at - 1]} {sentences[at]}",
                       "negative": f"{sentences[at - 1]} {stray}", "original": f"{sentences[at - 1]} {sentences[at]}",
                       "techniques": ["neighbour", origin, view, f"at {at} of {len(sentences)}"]})
+        stray_pair = pairs[-1]
         if repeats:
-            pairs.append({**pairs[-1], "id": f"{unit}/repeat/{at}", "negative": f"{sentences[at - 1]} {sentences[at - 1]}",
+            pairs.append({**stray_pair, "id": f"{unit}/repeat/{at}", "negative": f"{sentences[at - 1]} {sentences[at - 1]}",
                           "techniques": ["repeat", origin, view, f"at {at} of {len(sentences)}"]})
+        if swaps:
+            pairs.append({**stray_pair, "id": f"{unit}/swap/{at}", "negative": f"{sentences[at]} {sentences[at - 1]}",
+                          "techniques": ["swap", origin, view, f"at {at} of {len(sentences)}"]})
     return datasets.Dataset.from_list(pairs, features=PAIR_FEATURES), left
 
 
@@ -72,6 +78,7 @@ def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     story_pairs.add_arguments(p)
     p.add_argument("--with-repeats", action="store_true", help="also a pair per story against its sentence said twice")
+    p.add_argument("--with-swaps", action="store_true", help="also a pair per story against the two neighbours swapped")
     args = p.parse_args(argv)
     story_pairs.check_arguments(p, args)
     return args
@@ -79,7 +86,7 @@ def parse_args(argv=None):
 
 def main(argv=None) -> None:
     args = parse_args(argv)
-    pair_split = functools.partial(neighbour_pairs, repeats=args.with_repeats)
+    pair_split = functools.partial(neighbour_pairs, repeats=args.with_repeats, swaps=args.with_swaps)
     story_pairs.build("neighbour_pairs", args, {"unit", "kind", "origin", "view", "text"}, pair_split, RECORD)
 
 
