@@ -75,7 +75,7 @@ def default_note(metric: str, default: str, fast: str | None) -> str | None:
     (as evaluate's BLEURT names its other checkpoints); None where the default is the fast config."""
     if fast is None or fast == default:
         return None
-    return (f"{metric}: the default config is '{default}' (MPNet-base); '{fast}' (MiniLM) is about five times faster: "
+    return (f"{metric}: the default config is '{default}' (MPNet-base); '{fast}' (MiniLM) is at least five times faster: "
             f"evaluate.load('{metric}', '{fast}') or storyeval score --config {fast}")
 
 
