@@ -13,7 +13,8 @@ sentences (the checks' own bound) is left out and counted.
 
 ``--with-repeats`` adds a second pair per story at the same position, its ``negative`` sentence ``i - 1`` said twice:
 a scorer taught only stray sentences prefers a sentence as its own neighbour, so a repeated sentence raised its score
-(first_checks.md, E2). ``--with-swaps`` adds one more, the two neighbours in the wrong order, for sentence order (E4).
+(first_checks.md, E2). ``--with-swaps`` adds one more, the two neighbours in the wrong order (E4: it did not move the
+shuffle check, and shipped nothing).
 The stray pairs are the same with or without them.
 """
 from __future__ import annotations
