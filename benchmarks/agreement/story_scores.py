@@ -139,10 +139,24 @@ class StoryScores:
         return self._contrast(folder, weight), {"path": portable_path(str(folder)), "settings": scorer.settings(),
                                                 "self_contrast": {"copies": COPIES, "weight": weight}}
 
+    def _mean_part_scores(self, key: str, parts_of, part_scorer) -> dict[str, float | None]:
+        """story -> the mean of ``part_scorer``'s scores of the texts ``parts_of(story)`` (None: no text), each text
+        scored once and kept under ``key``, so that any weight mixes them without scoring again."""
+        if key not in self._scored:
+            parts = {story: parts_of(story) for story in self.stories}
+            texts = sorted({text for story_parts in parts.values() for text in story_parts})
+            scored = dict(zip(texts, part_scorer.score(texts, batch_size=self.batch_size, progress_bar=self.progress_bar)))
+            self._scored[key] = {story: sum(scored[t] for t in ts) / len(ts) if ts else None for story, ts in parts.items()}
+        return self._scored[key]
+
+    def _part_mix(self, plain: dict[str, float], means: dict[str, float | None], weight: float) -> dict[str, float]:
+        from storyeval.scoring.ending import mixed
+
+        return {story: plain[story] if means[story] is None else mixed(plain[story], means[story], weight) for story in self.stories}
+
     def ending_mix(self, folder: str, ending_folder: str, weight: float) -> tuple[dict[str, float], dict]:
         """story -> a checkpoint folder's score mixed with an ending checkpoint's score of the story's last sentences
         (:mod:`.ending_mix`), and its fields; each checkpoint scores once, whatever the weight."""
-        from storyeval.scoring.ending import mixed
         from storyeval.scoring.sequence import load_story_classifier
         from storyeval.text import last_sentences
         from storyeval_training.export.provenance import portable_path
@@ -152,14 +166,9 @@ class StoryScores:
         scorer = load_story_classifier(folder, device="cpu")
         plain = self._scores(folder, scorer)
         ending_scorer = load_ending_scorer(ending_folder)
-        key = f"{checkpoint_key(ending_folder)}/last{TAIL_SENTENCES}"
-        if key not in self._scored:
-            tails = {story: last_sentences(story, TAIL_SENTENCES) for story in self.stories}
-            texts = sorted(set(tails.values()))
-            tail_scores = dict(zip(texts, ending_scorer.score(texts, batch_size=self.batch_size, progress_bar=self.progress_bar)))
-            self._scored[key] = {story: tail_scores[tails[story]] for story in self.stories}
-        endings = self._scored[key]
-        return ({story: mixed(plain[story], endings[story], weight) for story in self.stories},
+        endings = self._mean_part_scores(f"{checkpoint_key(ending_folder)}/last{TAIL_SENTENCES}",
+                                         lambda story: [last_sentences(story, TAIL_SENTENCES)], ending_scorer)
+        return (self._part_mix(plain, endings, weight),
                 {"path": portable_path(str(folder)), "settings": scorer.settings(),
                  "ending": {"path": portable_path(str(ending_folder)), "settings": ending_scorer.settings(),
                             "last_sentences": TAIL_SENTENCES, "weight": weight}})
@@ -168,7 +177,7 @@ class StoryScores:
         """story -> a checkpoint folder's score mixed with the mean of a neighbour checkpoint's scores of every two
         neighbouring sentences (:class:`storyeval.scoring.ending.NeighbourMixScorer`), and its fields; each checkpoint
         scores once, whatever the weight."""
-        from storyeval.scoring.ending import NeighbourMixScorer, mixed
+        from storyeval.scoring.ending import NeighbourMixScorer
         from storyeval.scoring.sequence import load_story_classifier
         from storyeval_training.export.provenance import portable_path
 
@@ -177,14 +186,10 @@ class StoryScores:
         scorer = load_story_classifier(folder, device="cpu")
         plain = self._scores(folder, scorer)
         mix = NeighbourMixScorer(scorer, load_ending_scorer(neighbour_folder), weight)
-        key = f"{checkpoint_key(neighbour_folder)}/neighbours of {checkpoint_key(folder)}"  # the pairs as this scorer prepares them
-        if key not in self._scored:  # the mean pair score of each story (None: no pair), for any weight
-            parts = {story: mix.parts(story) for story in self.stories}
-            texts = sorted({text for story_parts in parts.values() for text in story_parts})
-            pair_scores = dict(zip(texts, mix.ending_scorer.score(texts, batch_size=self.batch_size, progress_bar=self.progress_bar)))
-            self._scored[key] = {story: sum(pair_scores[t] for t in ts) / len(ts) if ts else None for story, ts in parts.items()}
-        means = self._scored[key]
-        return ({story: plain[story] if means[story] is None else mixed(plain[story], means[story], weight) for story in self.stories},
+        # the pairs as this story scorer prepares them
+        means = self._mean_part_scores(f"{checkpoint_key(neighbour_folder)}/neighbours of {checkpoint_key(folder)}",
+                                       mix.parts, mix.ending_scorer)
+        return (self._part_mix(plain, means, weight),
                 {"path": portable_path(str(folder)), "settings": scorer.settings(),
                  "neighbours": {"path": portable_path(str(neighbour_folder)), "settings": mix.ending_scorer.settings(), "weight": weight}})
 
