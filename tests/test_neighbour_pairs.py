@@ -54,19 +54,26 @@ def test_with_swaps_each_story_also_gives_its_two_neighbours_in_the_wrong_order(
     assert len(both) == 3 * len(split) and len({row["id"] for row in both}) == len(both)
 
 
-def test_short_stories_are_left_out_and_counted_and_bad_options_refused(tmp_path, capsys):
+def test_short_stories_are_left_out_and_counted():
     pairs, left = neighbour_pairs.neighbour_pairs(rows([story("ann", 3), story("bob", 5), story("cal", 5)]), seed=0)
     assert len(pairs) == 2 and left == {"too_short": 1}
+
+
+@pytest.mark.parametrize("tool", ["ending_pairs", "neighbour_pairs"])
+def test_the_shared_options_are_refused_before_anything_is_written(tmp_path, capsys, tool):
+    import importlib
+
+    main = importlib.import_module(f"storyeval_training.data.{tool}").main
     stories = tmp_path / "stories"
     datasets.DatasetDict({"train": rows([story("ann", 6)])}).save_to_disk(str(stories))
     for extra, message in ((["--stories", str(tmp_path / "nowhere")], "no such folder"),
                            (["--stories", str(stories), "--output-dir", str(stories)], "exists: choose a new folder")):
         argv = extra if "--output-dir" in extra else [*extra, "--output-dir", str(tmp_path / "out")]
         with pytest.raises(SystemExit):
-            neighbour_pairs.main(argv)
+            main(argv)
         assert message in capsys.readouterr().err
     with pytest.raises(SystemExit, match="has no split validation"):
-        neighbour_pairs.main(["--stories", str(stories), "--output-dir", str(tmp_path / "out")])
+        main(["--stories", str(stories), "--output-dir", str(tmp_path / "out")])
     assert not (tmp_path / "out").exists()
 
 
