@@ -84,6 +84,21 @@ def test_a_cache_of_another_teacher_checkpoint_commit_or_file_is_refused(scored,
     assert cache.read_text() == before
 
 
+def test_a_mix_teacher_gives_the_logit_of_its_mixed_score_and_hashes_every_parts_weights(tmp_path, teacher, shared_data):
+    neighbours = save_tiny_checkpoint(tmp_path / "neighbours", ending_of=str(teacher), ending_weight=0.25, ending_sentences=2,
+                                      ending_reads="neighbours", window_stride=4)
+    folder = write_transfer(tmp_path / "transfer")
+    cache = tmp_path / "teacher.jsonl"
+    transfer.score(folder, neighbours, cache, batch_size=4, chunk=8, time_budget_minutes=None)
+    header, *rows = map(json.loads, cache.read_text().splitlines())
+    mix = load_story_classifier(neighbours)
+    assert [1 / (1 + math.exp(-row["logit"])) for row in rows] == pytest.approx(mix.score(STORIES), abs=1e-6)
+    parts = [transfer.file_sha256(part / "model.safetensors") for part in (neighbours, teacher)]
+    assert transfer.checkpoint_chain(neighbours) == [neighbours, teacher]
+    assert header["weights_sha256"] not in parts and len(header["weights_sha256"]) == 64
+    assert transfer.teacher_weights_sha256(teacher) == parts[1]  # a plain teacher's hash is its file's, as caches have it
+
+
 def test_a_transfer_story_that_opens_a_human_judged_item_is_refused_with_the_count(tmp_path, teacher, shared_data):
     judged = (shared_data / "human" / "union_roc" / "ant_data.txt").read_text().splitlines()[0].split("|||")[1].strip()
     folder = write_transfer(tmp_path / "transfer", STORIES + [judged])

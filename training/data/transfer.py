@@ -27,7 +27,8 @@ one, with the count. Training stories that share a key with a held-out story or 
 
 ``score`` appends ``{"id", "logit"}`` lines (``null`` for a story longer than the teacher's one scoring window,
 which distillation leaves out and counts) after a header naming the teacher (its settings string, the hash of
-its weights and the commit it was trained at) and the transfer file's hash. Teacher inference is the expensive
+its weights and the commit it was trained at) and the transfer file's hash. A mix teacher (``union``
+``wp-base-ending-neighbours``) gives the logit of its mixed score, and its hash covers every part's weights. Teacher inference is the expensive
 part, so it runs in chunks: a rerun skips the ids already scored, and a cache written by another teacher,
 checkpoint, commit or transfer file is refused with the line saying which. ``--max-stories N`` stops at the file's first
 N stories, all a student needs when it learns on the first N minus the held-out ones. The cache is this command's
@@ -42,6 +43,7 @@ import functools
 import hashlib
 import json
 import logging
+import math
 import random
 import time
 from pathlib import Path
@@ -50,6 +52,7 @@ import torch
 
 from storyeval import text as textlib
 from storyeval.scoring import windows as windowing
+from storyeval.scoring.ending import EndingMixScorer
 from storyeval_training import paths
 from storyeval_training.data.named_sets import checked_pair_folders, pair_folder
 
@@ -243,9 +246,26 @@ def training_commit(checkpoint: Path) -> str | None:
 TEACHER_FIELDS = ("teacher", "settings", "weights_sha256", "teacher_commit")  # a cache's header less its stories' hash
 
 
+def checkpoint_chain(checkpoint: Path) -> list[Path]:
+    """The checkpoint folder and, for a mix (``union`` ``wp-base-ending``), the folders of the story checkpoints it
+    completes (each config's ``ending_of``), outermost first."""
+    from storyeval.checkpoints.resolution import resolve_named
+
+    chain = [checkpoint]
+    while of := json.loads((chain[-1] / "config.json").read_text()).get("ending_of"):
+        chain.append(Path(resolve_named(of)))
+    return chain
+
+
+def teacher_weights_sha256(teacher: Path) -> str:
+    """The hash of the teacher's weights: its ``model.safetensors``'; for a mix, the hash of every part's hash, in order."""
+    digests = [file_sha256(folder / "model.safetensors") for folder in checkpoint_chain(teacher)]
+    return digests[0] if len(digests) == 1 else hashlib.sha256("\n".join(digests).encode()).hexdigest()
+
+
 def teacher_fields(teacher: Path, scorer) -> dict:
     """The teacher's part of a cache's identity (``TEACHER_FIELDS``): its name, settings, weights and training commit."""
-    return dict(zip(TEACHER_FIELDS, (scorer.name, scorer.settings(), file_sha256(teacher / "model.safetensors"), training_commit(teacher))))
+    return dict(zip(TEACHER_FIELDS, (scorer.name, scorer.settings(), teacher_weights_sha256(teacher), training_commit(teacher))))
 
 
 def teacher_identity(teacher: Path, scorer, transfer_dir: Path) -> dict:
@@ -281,8 +301,12 @@ def read_cache(path: Path, identity: dict, repair: bool = False) -> dict[str, fl
     return scores
 
 
+MIX_PROBABILITY_BOUND = 1e-7
+
+
 def single_window_logits(scorer, stories: list[str], batch_size: int) -> list[float | None]:
-    """The teacher's logit of each story that fits one scoring window, None for one that does not.
+    """The teacher's logit of each story that fits one scoring window, None for one that does not (a mix teacher's:
+    the logit of its mixed score).
 
     A student of the same window learns one logit per window; a story the teacher scores over several windows has no
     such logit (its score is the windows' aggregate), so it is left out of distillation, and counted, not cut to fit.
@@ -290,6 +314,12 @@ def single_window_logits(scorer, stories: list[str], batch_size: int) -> list[fl
     story_windows = [scorer.windows(story) for story in stories]
     single = [k for k, windows in enumerate(story_windows) if len(windows) == 1]
     logits: list[float | None] = [None] * len(stories)
+    if isinstance(scorer, EndingMixScorer):  # a mix's score is a mixed probability, not one model's logit
+        for k, probability in zip(single, scorer.score([stories[k] for k in single], batch_size)):
+            # a float32 probability rounds to 1 from a logit of about 17 on: held there, not made infinite
+            probability = min(max(probability, MIX_PROBABILITY_BOUND), 1 - MIX_PROBABILITY_BOUND)
+            logits[k] = math.log(probability) - math.log1p(-probability)
+        return logits
     with torch.inference_mode():
         for chunk, ids, mask in windowing.padded_batches([(k, story_windows[k][0]) for k in single], batch_size,
                                                          scorer.tokenizer.pad_token_id or 0, False):
@@ -350,7 +380,7 @@ def parse_args(argv=None):
                         "out, train transferred, test reserved; e.g. the WP kinds, for a WP student")
     s = commands.add_parser("score", help="add a teacher's logits to a cache, resuming where it stopped")
     s.add_argument("--transfer-dir", required=True)
-    s.add_argument("--teacher", required=True, help="a UNION-architecture checkpoint folder (a shipped -base one)")
+    s.add_argument("--teacher", required=True, help="a UNION-architecture checkpoint folder (a shipped -base one, or a mix such as wp-base-ending-neighbours)")
     s.add_argument("--output", required=True, help="the cache (JSON Lines); an existing one is continued")
     s.add_argument("--batch-size", type=int, default=32)
     s.add_argument("--chunk", type=int, default=512, help="stories scored between two writes")
