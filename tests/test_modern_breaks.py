@@ -901,6 +901,14 @@ def test_an_int8_row_is_measured_against_its_float32_checkpoint_with_every_figur
     assert fidelity["outside_interval"] == sorted(key for key, (low, high) in fidelity["intervals"].items() if low > 0 or high < 0)
 
 
+@pytest.mark.parametrize("second", ["--ending", "--neighbours"])
+def test_an_ending_or_neighbour_row_may_not_repeat_a_mix_rows_label(tmp_path, tiny_checkpoint, capsys, second):
+    mix = f"m={tiny_checkpoint}+{tiny_checkpoint}:0.1"
+    with pytest.raises(SystemExit):
+        benchmark.main(["--breaks-dir", str(tmp_path), "--neighbours", mix, second, mix])
+    assert "each row needs its own label: --ending and --neighbours labels ['m', 'm']" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("argv, message", [
     (["--int8-checkpoint", "a=nowhere"], "--int8-checkpoint a=nowhere: no checkpoint there"),
     (["--int8-checkpoint", "a=hub_cards/union-roc"], "each row needs its own label"),

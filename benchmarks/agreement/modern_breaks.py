@@ -496,12 +496,11 @@ def main(argv=None):
     checkpoints = checked_checkpoints(parser, args) if args.checkpoint else {}
     contrasts = {label: (folder, weight) for label, folder, weight in args.self_contrast}
     require_checkpoint_folders(parser, {label: folder for label, (folder, _) in contrasts.items()}, "--self-contrast")
-    endings = {label: (story, ending, weight) for label, story, ending, weight in args.ending}
-    for label, (story, ending, _) in endings.items():
-        require_checkpoint_folders(parser, {label: story, f"{label} (ending)": ending}, "--ending")
-    neighbours = {label: (story, pairs, weight) for label, story, pairs, weight in args.neighbours}
-    for label, (story, pairs, _) in neighbours.items():
-        require_checkpoint_folders(parser, {label: story, f"{label} (neighbours)": pairs}, "--neighbours")
+    # label -> (what the part scorer reads, story folder, part folder, weight), as cross_metric's mixes
+    mixes = {label: ("ending", story, part, weight) for label, story, part, weight in args.ending}
+    mixes.update({label: ("neighbours", story, part, weight) for label, story, part, weight in args.neighbours})
+    for label, (kind, story, part, _) in mixes.items():
+        require_checkpoint_folders(parser, {label: story, f"{label} ({kind})": part}, f"--{kind}")
     int8 = dict(args.int8_checkpoint)
     require_checkpoint_folders(parser, int8, "--int8-checkpoint")
     if len(int8) < len(args.int8_checkpoint) or set(int8) & {*checkpoints, *contrasts}:
@@ -527,17 +526,15 @@ def main(argv=None):
             raise ValueError(f"each row needs its own label: int8 labels {sorted({*int8, *int8_suites})}")
     except ValueError as error:
         parser.error(str(error))
-    if len(endings) < len(args.ending) or set(endings) & {*checkpoints, *contrasts, *suites, *fitted, *int8, *int8_suites}:
-        parser.error(f"each row needs its own label: --ending labels {[e[0] for e in args.ending]}")
-    if len(neighbours) < len(args.neighbours) or set(neighbours) & {*checkpoints, *contrasts, *suites, *fitted, *int8, *int8_suites, *endings}:
-        parser.error(f"each row needs its own label: --neighbours labels {[n[0] for n in args.neighbours]}")
+    if len(mixes) < len(args.ending) + len(args.neighbours) or set(mixes) & {*checkpoints, *contrasts, *suites, *fitted, *int8, *int8_suites}:
+        parser.error(f"each row needs its own label: --ending and --neighbours labels {[m[0] for m in args.ending + args.neighbours]}")
     # each int8 row's float32 row: the --checkpoint of the same folder, the --suite of the same config and combination
     float32_of = {label: next((other for other, path in checkpoints.items() if Path(path).resolve() == Path(folder).resolve()), None)
                   for label, folder in int8.items()}
     float32_of.update({label: next((other for other, entry in suites.items() if entry == spec), None) for label, spec in int8_suites.items()})
     if missing := sorted(label for label, other in float32_of.items() if other is None):
         parser.error(f"int8 rows {missing} need the float32 row of the same folder (--checkpoint) or config (--suite) in the run")
-    if not (checkpoints or suites or fitted or contrasts or int8 or endings or neighbours):
+    if not (checkpoints or suites or fitted or contrasts or int8 or mixes):
         checkpoints = {name: str(BUNDLED / name) for name in SHIPPED_CHECKPOINTS}
         suites = {f"story-quality-{config}": (config, None) for config in SHIPPED_SUITES}
     if args.max_units_per_view is not None and args.max_units_per_view < 1:
@@ -550,7 +547,7 @@ def main(argv=None):
         earlier = earlier_views(args.earlier)
     except (FileNotFoundError, ValueError) as error:
         parser.error(str(error))
-    labels = {*checkpoints, *suites, *fitted, *contrasts, *endings, *neighbours, *int8, *int8_suites}
+    labels = {*checkpoints, *suites, *fitted, *contrasts, *mixes, *int8, *int8_suites}
     if args.baseline and args.baseline not in labels | set(earlier):
         parser.error(f"--baseline {args.baseline}: not one of the labels {sorted(labels)}"
                      + (f" or of the --earlier files' {sorted(earlier)}" if earlier else ""))
@@ -573,8 +570,7 @@ def main(argv=None):
                                ((label, lambda spec=spec: scores.suite(*spec, int8_schemes=schemes)) for label, spec in int8_suites.items()),
                                ((label, lambda entry=entry: scores.fitted_suite(entry)) for label, entry in fitted.items()),
                                ((label, lambda spec=spec: scores.self_contrast(*spec)) for label, spec in contrasts.items()),
-                               ((label, lambda spec=spec: scores.ending_mix(*spec)) for label, spec in endings.items()),
-                               ((label, lambda spec=spec: scores.neighbour_mix(*spec)) for label, spec in neighbours.items()))
+                               ((label, lambda spec=spec: scores.part_mix(*spec)) for label, spec in mixes.items()))
     scores_of = {}  # label -> its scores, for the baseline's paired intervals
     for label, score in measured:
         score_of, fields = score()

@@ -193,6 +193,10 @@ class StoryScores:
                 {"path": portable_path(str(folder)), "settings": scorer.settings(),
                  "neighbours": {"path": portable_path(str(neighbour_folder)), "settings": mix.ending_scorer.settings(), "weight": weight}})
 
+    def part_mix(self, reads: str, folder: str, part_folder: str, weight: float) -> tuple[dict[str, float], dict]:
+        """:meth:`ending_mix` (``reads`` "ending") or :meth:`neighbour_mix` (``reads`` "neighbours")."""
+        return (self.ending_mix if reads == "ending" else self.neighbour_mix)(folder, part_folder, weight)
+
     def shuffle_margins(self, folder: str) -> dict[str, float]:
         """story -> its logit less the mean logit of its shuffled copies, from the scores :meth:`self_contrast` made
         (no model is loaded again)."""
