@@ -42,6 +42,33 @@ def test_bad_input_is_refused_as_the_story_scorer_refuses_it(folders):
         scorer.score([3])
 
 
+@pytest.mark.parametrize("mix", [EndingMixScorer, NeighbourMixScorer])
+def test_a_part_that_reads_as_another_language_is_scored_since_the_story_passed_the_checks(folders, mix):
+    # its last two sentences alone read as Spanish; the story as a whole is English, so it is scored, not refused
+    story_text = ("Ken went to the bar with his friend. He ordered a drink and a sandwich for them. The barman said to them: "
+                  "El perro y el gato de la casa. Los amigos de la familia y el perro.")
+    story = load_story_classifier(folders[0])
+    scorer = mix(story, story, 0.3) if mix is NeighbourMixScorer else mix(story, story, 0.3, 2)
+    part = scorer.parts(story_text)[-1]
+    with pytest.raises(ValueError, match="not English"):
+        story.score([part])
+    expected = mixed(story.score([story_text])[0], sum(story.score_parts(scorer.parts(story_text))) / len(scorer.parts(story_text)), 0.3)
+    assert scorer.score([story_text]) == pytest.approx([expected])
+
+
+def test_a_story_with_a_part_too_long_for_the_second_scorer_is_refused_by_its_own_index_before_scoring(folders, monkeypatch):
+    clear_loaded_scorers()
+    scorer = load_scorer("union", folders[1])  # the ending scorer reads 16-token windows 4 apart; the story scorer 8 apart
+    one_sentence = "ken " * 500 + "."
+    scorer.story_scorer.windows(one_sentence)  # the story scorer alone would take it
+    problem = r"has a part the ending scorer reads that is [\d,]+ tokens long and needs \d+ windows of 16 tokens"
+    with pytest.raises(ValueError, match="^" + problem):  # what `storyeval score` checks a file's long stories by
+        scorer.windows(one_sentence)
+    monkeypatch.setattr(scorer.story_scorer, "score", lambda *args, **kwargs: pytest.fail("the story was scored"))
+    with pytest.raises(ValueError, match=r"^predictions\[1\] " + problem):
+        scorer.score(["A fine story. It ends well.", one_sentence])
+
+
 def test_a_last_sentence_of_punctuation_alone_gives_way_to_the_last_two_with_words():
     assert last_sentences("Ann sat.</s>Bob ran.</s>Cal hid.</s>...</s>!", 2) == "Bob ran. Cal hid."
     assert last_sentences("Ann sat. Bob ran. Cal hid. ...", 2) == "Cal hid. ..."  # as the ending scorer was trained

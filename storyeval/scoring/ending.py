@@ -14,7 +14,10 @@ a stray or repeated sentence breaks the pairs it is in, whatever the story's len
 """
 from __future__ import annotations
 
+from storyeval.inputs import check_texts
+from storyeval.scoring import windows
 from storyeval.scoring.signature import settings_string
+from storyeval.scoring.windows import StoryTooLongError
 from storyeval.text import last_sentences, neighbouring_pairs, normalize_story
 
 
@@ -30,6 +33,7 @@ class EndingMixScorer:
         if not 0 < weight < 1:
             raise ValueError(f"the ending weight must be between 0 and 1, got {weight}")
         self.story_scorer, self.ending_scorer = story_scorer, ending_scorer
+        self.reads = "ending"  # what the second scorer reads, for messages
         self.weight, self.sentences, self.name = weight, sentences, name
 
     @property
@@ -45,7 +49,13 @@ class EndingMixScorer:
         return self.story_scorer.device
 
     def windows(self, story: str) -> list[list[int]]:
-        """The story scorer's windows (what a too-long story is refused by)."""
+        """The story scorer's windows; a ValueError, as for a story too long, where a text the second scorer reads needs
+        more windows than it may have (a story of few sentence ends)."""
+        for part in self.parts(story):
+            try:
+                self.ending_scorer.windows(part)
+            except ValueError as error:
+                raise ValueError(f"has a part the {self.reads} scorer reads that {error}") from None
         return self.story_scorer.windows(story)
 
     def prepared(self, story: str) -> str:
@@ -67,10 +77,17 @@ class EndingMixScorer:
 
     def score(self, stories, batch_size: int = 16, device=None, progress_bar: bool = False, dtype=None) -> list[float]:
         """One score in [0, 1] per story, in input order."""
-        plain = self.story_scorer.score(stories, batch_size, device, progress_bar, dtype)  # checks the input first
+        # the stories are checked here, once: a part is not held to a story's checks (SequenceScorer.score_parts)
+        stories = check_texts(stories, "predictions")
+        windows.all_windows(stories, self.story_scorer.windows)  # a story too long: refused before anything is scored
         parts = [self.parts(story) for story in stories]
         texts = sorted({text for story_parts in parts for text in story_parts})  # a repeated pair is scored once
-        score_of = dict(zip(texts, self.ending_scorer.score(texts, batch_size, device, progress_bar, dtype)))
+        try:
+            score_of = dict(zip(texts, self.ending_scorer.score_parts(texts, batch_size, device, progress_bar, dtype)))
+        except StoryTooLongError as error:  # named by the story it is part of
+            story = next(k for k, story_parts in enumerate(parts) if texts[error.index] in story_parts)
+            raise StoryTooLongError(story, f"has a part the {self.reads} scorer reads that {error.problem}") from None
+        plain = self.story_scorer.score(stories, batch_size, device, progress_bar, dtype)
         return [mixed(p, sum(score_of[t] for t in ts) / len(ts), self.weight) if ts else p for p, ts in zip(plain, parts)]
 
 
@@ -80,6 +97,7 @@ class NeighbourMixScorer(EndingMixScorer):
 
     def __init__(self, story_scorer, neighbour_scorer, weight: float, name: str = "unnamed"):
         super().__init__(story_scorer, neighbour_scorer, weight, 2, name)
+        self.reads = "neighbour"
 
     def parts(self, story: str) -> list[str]:
         return neighbouring_pairs(self.prepared(story))

@@ -97,10 +97,19 @@ class SequenceScorer:
         aggregate = WINDOW_AGGREGATIONS[self.window_aggregation]
         return [aggregate(values) for values in self.window_scores(stories, batch_size, device, progress_bar, dtype)]
 
-    @torch.inference_mode()
+    def score_parts(self, texts: list[str], batch_size: int = 16, device=None, progress_bar: bool = False, dtype=None) -> list[float]:
+        """:meth:`score` of texts cut from stories that passed its checks (a mix's endings or neighbouring pairs). A
+        part is not held to a story's checks: two sentences of an English story may read as Spanish ("¿Qué? No sé.").
+        A part too long for :data:`MAX_WINDOWS` raises :class:`StoryTooLongError` with its index in ``texts``."""
+        aggregate = WINDOW_AGGREGATIONS[self.window_aggregation]
+        return [aggregate(values) for values in self._window_scores(list(texts), batch_size, device, progress_bar, dtype)]
+
     def window_scores(self, stories, batch_size: int = 16, device=None, progress_bar: bool = False, dtype=None) -> list[list[float]]:
         """Each story's window scores in [0, 1], in window order (one for a story that fits one window)."""
-        stories = check_texts(stories, "predictions")
+        return self._window_scores(check_texts(stories, "predictions"), batch_size, device, progress_bar, dtype)
+
+    @torch.inference_mode()
+    def _window_scores(self, stories: list[str], batch_size, device, progress_bar, dtype) -> list[list[float]]:
         batch_size = check_batch_size(batch_size)
         check_progress_bar(progress_bar)
         dtype = resolve_dtype(dtype)
