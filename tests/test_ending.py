@@ -4,7 +4,7 @@ import json
 import pytest
 from conftest import save_tiny_checkpoint
 
-from storyeval.scoring.ending import EndingMixScorer, NeighbourMixScorer, mixed
+from storyeval.scoring.ending import EndingMixScorer, NeighbourMixScorer, lowest_mean, mixed
 from storyeval.scoring.sequence import clear_loaded_scorers, load_scorer, load_story_classifier
 from storyeval.text import last_sentences, neighbouring_pairs, normalize_story
 
@@ -79,6 +79,7 @@ def test_a_last_sentence_of_punctuation_alone_gives_way_to_the_last_two_with_wor
     ({"ending_of": "x", "ending_weight": 1.0, "ending_sentences": 2}, "ending_weight must be between 0 and 1"),
     ({"ending_of": "x", "ending_weight": 0.2, "ending_sentences": 0}, "ending_sentences must be at least 1"),
     ({"ending_of": "x", "ending_weight": 0.2, "ending_sentences": 2, "ending_reads": "words"}, "ending_reads must be"),
+    ({"ending_of": "x", "ending_weight": 0.2, "ending_sentences": 2, "ending_lowest_share": 0.0}, "ending_lowest_share must be in"),
 ])
 def test_an_ending_config_without_a_weight_or_a_sentence_count_is_refused(fields, message):
     from huggingface_hub.errors import StrictDataclassClassValidationError
@@ -116,6 +117,26 @@ def test_a_neighbour_mix_mixes_in_the_mean_score_of_every_two_neighbouring_sente
     assert len(pairs) == 4 and pairs[0] == "[MALE] went to the bar . he ordered a drink ."
     expected = mixed(story.score(STORIES[:1])[0], sum(story.score(pairs)) / 4, 0.3)
     assert scorer.score(STORIES[:1]) == pytest.approx([expected])
+
+
+def test_the_lowest_mean_counts_its_share_in_fractions_of_a_score():
+    assert lowest_mean([0.9, 0.2, 0.8]) == pytest.approx(1.9 / 3)
+    assert lowest_mean([5, 1, 4, 2, 3, 6, 7, 8, 9, 10], 0.25) == pytest.approx((1 + 2 + 0.5 * 3) / 2.5)
+    assert lowest_mean([0.9, 0.1, 0.8, 0.7], 0.25) == pytest.approx(0.1) and lowest_mean([0.4], 0.25) == pytest.approx(0.4)
+
+
+def test_a_neighbour_mix_with_a_lowest_share_mixes_in_the_mean_of_its_lowest_pairs(folders, tmp_path):
+    story = load_story_classifier(folders[0])
+    pairs = neighbouring_pairs(normalize_story(STORIES[0]))
+    expected = mixed(story.score(STORIES[:1])[0], lowest_mean(story.score(pairs), 0.5), 0.3)
+    assert NeighbourMixScorer(story, story, 0.3, lowest_share=0.5).score(STORIES[:1]) == pytest.approx([expected])
+    with pytest.raises(ValueError, match="the lowest share must be in"):
+        NeighbourMixScorer(story, story, 0.3, lowest_share=1.5)
+    clear_loaded_scorers()
+    folder = save_tiny_checkpoint(tmp_path / "quarter", ending_of=str(folders[0]), ending_weight=0.3, ending_sentences=2,
+                                  ending_reads="neighbours", ending_lowest_share=0.5, window_stride=4)
+    loaded = load_scorer("union", folder)
+    assert loaded.lowest_share == 0.5 and load_scorer("union", folders[1]).lowest_share == 1.0
 
 
 def test_a_story_of_one_sentence_scores_as_its_story_scorer_does(folders):

@@ -796,15 +796,18 @@ def test_a_mix_row_scores_each_checkpoint_once_whatever_the_weight(tmp_path, tin
     from storyeval.scoring.sequence import SequenceScorer
 
     monkeypatch.setattr(common, "RESULTS", tmp_path)
-    scored, real_score = [], SequenceScorer.score
+    scored, real_score, real_parts = [], SequenceScorer.score, SequenceScorer.score_parts
     monkeypatch.setattr(SequenceScorer, "score", lambda self, texts, **kw: scored.append(len(texts)) or real_score(self, texts, **kw))
+    monkeypatch.setattr(SequenceScorer, "score_parts", lambda self, texts, **kw: scored.append(len(texts)) or real_parts(self, texts, **kw))
     benchmark.main(["--breaks-dir", str(saved_check(tmp_path / "check")), "--checkpoint", f"a={tiny_checkpoint}",
                     option, f"m1={tiny_checkpoint}+{tiny_checkpoint}:0.1", option, f"m5={tiny_checkpoint}+{tiny_checkpoint}:0.5",
+                    option, f"q={tiny_checkpoint}+{tiny_checkpoint}:0.5", "--part-lowest-share", "q=0.25",
                     "--baseline", "a", "--targets", target, "--output", "out"])
     rows = json.loads((tmp_path / "out.json").read_text())["checkpoints"]
     assert rows["m5"][field]["weight"] == 0.5 and rows["m5"][field].get("last_sentences", 2) == 2
+    assert "lowest_share" not in rows["m5"][field] and rows["q"][field]["lowest_share"] == 0.25
     assert "ship_rule" in rows["m1"] and set(rows["m1"]["views"]) == {"wp", "roc"}
-    assert len(scored) == 2  # the stories once and their last sentences (or neighbouring pairs) once, for all three rows
+    assert len(scored) == 2  # the stories once and their last sentences (or neighbouring pairs) once, for all four rows
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -814,6 +817,9 @@ def test_a_mix_row_scores_each_checkpoint_once_whatever_the_weight(tmp_path, tin
     (["--neighbours", "n=somewhere:0.5"], "expects label=story_folder+neighbour_folder:weight"),
     (["--neighbours", "n=a+b:0"], "with 0 < weight < 1"),
     (["--neighbours", "n=a+b:0.5"], "--neighbours n=a: no checkpoint there"),
+    (["--part-lowest-share", "n=0"], "expects label=share with 0 < share <= 1"),
+    (["--part-lowest-share", "n"], "expects label=share with 0 < share <= 1"),
+    (["--part-lowest-share", "n=0.5"], "--part-lowest-share ['n']: not the label of an --ending or --neighbours row"),
 ])
 def test_mix_options_are_refused_before_scoring(tmp_path, capsys, argv, message):
     with pytest.raises(SystemExit) as stopped:

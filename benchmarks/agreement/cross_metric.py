@@ -25,7 +25,7 @@ import numpy as np
 
 from ..common import BUNDLED, command_line, machine, metric_checkpoint_spec, require_checkpoint_folders, results_name, write_results
 from ..correlation import HUMAN_SETS, format_row, load_human_set, score_set
-from .ending_mix import TAIL_SENTENCES, ending_spec, load_ending_scorer, neighbour_spec
+from .ending_mix import PART_SHARE_HELP, TAIL_SENTENCES, ending_spec, load_ending_scorer, neighbour_spec, part_shares, share_field, share_spec
 
 DEFAULT_CHECKPOINTS = [
     ("union", "union-roc", str(BUNDLED / "union-roc")),
@@ -59,6 +59,7 @@ def main(argv=None):
     parser.add_argument("--neighbours", action="append", default=[], type=neighbour_spec, metavar="LABEL=STORY_FOLDER+NEIGHBOUR_FOLDER:WEIGHT",
                         help="a union checkpoint's score mixed with the mean of a neighbour checkpoint's scores of every two "
                              "neighbouring sentences; repeatable")
+    parser.add_argument("--part-lowest-share", action="append", default=[], type=share_spec, metavar="LABEL=SHARE", help=PART_SHARE_HELP)
     parser.add_argument("--baseline", default=None, help="a label: each other checkpoint's Spearman difference from it, "
                         "with its paired bootstrap 95%% interval")
     parser.add_argument("--output", type=results_name, default="cross_metric",
@@ -72,6 +73,7 @@ def main(argv=None):
         parser.error(f"each row needs its own label: {labels}")
     for label, (kind, story, part, _) in mixes.items():
         require_checkpoint_folders(parser, {label: story, f"{label} ({kind})": part}, f"--{kind}")
+    shares = part_shares(parser, args.part_lowest_share, mixes)
     if args.baseline and args.baseline not in labels:
         parser.error(f"--baseline {args.baseline}: not one of the labels {sorted(labels)}")
 
@@ -92,11 +94,12 @@ def main(argv=None):
             kind, part_folder, weight = mix
             part = load_ending_scorer(part_folder)
             if kind == "ending":
-                scorer = EndingMixScorer(scorer, part, weight, TAIL_SENTENCES, name=label)
-                entry["ending"] = {"path": portable_path(str(part_folder)), "last_sentences": TAIL_SENTENCES, "weight": weight}
+                scorer = EndingMixScorer(scorer, part, weight, TAIL_SENTENCES, name=label, lowest_share=shares[label])
+                entry["ending"] = {"path": portable_path(str(part_folder)), "last_sentences": TAIL_SENTENCES, "weight": weight,
+                                   **share_field(shares[label])}
             else:
-                scorer = NeighbourMixScorer(scorer, part, weight, name=label)
-                entry["neighbours"] = {"path": portable_path(str(part_folder)), "weight": weight}
+                scorer = NeighbourMixScorer(scorer, part, weight, name=label, lowest_share=shares[label])
+                entry["neighbours"] = {"path": portable_path(str(part_folder)), "weight": weight, **share_field(shares[label])}
         for human_set in human_sets:
             result, scores.setdefault(label, {})[human_set.name] = score_set(scorer, human_set, args.batch_size, keep_scores=True)
             entry["sets"][human_set.name] = result

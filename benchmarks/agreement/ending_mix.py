@@ -1,7 +1,8 @@
 """``--ending LABEL=STORY_FOLDER+ENDING_FOLDER:WEIGHT``: a candidate ending mix (first_checks.md, E1) from two folders and
 a weight, before it ships as one checkpoint (:mod:`storyeval.scoring.ending`, where the mix and its reasons are);
 ``--neighbours LABEL=STORY_FOLDER+NEIGHBOUR_FOLDER:WEIGHT`` the same with a neighbour scorer (E2), which reads every two
-neighbouring sentences of a story.
+neighbouring sentences of a story. ``--part-lowest-share LABEL=SHARE`` mixes in the mean of a row's lowest part scores
+instead of all of them (E5).
 """
 from __future__ import annotations
 
@@ -27,6 +28,35 @@ def ending_spec(value: str) -> tuple[str, str, str, float]:
 
 def neighbour_spec(value: str) -> tuple[str, str, str, float]:
     return mix_spec(value, "neighbour")
+
+
+PART_SHARE_HELP = ("LABEL=SHARE: the --ending or --neighbours row LABEL mixes in the mean of the lowest SHARE of its part "
+                   "scores (0 < SHARE <= 1; default 1, the mean of all; storyeval.scoring.ending.lowest_mean); repeatable")
+
+
+def share_spec(value: str) -> tuple[str, float]:
+    """argparse type of ``--part-lowest-share LABEL=SHARE``."""
+    label, sep, number = value.partition("=")
+    try:
+        share = float(number)
+    except ValueError:
+        share = None
+    if not (sep and label) or share is None or not 0 < share <= 1:
+        raise argparse.ArgumentTypeError(f"expects label=share with 0 < share <= 1, got {value!r}")
+    return label, share
+
+
+def share_field(share: float) -> dict:
+    """A mix row's ``lowest_share`` field, left out at 1 (every part), as rows measured before it was an option."""
+    return {} if share == 1 else {"lowest_share": share}
+
+
+def part_shares(parser: argparse.ArgumentParser, given: list[tuple[str, float]], mix_labels) -> dict[str, float]:
+    """label -> its lowest share, for every mix row (1 where none is given); a label of no mix row: a parser error."""
+    shares = dict(given)
+    if unknown := sorted(set(shares) - set(mix_labels)):
+        parser.error(f"--part-lowest-share {unknown}: not the label of an --ending or --neighbours row")
+    return {label: shares.get(label, 1.0) for label in mix_labels}
 
 
 def load_ending_scorer(folder: str):

@@ -36,7 +36,7 @@ shuffled copies of each story (:mod:`.self_contrast`), with how often an intact 
 shuffled copies (``above_own_shuffles``). ``--ending LABEL=STORY_FOLDER+ENDING_FOLDER:WEIGHT`` adds a row of a
 checkpoint's score mixed with an ending checkpoint's score of each story's last two sentences (:mod:`.ending_mix`);
 ``--neighbours LABEL=STORY_FOLDER+NEIGHBOUR_FOLDER:WEIGHT`` with the mean of a neighbour checkpoint's scores of every two
-neighbouring sentences.
+neighbouring sentences; ``--part-lowest-share LABEL=SHARE`` mixes in the mean of such a row's lowest part scores.
 ``--split test`` is the report; ``validation`` is what training runs select on.
 
 ``--int8-checkpoint LABEL=FOLDER`` scores a checkpoint in int8 (its measured export scheme, or the one ``--int8-scheme
@@ -67,7 +67,7 @@ from benchmarks.common import (
 )
 from storyeval_training.data.breaks import ENDING_KINDS, KINDS
 
-from .ending_mix import ending_spec, neighbour_spec
+from .ending_mix import PART_SHARE_HELP, ending_spec, neighbour_spec, part_shares, share_spec
 from .story_scores import FITTED_HELP, SUITE_HELP, parse_fitted_suites, parse_suites
 
 # every shipped config that scores a story alone (continuation_quality scores a continuation given its context)
@@ -472,6 +472,7 @@ def main(argv=None):
     parser.add_argument("--neighbours", action="append", default=[], type=neighbour_spec, metavar="LABEL=STORY_FOLDER+NEIGHBOUR_FOLDER:WEIGHT",
                         help="(1 - WEIGHT) times a checkpoint's score plus WEIGHT times the mean of a neighbour checkpoint's scores of "
                              "every two neighbouring sentences (benchmarks/agreement/ending_mix.py); repeatable")
+    parser.add_argument("--part-lowest-share", action="append", default=[], type=share_spec, metavar="LABEL=SHARE", help=PART_SHARE_HELP)
     parser.add_argument("--baseline", default=None, help="a label: list where each other row falls more than 0.02 below it")
     add_checkpoint_options(parser, batch_size=16, required=False, help="label=folder (repeatable); default: every shipped config")
     parser.add_argument("--int8-checkpoint", action="append", default=[], type=checkpoint_spec, metavar="LABEL=FOLDER",
@@ -501,6 +502,7 @@ def main(argv=None):
     mixes.update({label: ("neighbours", story, part, weight) for label, story, part, weight in args.neighbours})
     for label, (kind, story, part, _) in mixes.items():
         require_checkpoint_folders(parser, {label: story, f"{label} ({kind})": part}, f"--{kind}")
+    shares = part_shares(parser, args.part_lowest_share, mixes)
     int8 = dict(args.int8_checkpoint)
     require_checkpoint_folders(parser, int8, "--int8-checkpoint")
     if len(int8) < len(args.int8_checkpoint) or set(int8) & {*checkpoints, *contrasts}:
@@ -570,7 +572,7 @@ def main(argv=None):
                                ((label, lambda spec=spec: scores.suite(*spec, int8_schemes=schemes)) for label, spec in int8_suites.items()),
                                ((label, lambda entry=entry: scores.fitted_suite(entry)) for label, entry in fitted.items()),
                                ((label, lambda spec=spec: scores.self_contrast(*spec)) for label, spec in contrasts.items()),
-                               ((label, lambda spec=spec: scores.part_mix(*spec)) for label, spec in mixes.items()))
+                               ((label, lambda spec=spec, label=label: scores.part_mix(*spec, shares[label])) for label, spec in mixes.items()))
     scores_of = {}  # label -> its scores, for the baseline's paired intervals
     for label, score in measured:
         score_of, fields = score()

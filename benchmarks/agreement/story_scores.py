@@ -139,63 +139,65 @@ class StoryScores:
         return self._contrast(folder, weight), {"path": portable_path(str(folder)), "settings": scorer.settings(),
                                                 "self_contrast": {"copies": COPIES, "weight": weight}}
 
-    def _mean_part_scores(self, key: str, parts_of, part_scorer) -> dict[str, float | None]:
-        """story -> the mean of ``part_scorer``'s scores of the texts ``parts_of(story)`` (None: no text), each text
-        scored once and kept under ``key``, so that any weight mixes them without scoring again."""
+    def _part_scores(self, key: str, parts_of, part_scorer) -> dict[str, list[float]]:
+        """story -> ``part_scorer``'s scores of the texts ``parts_of(story)`` (none: an empty list), each text scored once
+        and kept under ``key``, so that any weight and share mix them without scoring again."""
         if key not in self._scored:
             parts = {story: parts_of(story) for story in self.stories}
             texts = sorted({text for story_parts in parts.values() for text in story_parts})
             scored = dict(zip(texts, part_scorer.score_parts(texts, batch_size=self.batch_size, progress_bar=self.progress_bar)))
-            self._scored[key] = {story: sum(scored[t] for t in ts) / len(ts) if ts else None for story, ts in parts.items()}
+            self._scored[key] = {story: [scored[t] for t in ts] for story, ts in parts.items()}
         return self._scored[key]
 
-    def _part_mix(self, plain: dict[str, float], means: dict[str, float | None], weight: float) -> dict[str, float]:
-        from storyeval.scoring.ending import mixed
+    def _part_mix(self, plain: dict[str, float], part_scores: dict[str, list[float]], weight: float, share: float) -> dict[str, float]:
+        from storyeval.scoring.ending import lowest_mean, mixed
 
-        return {story: plain[story] if means[story] is None else mixed(plain[story], means[story], weight) for story in self.stories}
+        return {story: mixed(plain[story], lowest_mean(part_scores[story], share), weight) if part_scores[story] else plain[story]
+                for story in self.stories}
 
-    def ending_mix(self, folder: str, ending_folder: str, weight: float) -> tuple[dict[str, float], dict]:
+    def ending_mix(self, folder: str, ending_folder: str, weight: float, share: float = 1.0) -> tuple[dict[str, float], dict]:
         """story -> a checkpoint folder's score mixed with an ending checkpoint's score of the story's last sentences
         (:mod:`.ending_mix`), and its fields; each checkpoint scores once, whatever the weight."""
         from storyeval.scoring.sequence import load_story_classifier
         from storyeval.text import last_sentences
         from storyeval_training.export.provenance import portable_path
 
-        from .ending_mix import TAIL_SENTENCES, load_ending_scorer
+        from .ending_mix import TAIL_SENTENCES, load_ending_scorer, share_field
 
         scorer = load_story_classifier(folder, device="cpu")
         plain = self._scores(folder, scorer)
         ending_scorer = load_ending_scorer(ending_folder)
-        endings = self._mean_part_scores(f"{checkpoint_key(ending_folder)}/last{TAIL_SENTENCES}",
-                                         lambda story: [last_sentences(story, TAIL_SENTENCES)], ending_scorer)
-        return (self._part_mix(plain, endings, weight),
+        endings = self._part_scores(f"{checkpoint_key(ending_folder)}/last{TAIL_SENTENCES}",
+                                    lambda story: [last_sentences(story, TAIL_SENTENCES)], ending_scorer)
+        return (self._part_mix(plain, endings, weight, share),
                 {"path": portable_path(str(folder)), "settings": scorer.settings(),
                  "ending": {"path": portable_path(str(ending_folder)), "settings": ending_scorer.settings(),
-                            "last_sentences": TAIL_SENTENCES, "weight": weight}})
+                            "last_sentences": TAIL_SENTENCES, "weight": weight, **share_field(share)}})
 
-    def neighbour_mix(self, folder: str, neighbour_folder: str, weight: float) -> tuple[dict[str, float], dict]:
+    def neighbour_mix(self, folder: str, neighbour_folder: str, weight: float, share: float = 1.0) -> tuple[dict[str, float], dict]:
         """story -> a checkpoint folder's score mixed with the mean of a neighbour checkpoint's scores of every two
-        neighbouring sentences (:class:`storyeval.scoring.ending.NeighbourMixScorer`), and its fields; each checkpoint
-        scores once, whatever the weight."""
+        neighbouring sentences (of the lowest ``share`` of them: :class:`storyeval.scoring.ending.NeighbourMixScorer`),
+        and its fields; each checkpoint scores once, whatever the weight and share."""
         from storyeval.scoring.ending import NeighbourMixScorer
         from storyeval.scoring.sequence import load_story_classifier
         from storyeval_training.export.provenance import portable_path
 
-        from .ending_mix import load_ending_scorer
+        from .ending_mix import load_ending_scorer, share_field
 
         scorer = load_story_classifier(folder, device="cpu")
         plain = self._scores(folder, scorer)
         mix = NeighbourMixScorer(scorer, load_ending_scorer(neighbour_folder), weight)
         # the pairs as this story scorer prepares them
-        means = self._mean_part_scores(f"{checkpoint_key(neighbour_folder)}/neighbours of {checkpoint_key(folder)}",
-                                       mix.parts, mix.ending_scorer)
-        return (self._part_mix(plain, means, weight),
+        part_scores = self._part_scores(f"{checkpoint_key(neighbour_folder)}/neighbours of {checkpoint_key(folder)}",
+                                        mix.parts, mix.ending_scorer)
+        return (self._part_mix(plain, part_scores, weight, share),
                 {"path": portable_path(str(folder)), "settings": scorer.settings(),
-                 "neighbours": {"path": portable_path(str(neighbour_folder)), "settings": mix.ending_scorer.settings(), "weight": weight}})
+                 "neighbours": {"path": portable_path(str(neighbour_folder)), "settings": mix.ending_scorer.settings(),
+                                "weight": weight, **share_field(share)}})
 
-    def part_mix(self, reads: str, folder: str, part_folder: str, weight: float) -> tuple[dict[str, float], dict]:
+    def part_mix(self, reads: str, folder: str, part_folder: str, weight: float, share: float = 1.0) -> tuple[dict[str, float], dict]:
         """:meth:`ending_mix` (``reads`` "ending") or :meth:`neighbour_mix` (``reads`` "neighbours")."""
-        return (self.ending_mix if reads == "ending" else self.neighbour_mix)(folder, part_folder, weight)
+        return (self.ending_mix if reads == "ending" else self.neighbour_mix)(folder, part_folder, weight, share)
 
     def shuffle_margins(self, folder: str) -> dict[str, float]:
         """story -> its logit less the mean logit of its shuffled copies, from the scores :meth:`self_contrast` made

@@ -66,11 +66,13 @@ class UnionConfig(PreTrainedConfig):
     base_model_sha256: str | None = None
     # set on an ending scorer (storyeval.scoring.ending): the story checkpoint whose score it completes (a name
     # storyeval.checkpoints.resolution resolves), the weight of its own score in the mix, how many of a story's
-    # last sentences it reads, or (ending_reads "neighbours") that it reads every two neighbouring sentences instead
+    # last sentences it reads, or (ending_reads "neighbours") that it reads every two neighbouring sentences instead,
+    # and the share of those texts, lowest scores first, whose mean is mixed in (1: all of them)
     ending_of: str | None = None
     ending_weight: float | None = None
     ending_sentences: int | None = None
     ending_reads: str = "last_sentences"
+    ending_lowest_share: float = 1.0
 
     def validate_recon_weight(self):
         if self.recon_weight < 0:
@@ -85,6 +87,8 @@ class UnionConfig(PreTrainedConfig):
             raise ValueError(f"ending_sentences must be at least 1 for an ending scorer, got {self.ending_sentences}")
         if self.ending_reads not in ("last_sentences", "neighbours"):
             raise ValueError(f"ending_reads must be 'last_sentences' or 'neighbours', got {self.ending_reads!r}")
+        if not 0 < self.ending_lowest_share <= 1:
+            raise ValueError(f"ending_lowest_share must be in (0, 1], got {self.ending_lowest_share}")
 
     def validate_window_aggregation(self):
         if self.window_aggregation not in ("mean", "min"):  # storyeval.scoring.sequence.WINDOW_AGGREGATIONS; models do not import the scorer

@@ -25,16 +25,30 @@ def mixed(story: float, ending: float, weight: float) -> float:
     return (1 - weight) * story + weight * ending
 
 
+def lowest_mean(scores: list[float], share: float = 1.0) -> float:
+    """The mean of the lowest ``share`` of ``scores`` (1: all of them), the share counted in fractions of a score, so
+    that it moves smoothly with the number of scores: one stray sentence among 29 pairs weighs on a quarter of them, not
+    on all 29. Written out because it is two lines; ``scipy.stats.trim_mean`` trims whole scores from both ends."""
+    if share == 1:
+        return sum(scores) / len(scores)  # in the given order, as every mix has summed them
+    ordered, wanted = sorted(scores), share * len(scores)
+    whole = int(wanted)
+    total = sum(ordered[:whole]) + (wanted - whole) * (ordered[whole] if whole < len(ordered) else 0.0)
+    return total / wanted
+
+
 class EndingMixScorer:
     """Scores as its story scorer does (the same inputs, options and errors) and mixes in its ending scorer's score of
     each story's last ``sentences`` sentences, prepared as the story scorer prepares the story."""
 
-    def __init__(self, story_scorer, ending_scorer, weight: float, sentences: int, name: str = "unnamed"):
+    def __init__(self, story_scorer, ending_scorer, weight: float, sentences: int, name: str = "unnamed", lowest_share: float = 1.0):
         if not 0 < weight < 1:
             raise ValueError(f"the ending weight must be between 0 and 1, got {weight}")
+        if not 0 < lowest_share <= 1:
+            raise ValueError(f"the lowest share must be in (0, 1], got {lowest_share}")
         self.story_scorer, self.ending_scorer = story_scorer, ending_scorer
         self.reads = "ending"  # what the second scorer reads, for messages
-        self.weight, self.sentences, self.name = weight, sentences, name
+        self.weight, self.sentences, self.name, self.lowest_share = weight, sentences, name, lowest_share
 
     @property
     def delexicalize(self) -> bool:
@@ -88,15 +102,16 @@ class EndingMixScorer:
             story = next(k for k, story_parts in enumerate(parts) if texts[error.index] in story_parts)
             raise StoryTooLongError(story, f"has a part the {self.reads} scorer reads that {error.problem}") from None
         plain = self.story_scorer.score(stories, batch_size, device, progress_bar, dtype)
-        return [mixed(p, sum(score_of[t] for t in ts) / len(ts), self.weight) if ts else p for p, ts in zip(plain, parts)]
+        return [mixed(p, lowest_mean([score_of[t] for t in ts], self.lowest_share), self.weight) if ts else p
+                for p, ts in zip(plain, parts)]
 
 
 class NeighbourMixScorer(EndingMixScorer):
     """An :class:`EndingMixScorer` whose second scorer reads every two neighbouring sentences of a story (a story of one
     sentence has none, and scores as its story scorer does)."""
 
-    def __init__(self, story_scorer, neighbour_scorer, weight: float, name: str = "unnamed"):
-        super().__init__(story_scorer, neighbour_scorer, weight, 2, name)
+    def __init__(self, story_scorer, neighbour_scorer, weight: float, name: str = "unnamed", lowest_share: float = 1.0):
+        super().__init__(story_scorer, neighbour_scorer, weight, 2, name, lowest_share)
         self.reads = "neighbour"
 
     def parts(self, story: str) -> list[str]:
