@@ -97,7 +97,8 @@ def test_the_bundled_mixes_name_the_story_checkpoints_they_complete():
     config = json.loads((resolution.HUB_CARDS / "union-wp-base-ending" / "config.json").read_text())
     assert config["ending_of"] == "storyeval/union-wp-base" and config["ending_weight"] == 0.2 and config["ending_sentences"] == 2
     config = json.loads((resolution.HUB_CARDS / "union-wp-base-ending-neighbours" / "config.json").read_text())
-    assert config["ending_of"] == "storyeval/union-wp-base-ending" and config["ending_weight"] == 0.1
+    assert config["ending_of"] == "storyeval/union-wp-base-ending" and config["ending_weight"] == 0.2
+    assert config["ending_lowest_share"] == 0.5  # E5: the mean of the lower half of its pair scores
     assert config["ending_reads"] == "neighbours"
     assert metric_spec("union").default == "wp-base-ending-neighbours"
 
