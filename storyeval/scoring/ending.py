@@ -10,7 +10,8 @@ both are probabilities, so the mix is one too. The ending checkpoint's config na
 :class:`NeighbourMixScorer` mixes in the mean score of every two neighbouring sentences instead, from a scorer trained
 on two neighbours against a sentence followed by another story's or by itself (``storyeval_training.data.neighbour_pairs``):
 a stray or repeated sentence breaks the pairs it is in, whatever the story's length. Its config says
-``ending_reads: "neighbours"``.
+``ending_reads: "neighbours"``, and ``ending_lowest_share`` how many of a story's pair scores are averaged, lowest first
+(the default config: the lower half, so that one stray sentence among many pairs weighs; first_checks.md, E5).
 """
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ def mixed(story: float, ending: float, weight: float) -> float:
 def lowest_mean(scores: list[float], share: float = 1.0) -> float:
     """The mean of the lowest ``share`` of ``scores`` (1: all of them), the share counted in fractions of a score, so
     that it moves smoothly with the number of scores: one stray sentence among 29 pairs weighs on a quarter of them, not
-    on all 29. Written out because it is two lines; ``scipy.stats.trim_mean`` trims whole scores from both ends."""
+    on all 29. Written out: ``scipy.stats.trim_mean`` trims whole scores from both ends, not a share from one."""
     if share == 1:
         return sum(scores) / len(scores)  # in the given order, as every mix has summed them
     ordered, wanted = sorted(scores), share * len(scores)
