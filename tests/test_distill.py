@@ -97,6 +97,9 @@ def test_a_mix_teacher_gives_the_logit_of_its_mixed_score_and_hashes_every_parts
     assert transfer.checkpoint_chain(neighbours) == [neighbours, teacher]
     assert header["weights_sha256"] not in parts and len(header["weights_sha256"]) == 64
     assert transfer.teacher_weights_sha256(teacher) == parts[1]  # a plain teacher's hash is its file's, as caches have it
+    config = json.loads((neighbours / "config.json").read_text())
+    (neighbours / "config.json").write_text(json.dumps({**config, "ending_lowest_share": 0.5}))  # same weights, new mix
+    assert transfer.teacher_weights_sha256(neighbours) != header["weights_sha256"]
 
 
 def test_a_transfer_story_that_opens_a_human_judged_item_is_refused_with_the_count(tmp_path, teacher, shared_data):

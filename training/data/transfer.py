@@ -28,7 +28,7 @@ one, with the count. Training stories that share a key with a held-out story or 
 ``score`` appends ``{"id", "logit"}`` lines (``null`` for a story longer than the teacher's one scoring window,
 which distillation leaves out and counts) after a header naming the teacher (its settings string, the hash of
 its weights and the commit it was trained at) and the transfer file's hash. A mix teacher (``union``
-``wp-base-ending-neighbours``) gives the logit of its mixed score, and its hash covers every part's weights.
+``wp-base-ending-neighbours``) gives the logit of its mixed score, and its hash covers every part's weights and config.
 Teacher inference is the expensive part, so it runs in chunks: a rerun skips the ids already scored, and a cache written by another teacher,
 checkpoint, commit or transfer file is refused with the line saying which. ``--max-stories N`` stops at the file's first
 N stories, all a student needs when it learns on the first N minus the held-out ones. The cache is this command's
@@ -258,9 +258,13 @@ def checkpoint_chain(checkpoint: Path) -> list[Path]:
 
 
 def teacher_weights_sha256(teacher: Path) -> str:
-    """The hash of the teacher's ``model.safetensors``; for a mix, the hash of every part's hash, in order."""
-    digests = [file_sha256(folder / "model.safetensors") for folder in checkpoint_chain(teacher)]
-    return digests[0] if len(digests) == 1 else hashlib.sha256("\n".join(digests).encode()).hexdigest()
+    """The hash of the teacher's ``model.safetensors``; for a mix, the hash of every part's weights and ``config.json``
+    (where the mix's weight and share are: a new share with the same weights scores differently), in order."""
+    chain = checkpoint_chain(teacher)
+    if len(chain) == 1:
+        return file_sha256(teacher / "model.safetensors")
+    digests = [file_sha256(folder / name) for folder in chain for name in ("model.safetensors", "config.json")]
+    return hashlib.sha256("\n".join(digests).encode()).hexdigest()
 
 
 def teacher_fields(teacher: Path, scorer) -> dict:
