@@ -52,7 +52,7 @@ def test_a_part_that_reads_as_another_language_is_scored_since_the_story_passed_
     part = scorer.parts(story_text)[-1]
     with pytest.raises(ValueError, match="not English"):
         story.score([part])
-    expected = mixed(story.score([story_text])[0], sum(story.score_parts(scorer.parts(story_text))) / len(scorer.parts(story_text)), 0.3)
+    expected = mixed(story.score([story_text])[0], sum(story.score_checked(scorer.parts(story_text))) / len(scorer.parts(story_text)), 0.3)
     assert scorer.score([story_text]) == pytest.approx([expected])
 
 
@@ -64,7 +64,7 @@ def test_a_story_with_a_part_too_long_for_the_second_scorer_is_refused_by_its_ow
     problem = r"has a part the ending scorer reads that is [\d,]+ tokens long and needs \d+ windows of 16 tokens"
     with pytest.raises(ValueError, match="^" + problem):  # what `storyeval score` checks a file's long stories by
         scorer.windows(one_sentence)
-    monkeypatch.setattr(scorer.story_scorer, "score", lambda *args, **kwargs: pytest.fail("the story was scored"))
+    monkeypatch.setattr(scorer.story_scorer, "score_checked", lambda *args, **kwargs: pytest.fail("the story was scored"))
     with pytest.raises(ValueError, match=r"^predictions\[1\] " + problem):
         scorer.score(["A fine story. It ends well.", one_sentence])
 
@@ -154,3 +154,22 @@ def test_a_neighbour_checkpoint_completes_a_mix_and_loads_as_a_neighbour_mix(fol
     pairs = neighbouring_pairs(normalize_story(STORIES[0]))
     expected = mixed(scorer.story_scorer.score(STORIES[:1])[0], sum(scorer.ending_scorer.score(pairs)) / len(pairs), 0.1)
     assert scorer.score(STORIES[:1]) == pytest.approx([expected])
+
+
+def test_a_mix_of_a_mix_checks_and_tokenizes_each_story_once(folders, tmp_path, monkeypatch):
+    from storyeval.scoring import ending, sequence
+
+    clear_loaded_scorers()
+    neighbours = save_tiny_checkpoint(tmp_path / "once", ending_of=str(folders[1]), ending_weight=0.1, ending_sentences=2,
+                                      ending_reads="neighbours", window_stride=4)
+    scorer = load_scorer("union", neighbours)  # neighbours over an ending over a story scorer, as the default
+    expected = scorer.score(STORIES)
+    checks, tokenized = [], []
+    for module in (ending, sequence):
+        real_check = module.check_texts
+        monkeypatch.setattr(module, "check_texts", lambda texts, *a, real_check=real_check: checks.append(len(texts)) or real_check(texts, *a))
+    base = scorer.story_scorer.story_scorer
+    real_windows = base.windows
+    monkeypatch.setattr(base, "windows", lambda text: tokenized.append(text) or real_windows(text))
+    assert scorer.score(STORIES) == expected
+    assert checks == [len(STORIES)] and [text for text in tokenized if text in STORIES] == STORIES

@@ -796,9 +796,8 @@ def test_a_mix_row_scores_each_checkpoint_once_whatever_the_weight(tmp_path, tin
     from storyeval.scoring.sequence import SequenceScorer
 
     monkeypatch.setattr(common, "RESULTS", tmp_path)
-    scored, real_score, real_parts = [], SequenceScorer.score, SequenceScorer.score_parts
-    monkeypatch.setattr(SequenceScorer, "score", lambda self, texts, **kw: scored.append(len(texts)) or real_score(self, texts, **kw))
-    monkeypatch.setattr(SequenceScorer, "score_parts", lambda self, texts, **kw: scored.append(len(texts)) or real_parts(self, texts, **kw))
+    scored, real_score = [], SequenceScorer.score_checked  # every scoring call ends there, stories and parts alike
+    monkeypatch.setattr(SequenceScorer, "score_checked", lambda self, texts, *a, **kw: scored.append(len(texts)) or real_score(self, texts, *a, **kw))
     benchmark.main(["--breaks-dir", str(saved_check(tmp_path / "check")), "--checkpoint", f"a={tiny_checkpoint}",
                     option, f"m1={tiny_checkpoint}+{tiny_checkpoint}:0.1", option, f"m5={tiny_checkpoint}+{tiny_checkpoint}:0.5",
                     option, f"q={tiny_checkpoint}+{tiny_checkpoint}:0.5", "--part-lowest-share", "q=0.25",

@@ -145,7 +145,7 @@ class StoryScores:
         if key not in self._scored:
             parts = {story: parts_of(story) for story in self.stories}
             texts = sorted({text for story_parts in parts.values() for text in story_parts})
-            scored = dict(zip(texts, part_scorer.score_parts(texts, batch_size=self.batch_size, progress_bar=self.progress_bar)))
+            scored = dict(zip(texts, part_scorer.score_checked(texts, batch_size=self.batch_size, progress_bar=self.progress_bar)))
             self._scored[key] = {story: [scored[t] for t in ts] for story, ts in parts.items()}
         return self._scored[key]
 

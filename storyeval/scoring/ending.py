@@ -92,17 +92,23 @@ class EndingMixScorer:
 
     def score(self, stories, batch_size: int = 16, device=None, progress_bar: bool = False, dtype=None) -> list[float]:
         """One score in [0, 1] per story, in input order."""
-        # the stories are checked here, once: a part is not held to a story's checks (SequenceScorer.score_parts)
-        stories = check_texts(stories, "predictions")
-        windows.all_windows(stories, self.story_scorer.windows)  # a story too long: refused before anything is scored
+        # the stories are checked here, once: neither a part nor the story scorer checks again (score_checked)
+        return self.score_checked(check_texts(stories, "predictions"), batch_size, device, progress_bar, dtype)
+
+    def score_checked(self, stories: list[str], batch_size: int = 16, device=None, progress_bar: bool = False, dtype=None,
+                      story_windows: list[tuple[int, list[int]]] | None = None) -> list[float]:
+        """:meth:`score` of stories that passed its checks, with the story scorer's windows where a caller (an outer
+        mix) cut them already."""
+        if story_windows is None:  # a story too long: refused before anything is scored
+            story_windows = windows.all_windows(stories, self.story_scorer.windows)
         parts = [self.parts(story) for story in stories]
         texts = sorted({text for story_parts in parts for text in story_parts})  # a repeated pair is scored once
         try:
-            score_of = dict(zip(texts, self.ending_scorer.score_parts(texts, batch_size, device, progress_bar, dtype)))
+            score_of = dict(zip(texts, self.ending_scorer.score_checked(texts, batch_size, device, progress_bar, dtype)))
         except StoryTooLongError as error:  # named by the story it is part of
             story = next(k for k, story_parts in enumerate(parts) if texts[error.index] in story_parts)
             raise StoryTooLongError(story, f"has a part the {self.reads} scorer reads that {error.problem}") from None
-        plain = self.story_scorer.score(stories, batch_size, device, progress_bar, dtype)
+        plain = self.story_scorer.score_checked(stories, batch_size, device, progress_bar, dtype, story_windows)
         return [mixed(p, lowest_mean([score_of[t] for t in ts], self.lowest_share), self.weight) if ts else p
                 for p, ts in zip(plain, parts)]
 

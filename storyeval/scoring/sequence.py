@@ -94,28 +94,31 @@ class SequenceScorer:
 
     def score(self, stories, batch_size: int = 16, device=None, progress_bar: bool = False, dtype=None) -> list[float]:
         """One score in [0, 1] per story, in input order: its window scores aggregated as the checkpoint says."""
-        aggregate = WINDOW_AGGREGATIONS[self.window_aggregation]
-        return [aggregate(values) for values in self.window_scores(stories, batch_size, device, progress_bar, dtype)]
+        return self.score_checked(check_texts(stories, "predictions"), batch_size, device, progress_bar, dtype)
 
-    def score_parts(self, texts: list[str], batch_size: int = 16, device=None, progress_bar: bool = False, dtype=None) -> list[float]:
-        """:meth:`score` of texts cut from stories that passed its checks (a mix's endings or neighbouring pairs). A
-        part is not held to a story's checks: two sentences of an English story may read as Spanish ("¿Qué? No sé.").
-        A part too long for :data:`MAX_WINDOWS` raises :class:`StoryTooLongError` with its index in ``texts``."""
+    def score_checked(self, texts: list[str], batch_size: int = 16, device=None, progress_bar: bool = False, dtype=None,
+                      story_windows: list[tuple[int, list[int]]] | None = None) -> list[float]:
+        """:meth:`score` of texts that need no checks: stories a mix checked once for all its scorers, with their
+        ``story_windows`` where it cut them already (:func:`windows.all_windows` with :meth:`windows`), or texts cut from
+        such stories (a mix's endings or neighbouring pairs). A part is not held to a story's checks: two sentences of
+        an English story may read as Spanish ("¿Qué? No sé."). A text too long for :data:`MAX_WINDOWS` raises
+        :class:`StoryTooLongError` with its index in ``texts``."""
         aggregate = WINDOW_AGGREGATIONS[self.window_aggregation]
-        return [aggregate(values) for values in self._window_scores(list(texts), batch_size, device, progress_bar, dtype)]
+        return [aggregate(values) for values in self._window_scores(list(texts), batch_size, device, progress_bar, dtype, story_windows)]
 
     def window_scores(self, stories, batch_size: int = 16, device=None, progress_bar: bool = False, dtype=None) -> list[list[float]]:
         """Each story's window scores in [0, 1], in window order (one for a story that fits one window)."""
         return self._window_scores(check_texts(stories, "predictions"), batch_size, device, progress_bar, dtype)
 
     @torch.inference_mode()
-    def _window_scores(self, stories: list[str], batch_size, device, progress_bar, dtype) -> list[list[float]]:
+    def _window_scores(self, stories: list[str], batch_size, device, progress_bar, dtype, story_windows=None) -> list[list[float]]:
         batch_size = check_batch_size(batch_size)
         check_progress_bar(progress_bar)
         dtype = resolve_dtype(dtype)
         device = self.device if device is None else resolve_device(device)
         model = self.model_in(dtype, device)
-        story_windows = windows.all_windows(stories, self.windows)
+        if story_windows is None:
+            story_windows = windows.all_windows(stories, self.windows)
         window_scores = [0.0] * len(story_windows)
         max_tokens = windows.CPU_BATCH_TOKENS if device.type == "cpu" else None  # a GPU takes big batches of long windows well
         for chunk, ids, mask in windows.padded_batches(story_windows, batch_size, self.tokenizer.pad_token_id or 0, progress_bar,

@@ -319,7 +319,9 @@ def single_window_logits(scorer, stories: list[str], batch_size: int) -> list[fl
     single = [k for k, windows in enumerate(story_windows) if len(windows) == 1]
     logits: list[float | None] = [None] * len(stories)
     if isinstance(scorer, EndingMixScorer):  # a mix's score is a mixed probability, not one model's logit
-        for k, probability in zip(single, scorer.score([stories[k] for k in single], batch_size)):
+        # the windows cut above, passed on: the mix cuts a story once (as the plain path below, no input checks)
+        cut = [(i, story_windows[k][0]) for i, k in enumerate(single)]
+        for k, probability in zip(single, scorer.score_checked([stories[k] for k in single], batch_size, story_windows=cut)):
             # a float32 probability rounds to 1 from a logit of about 17 on: held there, not made infinite
             probability = min(max(probability, MIX_PROBABILITY_BOUND), 1 - MIX_PROBABILITY_BOUND)
             logits[k] = math.log(probability) - math.log1p(-probability)
