@@ -24,6 +24,21 @@ def test_both_sides_hold_as_many_sentences_and_come_from_the_same_story():
         assert pair["techniques"] == ["ending", "human", f"cut {cut} of 9"]
 
 
+def test_with_the_opening_both_sides_begin_with_the_first_sentence_and_the_cut_never_takes_it():
+    sentences = [f"s{i} ." for i in range(5)]
+    rng = random.Random(0)
+    for _ in range(50):
+        pair = ending_pairs.story_pair("a", sentences, 2, rng, "human", opening=True)
+        cut = int(pair["id"].split("/")[-1])
+        assert 3 <= cut <= 4 and pair["human"] == "s0 . s3 . s4 ." and pair["negative"] == f"s0 . s{cut - 2} . s{cut - 1} ."
+        assert len(pair["negative"].split(" . ")) == 3
+    # without it, the draws are those the shipped ending scorer's pairs were built by
+    rng, old = random.Random(0), random.Random(0)
+    for _ in range(50):
+        cut = len(sentences) // 2 if old.random() < 0.5 else old.randint(2, len(sentences) - 1)
+        assert ending_pairs.story_pair("a", sentences, 2, rng, "human")["id"] == f"a/ending/{max(cut, 2)}"
+
+
 def test_short_stories_and_stories_stopped_mid_sentence_are_left_out_and_counted():
     rows = datasets.Dataset.from_list([story("a", 6), story("b", 3), story("c", 6, closing=" and then"),
                                        story("a", 6, kind="shuffle")], features=STORY_FEATURES)
@@ -39,6 +54,9 @@ def test_bad_options_are_refused_before_anything_is_written(tmp_path, capsys):
     with pytest.raises(SystemExit):
         ending_pairs.main(["--stories", str(stories), "--sentences", "4", "--output-dir", str(tmp_path / "out")])
     assert "--sentences must be between 1 and 3" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        ending_pairs.main(["--stories", str(stories), "--sentences", "3", "--with-opening", "--output-dir", str(tmp_path / "out")])
+    assert "--sentences must be between 1 and 2 with --with-opening" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
     ending_pairs.main(["--stories", str(stories), "--output-dir", str(tmp_path / "out"), "--splits", "train"])
     assert len(datasets.load_from_disk(str(tmp_path / "out"))["train"]) == 1

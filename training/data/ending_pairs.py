@@ -12,6 +12,11 @@ are as many sentences long, so the number of sentences cannot tell them apart, a
 story is. Left out and counted: a story of fewer than four sentences (the checks' own bound), and one whose last
 sentence has no closing punctuation (a model's story stopped mid-sentence by its token limit has no end to learn).
 
+``--with-opening`` puts the story's first sentence before both sides (an ending scorer that reads where the story
+began, ``ending_reads: "opening_ending"``; first_checks.md, E6): a half lacks an end to what its opening began. The cut
+then falls after the first ``--sentences`` + 1 sentences at the earliest, so that the opening is never one of the
+sentences before it, and both sides stay as many sentences long.
+
 The pairs train a UNION-architecture classifier (``storyeval-train-union --pairs-dir``) whose score of a story's last
 sentences is mixed with a story scorer's (``benchmarks.agreement.modern_breaks --ending``).
 """
@@ -39,17 +44,23 @@ def tail(sentences: list[str], count: int) -> str:
     return " ".join(sentences[-count:])
 
 
-def story_pair(story_id: str, sentences: list[str], count: int, rng: random.Random, origin: str) -> dict:
-    """One pair from a story of at least ``MIN_SENTENCES`` and more than ``count`` sentences."""
-    n = len(sentences)
-    cut = n // 2 if rng.random() < 0.5 else rng.randint(count, n - 1)
-    cut = max(cut, count)  # a half shorter than ``count`` sentences: the first ``count`` (the two sides stay equal in size)
-    return {"id": f"{story_id}/ending/{cut}", "context": "", "human": tail(sentences, count),
-            "negative": tail(sentences[:cut], count), "original": tail(sentences, count),
-            "techniques": ["ending", origin, f"cut {cut} of {n}"]}
+def opening_and_tail(sentences: list[str], count: int) -> str:
+    """The first sentence and the last ``count``, as one text (``--with-opening``), from more than ``count`` sentences."""
+    return " ".join(sentences[:1] + sentences[-count:])
 
 
-def ending_pairs(rows: datasets.Dataset, count: int, seed: int) -> tuple[datasets.Dataset, Counter]:
+def story_pair(story_id: str, sentences: list[str], count: int, rng: random.Random, origin: str, opening: bool = False) -> dict:
+    """One pair from a story of at least ``MIN_SENTENCES`` and more than ``count`` sentences (``opening``: more than
+    ``count + 1``)."""
+    n, first = len(sentences), count + opening  # the earliest cut: ``count`` sentences, after the opening where it is read
+    cut = n // 2 if rng.random() < 0.5 else rng.randint(first, n - 1)
+    cut = max(cut, first)  # a half shorter than that: the earliest cut (the two sides stay equal in size)
+    read = (lambda part: opening_and_tail(part, count)) if opening else (lambda part: tail(part, count))
+    return {"id": f"{story_id}/ending/{cut}", "context": "", "human": read(sentences), "negative": read(sentences[:cut]),
+            "original": read(sentences), "techniques": ["ending", origin, f"cut {cut} of {n}"]}
+
+
+def ending_pairs(rows: datasets.Dataset, count: int, seed: int, opening: bool = False) -> tuple[datasets.Dataset, Counter]:
     """One split's pairs (one per intact story that qualifies) and what was left out, counted."""
     rng = random.Random(seed)
     pairs, left = [], Counter()
@@ -57,12 +68,12 @@ def ending_pairs(rows: datasets.Dataset, count: int, seed: int) -> tuple[dataset
         if row["kind"] != "intact":
             continue
         sentences = textlib.split_sentences(textlib.normalize_story(row["text"]))
-        if len(sentences) < max(MIN_SENTENCES, count + 1):
+        if len(sentences) < max(MIN_SENTENCES, count + 1 + opening):
             left["too_short"] += 1
         elif not row["text"].rstrip().endswith(CLOSING):
             left["stopped_mid_sentence"] += 1
         else:
-            pairs.append(story_pair(row["unit"], sentences, count, rng, row["origin"]))
+            pairs.append(story_pair(row["unit"], sentences, count, rng, row["origin"], opening))
     return datasets.Dataset.from_list(pairs, features=PAIR_FEATURES), left
 
 
@@ -70,9 +81,12 @@ def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     story_pairs.add_arguments(p)
     p.add_argument("--sentences", type=int, default=2, help="how many of a story's last sentences a side holds")
+    p.add_argument("--with-opening", action="store_true", help="each side begins with the story's first sentence")
     args = p.parse_args(argv)
-    if not 1 <= args.sentences < MIN_SENTENCES:
-        p.error(f"--sentences must be between 1 and {MIN_SENTENCES - 1}: a cut story keeps at least that many")
+    most = MIN_SENTENCES - 1 - args.with_opening  # a cut story keeps at least these sentences and the opening
+    if not 1 <= args.sentences <= most:
+        p.error(f"--sentences must be between 1 and {most}{' with --with-opening' if args.with_opening else ''}: "
+                "a cut story keeps at least that many")
     story_pairs.check_arguments(p, args)
     return args
 
@@ -80,7 +94,7 @@ def parse_args(argv=None):
 def main(argv=None) -> None:
     args = parse_args(argv)
     story_pairs.build("ending_pairs", args, {"unit", "kind", "origin", "text"},
-                      lambda rows, seed: ending_pairs(rows, args.sentences, seed), RECORD)
+                      lambda rows, seed: ending_pairs(rows, args.sentences, seed, args.with_opening), RECORD)
 
 
 if __name__ == "__main__":
