@@ -42,7 +42,18 @@ def last_sentences(text: str, count: int) -> str:
     """The text's last ``count`` sentences (all of a shorter text), as one text: what an ending scorer reads of a story
     (:mod:`storyeval.scoring.ending`). Where they are punctuation alone (a closing `` ... ``), which cannot be scored,
     the last ``count`` that have words in them."""
+    return _last_with_words(split_sentences(text), count)
+
+
+def opening_and_ending(text: str, count: int) -> str:
+    """The text's first sentence and the last ``count`` after it (as :func:`last_sentences` finds them), as one text:
+    what an ending scorer that reads where the story began reads of it (``ending_reads: "opening_ending"``). A text of
+    ``count + 1`` sentences or fewer is read whole."""
     sentences = split_sentences(text)
+    return " ".join(part for part in (sentences[0], _last_with_words(sentences[1:], count)) if part)
+
+
+def _last_with_words(sentences: list[str], count: int) -> str:
     tail = " ".join(sentences[-count:])
     return tail if has_words(tail) else " ".join([sentence for sentence in sentences if has_words(sentence)][-count:])
 

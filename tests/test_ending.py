@@ -4,9 +4,9 @@ import json
 import pytest
 from conftest import save_tiny_checkpoint
 
-from storyeval.scoring.ending import EndingMixScorer, NeighbourMixScorer, lowest_mean, mixed
+from storyeval.scoring.ending import EndingMixScorer, NeighbourMixScorer, OpeningEndingMixScorer, lowest_mean, mixed
 from storyeval.scoring.sequence import clear_loaded_scorers, load_scorer, load_story_classifier
-from storyeval.text import last_sentences, neighbouring_pairs, normalize_story
+from storyeval.text import last_sentences, neighbouring_pairs, normalize_story, opening_and_ending
 
 STORIES = ["Ken went to the bar. He ordered a drink. He met a friend. They talked for hours. Ken went home happy.",
            "Ken went to the bar. He ordered a drink."]
@@ -173,3 +173,23 @@ def test_a_mix_of_a_mix_checks_and_tokenizes_each_story_once(folders, tmp_path, 
     monkeypatch.setattr(base, "windows", lambda text: tokenized.append(text) or real_windows(text))
     assert scorer.score(STORIES) == expected
     assert checks == [len(STORIES)] and [text for text in tokenized if text in STORIES] == STORIES
+
+
+def test_the_opening_and_ending_is_the_first_sentence_and_the_last_two_after_it():
+    assert opening_and_ending("A sat. B ran. C hid. D ate. E slept.", 2) == "A sat. D ate. E slept."
+    assert opening_and_ending("A sat. B ran. C hid.", 2) == "A sat. B ran. C hid."  # three sentences: read whole
+    assert opening_and_ending("A sat. B ran.", 2) == "A sat. B ran." and opening_and_ending("A sat.", 2) == "A sat."
+    assert opening_and_ending("A sat.</s>B ran.</s>C hid.</s>...</s>!", 2) == "A sat. B ran. C hid."  # the last with words
+
+
+def test_an_opening_ending_checkpoint_mixes_in_its_score_of_the_first_and_last_two_sentences(folders, tmp_path):
+    clear_loaded_scorers()
+    part = save_tiny_checkpoint(tmp_path / "opening", ending_of=str(folders[0]), ending_weight=0.3, ending_sentences=2,
+                                ending_reads="opening_ending", window_stride=4)
+    scorer = load_scorer("union", part)
+    assert isinstance(scorer, OpeningEndingMixScorer) and scorer.reads == "opening-and-ending"
+    read = scorer.tail(STORIES[0])
+    assert read == "[MALE] went to the bar . they talked for hours . [MALE] went home happy ."
+    story = load_story_classifier(folders[0])
+    expected = mixed(story.score(STORIES[:1])[0], scorer.ending_scorer.score_checked([read])[0], 0.3)
+    assert scorer.score(STORIES[:1]) == pytest.approx([expected])

@@ -790,7 +790,8 @@ def test_a_self_contrast_label_may_not_repeat_another_rows(tmp_path, tiny_checkp
     assert "each row needs its own label" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("option, field, target", [("--ending", "ending", "half"), ("--neighbours", "neighbours", "insert")])
+@pytest.mark.parametrize("option, field, target", [("--ending", "ending", "half"), ("--neighbours", "neighbours", "insert"),
+                                                    ("--opening-ending", "opening_ending", "half")])
 def test_a_mix_row_scores_each_checkpoint_once_whatever_the_weight(tmp_path, tiny_checkpoint, monkeypatch, option, field, target):
     from benchmarks import common
     from storyeval.scoring.sequence import SequenceScorer
@@ -818,7 +819,9 @@ def test_a_mix_row_scores_each_checkpoint_once_whatever_the_weight(tmp_path, tin
     (["--neighbours", "n=a+b:0.5"], "--neighbours n=a: no checkpoint there"),
     (["--part-lowest-share", "n=0"], "expects label=share with 0 < share <= 1"),
     (["--part-lowest-share", "n"], "expects label=share with 0 < share <= 1"),
-    (["--part-lowest-share", "n=0.5"], "--part-lowest-share ['n']: not the label of an --ending or --neighbours row"),
+    (["--opening-ending", "o=a+b:1"], "with 0 < weight < 1"),
+    (["--opening-ending", "o=a+b:0.5"], "--opening-ending o=a: no checkpoint there"),
+    (["--part-lowest-share", "n=0.5"], "--part-lowest-share ['n']: not the label of an --ending, --neighbours or --opening-ending row"),
 ])
 def test_mix_options_are_refused_before_scoring(tmp_path, capsys, argv, message):
     with pytest.raises(SystemExit) as stopped:
@@ -906,12 +909,12 @@ def test_an_int8_row_is_measured_against_its_float32_checkpoint_with_every_figur
     assert fidelity["outside_interval"] == sorted(key for key, (low, high) in fidelity["intervals"].items() if low > 0 or high < 0)
 
 
-@pytest.mark.parametrize("second", ["--ending", "--neighbours"])
-def test_an_ending_or_neighbour_row_may_not_repeat_a_mix_rows_label(tmp_path, tiny_checkpoint, capsys, second):
+@pytest.mark.parametrize("second", ["--ending", "--neighbours", "--opening-ending"])
+def test_a_mix_row_may_not_repeat_a_mix_rows_label(tmp_path, tiny_checkpoint, capsys, second):
     mix = f"m={tiny_checkpoint}+{tiny_checkpoint}:0.1"
     with pytest.raises(SystemExit):
         benchmark.main(["--breaks-dir", str(tmp_path), "--neighbours", mix, second, mix])
-    assert "each row needs its own label: --ending and --neighbours labels ['m', 'm']" in capsys.readouterr().err
+    assert "each row needs its own label: --ending, --neighbours and --opening-ending labels ['m', 'm']" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("argv, message", [

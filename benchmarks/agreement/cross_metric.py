@@ -15,7 +15,7 @@ part of the ship rule (a candidate that ships measures them once, after the rest
 ``--ending LABEL=STORY_FOLDER+ENDING_FOLDER:WEIGHT`` adds a ``union`` row of a checkpoint's score mixed with an ending
 checkpoint's score of each story's last two sentences (:mod:`.ending_mix`); ``--neighbours
 LABEL=STORY_FOLDER+NEIGHBOUR_FOLDER:WEIGHT`` one mixed with the mean of a neighbour checkpoint's scores of every two
-neighbouring sentences.
+neighbouring sentences; ``--opening-ending`` one mixed with an ending checkpoint's score of its first sentence and last two.
 """
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ import numpy as np
 
 from ..common import BUNDLED, command_line, machine, metric_checkpoint_spec, require_checkpoint_folders, results_name, write_results
 from ..correlation import HUMAN_SETS, format_row, load_human_set, score_set
-from .ending_mix import PART_SHARE_HELP, TAIL_SENTENCES, ending_spec, load_ending_scorer, neighbour_spec, part_shares, share_field, share_spec
+from .ending_mix import TAIL_SENTENCES, add_mix_arguments, load_ending_scorer, mix_rows, part_shares, share_field
 
 DEFAULT_CHECKPOINTS = [
     ("union", "union-roc", str(BUNDLED / "union-roc")),
@@ -54,21 +54,15 @@ def main(argv=None):
                         help="metric:label=folder_or_config (repeatable)")
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--sets", nargs="+", default=list(HUMAN_SETS), choices=HUMAN_SETS, help="human sets to score (default: all)")
-    parser.add_argument("--ending", action="append", default=[], type=ending_spec, metavar="LABEL=STORY_FOLDER+ENDING_FOLDER:WEIGHT",
-                        help="a union checkpoint's score mixed with an ending checkpoint's score of the last two sentences; repeatable")
-    parser.add_argument("--neighbours", action="append", default=[], type=neighbour_spec, metavar="LABEL=STORY_FOLDER+NEIGHBOUR_FOLDER:WEIGHT",
-                        help="a union checkpoint's score mixed with the mean of a neighbour checkpoint's scores of every two "
-                             "neighbouring sentences; repeatable")
-    parser.add_argument("--part-lowest-share", action="append", default=[], type=share_spec, metavar="LABEL=SHARE", help=PART_SHARE_HELP)
+    add_mix_arguments(parser)
     parser.add_argument("--baseline", default=None, help="a label: each other checkpoint's Spearman difference from it, "
                         "with its paired bootstrap 95%% interval")
     parser.add_argument("--output", type=results_name, default="cross_metric",
                         help="name of the results file (a new checkpoint's keeps the bundled rows' file)")
     args = parser.parse_args(argv)
-    checkpoints = args.checkpoint or ([] if args.ending or args.neighbours else DEFAULT_CHECKPOINTS)
-    mixes = {label: ("ending", story, part, weight) for label, story, part, weight in args.ending}
-    mixes.update({label: ("neighbours", story, part, weight) for label, story, part, weight in args.neighbours})
-    labels = [label for _, label, _ in checkpoints] + [label for label, *_ in args.ending + args.neighbours]
+    mixes, mix_labels = mix_rows(args)
+    checkpoints = args.checkpoint or ([] if mixes else DEFAULT_CHECKPOINTS)
+    labels = [label for _, label, _ in checkpoints] + mix_labels
     if len(set(labels)) < len(labels):
         parser.error(f"each row needs its own label: {labels}")
     for label, (kind, story, part, _) in mixes.items():
@@ -78,7 +72,7 @@ def main(argv=None):
         parser.error(f"--baseline {args.baseline}: not one of the labels {sorted(labels)}")
 
     from storyeval.checkpoints.resolution import resolve_checkpoint
-    from storyeval.scoring.ending import EndingMixScorer, NeighbourMixScorer
+    from storyeval.scoring.ending import EndingMixScorer, NeighbourMixScorer, OpeningEndingMixScorer
     from storyeval.scoring.sequence import load_scorer
     from storyeval_training.export.provenance import portable_path
 
@@ -93,10 +87,11 @@ def main(argv=None):
         if mix:
             kind, part_folder, weight = mix
             part = load_ending_scorer(part_folder)
-            if kind == "ending":
-                scorer = EndingMixScorer(scorer, part, weight, TAIL_SENTENCES, name=label, lowest_share=shares[label])
-                entry["ending"] = {"path": portable_path(str(part_folder)), "last_sentences": TAIL_SENTENCES, "weight": weight,
-                                   **share_field(shares[label])}
+            if kind in ("ending", "opening-ending"):
+                mix = EndingMixScorer if kind == "ending" else OpeningEndingMixScorer
+                scorer = mix(scorer, part, weight, TAIL_SENTENCES, name=label, lowest_share=shares[label])
+                entry[kind.replace("-", "_")] = {"path": portable_path(str(part_folder)), "last_sentences": TAIL_SENTENCES,
+                                                 "weight": weight, **share_field(shares[label])}
             else:
                 scorer = NeighbourMixScorer(scorer, part, weight, name=label, lowest_share=shares[label])
                 entry["neighbours"] = {"path": portable_path(str(part_folder)), "weight": weight, **share_field(shares[label])}

@@ -1,8 +1,9 @@
 """``--ending LABEL=STORY_FOLDER+ENDING_FOLDER:WEIGHT``: a candidate ending mix (first_checks.md, E1) from two folders and
 a weight, before it ships as one checkpoint (:mod:`storyeval.scoring.ending`, where the mix and its reasons are);
 ``--neighbours LABEL=STORY_FOLDER+NEIGHBOUR_FOLDER:WEIGHT`` the same with a neighbour scorer (E2), which reads every two
-neighbouring sentences of a story. ``--part-lowest-share LABEL=SHARE`` mixes in the mean of a row's lowest part scores
-instead of all of them (E5).
+neighbouring sentences of a story; ``--opening-ending LABEL=STORY_FOLDER+PART_FOLDER:WEIGHT`` with an ending scorer that
+reads the story's first sentence before its last two (E6). ``--part-lowest-share LABEL=SHARE`` mixes in the mean of a
+row's lowest part scores instead of all of them (E5).
 """
 from __future__ import annotations
 
@@ -30,7 +31,34 @@ def neighbour_spec(value: str) -> tuple[str, str, str, float]:
     return mix_spec(value, "neighbour")
 
 
-PART_SHARE_HELP = ("LABEL=SHARE: the --ending or --neighbours row LABEL mixes in the mean of the lowest SHARE of its part "
+def opening_ending_spec(value: str) -> tuple[str, str, str, float]:
+    return mix_spec(value, "part")
+
+
+# option (--KIND) -> its argparse type, its part folder's name and what the part scorer reads, for the help
+MIX_OPTIONS = {"ending": (ending_spec, "ENDING", "an ending checkpoint's score of the story's last two sentences"),
+               "neighbours": (neighbour_spec, "NEIGHBOUR", "the mean of a neighbour checkpoint's scores of every two neighbouring sentences"),
+               "opening-ending": (opening_ending_spec, "PART", "an ending checkpoint's score of the story's first sentence and its last two")}
+
+
+def add_mix_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--ending``, ``--neighbours``, ``--opening-ending`` and ``--part-lowest-share``, as both tools take them."""
+    for kind, (spec, part, reads) in MIX_OPTIONS.items():
+        parser.add_argument(f"--{kind}", action="append", default=[], type=spec, metavar=f"LABEL=STORY_FOLDER+{part}_FOLDER:WEIGHT",
+                            help=f"(1 - WEIGHT) times a checkpoint's score plus WEIGHT times {reads} "
+                                 "(benchmarks/agreement/ending_mix.py); repeatable")
+    parser.add_argument("--part-lowest-share", action="append", default=[], type=share_spec, metavar="LABEL=SHARE", help=PART_SHARE_HELP)
+
+
+def mix_rows(args: argparse.Namespace) -> tuple[dict[str, tuple[str, str, str, float]], list[str]]:
+    """label -> (the option's kind, story folder, part folder, weight) for every mix row given, and every label given
+    (a label given twice: twice)."""
+    given = [(label, (kind, story, part, weight)) for kind in MIX_OPTIONS
+             for label, story, part, weight in getattr(args, kind.replace("-", "_"))]
+    return dict(given), [label for label, _ in given]
+
+
+PART_SHARE_HELP = ("LABEL=SHARE: the --ending, --neighbours or --opening-ending row LABEL mixes in the mean of the lowest SHARE of its part "
                    "scores (0 < SHARE <= 1; default 1, the mean of all; storyeval.scoring.ending.lowest_mean); repeatable")
 
 
@@ -55,7 +83,7 @@ def part_shares(parser: argparse.ArgumentParser, given: list[tuple[str, float]],
     """label -> its lowest share, for every mix row (1 where none is given); a label of no mix row: a parser error."""
     shares = dict(given)
     if unknown := sorted(set(shares) - set(mix_labels)):
-        parser.error(f"--part-lowest-share {unknown}: not the label of an --ending or --neighbours row")
+        parser.error(f"--part-lowest-share {unknown}: not the label of an --ending, --neighbours or --opening-ending row")
     return {label: shares.get(label, 1.0) for label in mix_labels}
 
 

@@ -36,7 +36,8 @@ shuffled copies of each story (:mod:`.self_contrast`), with how often an intact 
 shuffled copies (``above_own_shuffles``). ``--ending LABEL=STORY_FOLDER+ENDING_FOLDER:WEIGHT`` adds a row of a
 checkpoint's score mixed with an ending checkpoint's score of each story's last two sentences (:mod:`.ending_mix`);
 ``--neighbours LABEL=STORY_FOLDER+NEIGHBOUR_FOLDER:WEIGHT`` with the mean of a neighbour checkpoint's scores of every two
-neighbouring sentences; ``--part-lowest-share LABEL=SHARE`` mixes in the mean of such a row's lowest part scores.
+neighbouring sentences, ``--opening-ending`` with an ending checkpoint's score of its first and last two sentences;
+``--part-lowest-share LABEL=SHARE`` mixes in the mean of such a row's lowest part scores.
 ``--split test`` is the report; ``validation`` is what training runs select on.
 
 ``--int8-checkpoint LABEL=FOLDER`` scores a checkpoint in int8 (its measured export scheme, or the one ``--int8-scheme
@@ -67,7 +68,7 @@ from benchmarks.common import (
 )
 from storyeval_training.data.breaks import ENDING_KINDS, KINDS
 
-from .ending_mix import PART_SHARE_HELP, ending_spec, neighbour_spec, part_shares, share_spec
+from .ending_mix import add_mix_arguments, mix_rows, part_shares
 from .story_scores import FITTED_HELP, SUITE_HELP, parse_fitted_suites, parse_suites
 
 # every shipped config that scores a story alone (continuation_quality scores a continuation given its context)
@@ -466,13 +467,7 @@ def main(argv=None):
     parser.add_argument("--self-contrast", action="append", default=[], type=self_contrast_spec, metavar="LABEL=FOLDER:WEIGHT",
                         help="a checkpoint's score less WEIGHT (0 < WEIGHT <= 1) times its score of four shuffled copies of "
                              "each story, as logits (benchmarks/agreement/self_contrast.py); repeatable")
-    parser.add_argument("--ending", action="append", default=[], type=ending_spec, metavar="LABEL=STORY_FOLDER+ENDING_FOLDER:WEIGHT",
-                        help="(1 - WEIGHT) times a checkpoint's score plus WEIGHT times an ending checkpoint's score of the story's last "
-                             "two sentences (benchmarks/agreement/ending_mix.py); repeatable")
-    parser.add_argument("--neighbours", action="append", default=[], type=neighbour_spec, metavar="LABEL=STORY_FOLDER+NEIGHBOUR_FOLDER:WEIGHT",
-                        help="(1 - WEIGHT) times a checkpoint's score plus WEIGHT times the mean of a neighbour checkpoint's scores of "
-                             "every two neighbouring sentences (benchmarks/agreement/ending_mix.py); repeatable")
-    parser.add_argument("--part-lowest-share", action="append", default=[], type=share_spec, metavar="LABEL=SHARE", help=PART_SHARE_HELP)
+    add_mix_arguments(parser)
     parser.add_argument("--baseline", default=None, help="a label: list where each other row falls more than 0.02 below it")
     add_checkpoint_options(parser, batch_size=16, required=False, help="label=folder (repeatable); default: every shipped config")
     parser.add_argument("--int8-checkpoint", action="append", default=[], type=checkpoint_spec, metavar="LABEL=FOLDER",
@@ -498,8 +493,7 @@ def main(argv=None):
     contrasts = {label: (folder, weight) for label, folder, weight in args.self_contrast}
     require_checkpoint_folders(parser, {label: folder for label, (folder, _) in contrasts.items()}, "--self-contrast")
     # label -> (what the part scorer reads, story folder, part folder, weight), as cross_metric's mixes
-    mixes = {label: ("ending", story, part, weight) for label, story, part, weight in args.ending}
-    mixes.update({label: ("neighbours", story, part, weight) for label, story, part, weight in args.neighbours})
+    mixes, mix_labels = mix_rows(args)
     for label, (kind, story, part, _) in mixes.items():
         require_checkpoint_folders(parser, {label: story, f"{label} ({kind})": part}, f"--{kind}")
     shares = part_shares(parser, args.part_lowest_share, mixes)
@@ -528,8 +522,8 @@ def main(argv=None):
             raise ValueError(f"each row needs its own label: int8 labels {sorted({*int8, *int8_suites})}")
     except ValueError as error:
         parser.error(str(error))
-    if len(mixes) < len(args.ending) + len(args.neighbours) or set(mixes) & {*checkpoints, *contrasts, *suites, *fitted, *int8, *int8_suites}:
-        parser.error(f"each row needs its own label: --ending and --neighbours labels {[m[0] for m in args.ending + args.neighbours]}")
+    if len(mixes) < len(mix_labels) or set(mixes) & {*checkpoints, *contrasts, *suites, *fitted, *int8, *int8_suites}:
+        parser.error(f"each row needs its own label: --ending, --neighbours and --opening-ending labels {mix_labels}")
     # each int8 row's float32 row: the --checkpoint of the same folder, the --suite of the same config and combination
     float32_of = {label: next((other for other, path in checkpoints.items() if Path(path).resolve() == Path(folder).resolve()), None)
                   for label, folder in int8.items()}

@@ -179,6 +179,23 @@ class StoryScores:
         neighbouring sentences (of the lowest ``share`` of them: :class:`storyeval.scoring.ending.NeighbourMixScorer`),
         and its fields; each checkpoint scores once, whatever the weight and share."""
         from storyeval.scoring.ending import NeighbourMixScorer
+
+        return self._scorer_mix(NeighbourMixScorer, "neighbours", folder, neighbour_folder, weight, share)
+
+    def opening_ending_mix(self, folder: str, part_folder: str, weight: float, share: float = 1.0) -> tuple[dict[str, float], dict]:
+        """story -> a checkpoint folder's score mixed with an ending checkpoint's score of the story's first sentence and
+        last two (:class:`storyeval.scoring.ending.OpeningEndingMixScorer`), and its fields."""
+        from storyeval.scoring.ending import OpeningEndingMixScorer
+
+        from .ending_mix import TAIL_SENTENCES
+
+        return self._scorer_mix(lambda story, part, w: OpeningEndingMixScorer(story, part, w, TAIL_SENTENCES), "opening_ending",
+                                folder, part_folder, weight, share, {"last_sentences": TAIL_SENTENCES})
+
+    def _scorer_mix(self, make_mix, field: str, folder: str, part_folder: str, weight: float, share: float,
+                    fields: dict | None = None) -> tuple[dict[str, float], dict]:
+        """A mix whose parts are what ``make_mix(story scorer, part scorer, weight)`` reads of each story, as the shipped
+        scorer prepares them; each checkpoint scores once, whatever the weight and share."""
         from storyeval.scoring.sequence import load_story_classifier
         from storyeval_training.export.provenance import portable_path
 
@@ -186,18 +203,17 @@ class StoryScores:
 
         scorer = load_story_classifier(folder, device="cpu")
         plain = self._scores(folder, scorer)
-        mix = NeighbourMixScorer(scorer, load_ending_scorer(neighbour_folder), weight)
-        # the pairs as this story scorer prepares them
-        part_scores = self._part_scores(f"{checkpoint_key(neighbour_folder)}/neighbours of {checkpoint_key(folder)}",
-                                        mix.parts, mix.ending_scorer)
+        mix = make_mix(scorer, load_ending_scorer(part_folder), weight)
+        part_scores = self._part_scores(f"{checkpoint_key(part_folder)}/{field} of {checkpoint_key(folder)}", mix.parts, mix.ending_scorer)
         return (self._part_mix(plain, part_scores, weight, share),
                 {"path": portable_path(str(folder)), "settings": scorer.settings(),
-                 "neighbours": {"path": portable_path(str(neighbour_folder)), "settings": mix.ending_scorer.settings(),
-                                "weight": weight, **share_field(share)}})
+                 field: {"path": portable_path(str(part_folder)), "settings": mix.ending_scorer.settings(), **(fields or {}),
+                         "weight": weight, **share_field(share)}})
 
     def part_mix(self, reads: str, folder: str, part_folder: str, weight: float, share: float = 1.0) -> tuple[dict[str, float], dict]:
-        """:meth:`ending_mix` (``reads`` "ending") or :meth:`neighbour_mix` (``reads`` "neighbours")."""
-        return (self.ending_mix if reads == "ending" else self.neighbour_mix)(folder, part_folder, weight, share)
+        """The mix of one ``--KIND`` option of :mod:`.ending_mix` (``reads``: the KIND)."""
+        mix = {"ending": self.ending_mix, "neighbours": self.neighbour_mix, "opening-ending": self.opening_ending_mix}[reads]
+        return mix(folder, part_folder, weight, share)
 
     def shuffle_margins(self, folder: str) -> dict[str, float]:
         """story -> its logit less the mean logit of its shuffled copies, from the scores :meth:`self_contrast` made

@@ -25,6 +25,8 @@ from transformers.utils import ModelOutput
 from storyeval.checkpoints.registry import UNION_MODEL_TYPE
 from storyeval.models.mpnet_attention import use_fused_attention
 
+# what an ending scorer reads of a story (storyeval.scoring.ending, which the models do not import)
+ENDING_READS = ("last_sentences", "opening_ending", "neighbours")
 
 @strict
 class UnionConfig(PreTrainedConfig):
@@ -66,7 +68,8 @@ class UnionConfig(PreTrainedConfig):
     base_model_sha256: str | None = None
     # set on an ending scorer (storyeval.scoring.ending): the story checkpoint whose score it completes (a name
     # storyeval.checkpoints.resolution resolves), the weight of its own score in the mix, how many of a story's
-    # last sentences it reads, or (ending_reads "neighbours") that it reads every two neighbouring sentences instead,
+    # last sentences it reads (after the story's first sentence: ending_reads "opening_ending"), or (ending_reads
+    # "neighbours") that it reads every two neighbouring sentences instead,
     # and the share of those texts, lowest scores first, whose mean is mixed in (1: all of them)
     ending_of: str | None = None
     ending_weight: float | None = None
@@ -85,8 +88,8 @@ class UnionConfig(PreTrainedConfig):
             raise ValueError(f"ending_weight must be between 0 and 1 for an ending scorer, got {self.ending_weight}")
         if self.ending_sentences is None or self.ending_sentences < 1:
             raise ValueError(f"ending_sentences must be at least 1 for an ending scorer, got {self.ending_sentences}")
-        if self.ending_reads not in ("last_sentences", "neighbours"):
-            raise ValueError(f"ending_reads must be 'last_sentences' or 'neighbours', got {self.ending_reads!r}")
+        if self.ending_reads not in ENDING_READS:
+            raise ValueError(f"ending_reads must be one of {', '.join(map(repr, ENDING_READS))}, got {self.ending_reads!r}")
         if not 0 < self.ending_lowest_share <= 1:
             raise ValueError(f"ending_lowest_share must be in (0, 1], got {self.ending_lowest_share}")
 

@@ -12,6 +12,8 @@ on two neighbours against a sentence followed by another story's or by itself (`
 a stray or repeated sentence breaks the pairs it is in, whatever the story's length. Its config says
 ``ending_reads: "neighbours"``, and ``ending_lowest_share`` how many of a story's pair scores are averaged, lowest first
 (the default config: the lower half, so that one stray sentence among many pairs weighs; first_checks.md, E5).
+:class:`OpeningEndingMixScorer` (``ending_reads: "opening_ending"``) reads the story's first sentence before its last
+ones: what a story cut part-way lacks is an end to what its opening began (E6).
 """
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ from storyeval.inputs import check_texts
 from storyeval.scoring import windows
 from storyeval.scoring.signature import settings_string
 from storyeval.scoring.windows import StoryTooLongError
-from storyeval.text import last_sentences, neighbouring_pairs, normalize_story
+from storyeval.text import last_sentences, neighbouring_pairs, normalize_story, opening_and_ending
 
 
 def mixed(story: float, ending: float, weight: float) -> float:
@@ -123,3 +125,15 @@ class NeighbourMixScorer(EndingMixScorer):
 
     def parts(self, story: str) -> list[str]:
         return neighbouring_pairs(self.prepared(story))
+
+
+class OpeningEndingMixScorer(EndingMixScorer):
+    """An :class:`EndingMixScorer` whose ending scorer reads a story's first sentence and its last ``sentences``
+    (:func:`storyeval.text.opening_and_ending`)."""
+
+    def __init__(self, story_scorer, ending_scorer, weight: float, sentences: int, name: str = "unnamed", lowest_share: float = 1.0):
+        super().__init__(story_scorer, ending_scorer, weight, sentences, name, lowest_share)
+        self.reads = "opening-and-ending"
+
+    def tail(self, story: str) -> str:
+        return opening_and_ending(self.prepared(story), self.sentences)
