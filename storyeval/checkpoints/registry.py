@@ -45,9 +45,11 @@ METRICS: dict[str, MetricSpec] = {
         # each default: the config that passed the first checks best on the check's validation split (issue 86;
         # benchmarks/experiments/first_checks.md), its fast twin one argument away
         # "-ending": a story checkpoint's score mixed with an ending scorer's score of the story's last sentences;
-        # "-neighbours": that mixed again with a neighbour scorer's mean score of every two neighbouring sentences
+        # "-neighbours": that (or a fast config's score) mixed with a neighbour scorer's mean score of every two
+        # neighbouring sentences
         MetricSpec("union", {"roc": "union-roc", "wp": "union-wp", "roc-base": "union-roc-base", "wp-base": "union-wp-base",
-                             "wp-base-ending": "union-wp-base-ending", "wp-base-ending-neighbours": "union-wp-base-ending-neighbours"},
+                             "wp-base-ending": "union-wp-base-ending", "wp-base-ending-neighbours": "union-wp-base-ending-neighbours",
+                             "roc-neighbours": "union-roc-neighbours", "wp-neighbours": "union-wp-neighbours"},
                    "wp-base-ending-neighbours",
                    "storyeval.scoring.sequence:SequenceScorer", "storyeval.scoring.sequence:load_story_classifier", fast="wp"),
         MetricSpec("plot_coherence", {"roc": "plot-coherence-roc", "wp": "plot-coherence-wp", "roc-base": "plot-coherence-roc-base",
