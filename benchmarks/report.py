@@ -264,7 +264,7 @@ def modern_table(reader: ResultsReader, names: list[str]) -> list[str]:
 
 # the checks a researcher runs first (issue 86), on revision 2 of the modern-text check's test split
 FIRST_CHECKS_FILE = "first_checks"
-FIRST_CHECKS_LATER = ("first_checks_ending", "first_checks_neighbours")  # configs shipped after it, measured the same way on the same stories
+FIRST_CHECKS_LATER = ("first_checks_ending", "first_checks_neighbours", "first_checks_fast_neighbours")  # configs shipped after it, measured the same way on the same stories
 FIRST_CHECK_VIEWS = ("wp", "roc", "human-roc", "human-wp")  # LLM stories at WP length, as ROC windows; human ROC, WP stories
 
 
@@ -334,7 +334,7 @@ def render_summary(results_dir: Path = RESULTS, current=CURRENT) -> str:
                   "stories (the modern-text check's test split, revision 2: "
                   + ", ".join(f"{sample[v]['units']} {v}" for v in FIRST_CHECK_VIEWS) + " stories):", "",
                   *first_checks_table(reader), "",
-                  f"From `{FIRST_CHECKS_FILE}.json` (measured at {reader.commit(FIRST_CHECKS_FILE)})"
+                  f"From `{FIRST_CHECKS_FILE}.json` (at {reader.commit(FIRST_CHECKS_FILE)})"
                   + "".join(f", `{name}.json` (at {reader.commit(name)})" for name in FIRST_CHECKS_LATER
                             if (Path(results_dir) / f"{name}.json").is_file())
                   + ". Target of every default: 0.90 "
@@ -351,7 +351,7 @@ def render_summary(results_dir: Path = RESULTS, current=CURRENT) -> str:
                   "and above other stories' broken copies of about its length (AUC), on a seeded sample of its test split (a cut: on every "
                   "test story that reaches its end, revision 1 of the check); each config's worst kind of break on each measure:", "",
                   *modern_table(reader, names), "",
-                  "From " + ", ".join(f"`{name}.json` (measured at {reader.commit(name)})" for name in names) + ". "
+                  "From " + ", ".join(f"`{name}.json` (at {reader.commit(name)})" for name in names) + ". "
                   "Between two configs, the paired 95% bootstrap interval of a within-pair figure's difference on 150 stories a "
                   "view spans about ±0.05-0.07 (`modern_breaks --baseline`; modern_text.md): smaller differences can be the "
                   "draw of stories.", ""]
@@ -361,7 +361,7 @@ def render_summary(results_dir: Path = RESULTS, current=CURRENT) -> str:
                   "test story of the prompts' corpus, by mean percentile among those stories "
                   "([reward_gaming.md](benchmarks/experiments/reward_gaming.md) names every strategy):", "",
                   *gaming_table(reader, names), "",
-                  "From " + ", ".join(f"`{name}.json` (measured at {reader.commit(name)})" for name in names) + ".", ""]
+                  "From " + ", ".join(f"`{name}.json` (at {reader.commit(name)})" for name in names) + ".", ""]
     if (Path(results_dir) / f"{GUARD_CORRELATION}.json").is_file():
         lines += ["The guarded rewards on the human-judged sets (the guard's design was declared before these were measured):", "",
                   *guard_correlation_table(reader), "",
