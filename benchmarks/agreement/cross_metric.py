@@ -88,8 +88,8 @@ def main(argv=None):
             kind, part_folder, weight = mix
             part = load_ending_scorer(part_folder)
             if kind in ("ending", "opening-ending"):
-                mix = EndingMixScorer if kind == "ending" else OpeningEndingMixScorer
-                scorer = mix(scorer, part, weight, TAIL_SENTENCES, name=label, lowest_share=shares[label])
+                mix_class = EndingMixScorer if kind == "ending" else OpeningEndingMixScorer
+                scorer = mix_class(scorer, part, weight, TAIL_SENTENCES, name=label, lowest_share=shares[label])
                 entry[kind.replace("-", "_")] = {"path": portable_path(str(part_folder)), "last_sentences": TAIL_SENTENCES,
                                                  "weight": weight, **share_field(shares[label])}
             else:

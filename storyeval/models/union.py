@@ -28,6 +28,7 @@ from storyeval.models.mpnet_attention import use_fused_attention
 # what an ending scorer reads of a story (storyeval.scoring.ending, which the models do not import)
 ENDING_READS = ("last_sentences", "opening_ending", "neighbours")
 
+
 @strict
 class UnionConfig(PreTrainedConfig):
     """``encoder`` is the backbone's config; the rest are UNION's own settings.
