@@ -50,7 +50,7 @@ def opening_and_ending(text: str, count: int) -> str:
     what an ending scorer that reads where the story began reads of it (``ending_reads: "opening_ending"``). A text of
     ``count + 1`` sentences or fewer is read whole."""
     sentences = split_sentences(text)
-    return " ".join(part for part in (sentences[0], _last_with_words(sentences[1:], count)) if part)
+    return " ".join(part for part in (*sentences[:1], _last_with_words(sentences[1:], count)) if part)
 
 
 def _last_with_words(sentences: list[str], count: int) -> str:
