@@ -25,7 +25,7 @@ import numpy as np
 
 from ..common import BUNDLED, command_line, machine, metric_checkpoint_spec, require_checkpoint_folders, results_name, write_results
 from ..correlation import HUMAN_SETS, format_row, load_human_set, score_set
-from .ending_mix import TAIL_SENTENCES, add_mix_arguments, load_ending_scorer, mix_rows, part_shares, share_field
+from .ending_mix import MIX_READS, TAIL_SENTENCES, add_mix_arguments, load_ending_scorer, mix_rows, part_shares, share_field
 
 DEFAULT_CHECKPOINTS = [
     ("union", "union-roc", str(BUNDLED / "union-roc")),
@@ -72,7 +72,7 @@ def main(argv=None):
         parser.error(f"--baseline {args.baseline}: not one of the labels {sorted(labels)}")
 
     from storyeval.checkpoints.resolution import resolve_checkpoint
-    from storyeval.scoring.ending import EndingMixScorer, NeighbourMixScorer, OpeningEndingMixScorer
+    from storyeval.scoring.ending import mix_scorer
     from storyeval.scoring.sequence import load_scorer
     from storyeval_training.export.provenance import portable_path
 
@@ -87,14 +87,9 @@ def main(argv=None):
         if mix:
             kind, part_folder, weight = mix
             part = load_ending_scorer(part_folder)
-            if kind in ("ending", "opening-ending"):
-                mix_class = EndingMixScorer if kind == "ending" else OpeningEndingMixScorer
-                scorer = mix_class(scorer, part, weight, TAIL_SENTENCES, name=label, lowest_share=shares[label])
-                entry[kind.replace("-", "_")] = {"path": portable_path(str(part_folder)), "last_sentences": TAIL_SENTENCES,
-                                                 "weight": weight, **share_field(shares[label])}
-            else:
-                scorer = NeighbourMixScorer(scorer, part, weight, name=label, lowest_share=shares[label])
-                entry["neighbours"] = {"path": portable_path(str(part_folder)), "weight": weight, **share_field(shares[label])}
+            scorer = mix_scorer(MIX_READS[kind], scorer, part, weight, TAIL_SENTENCES, label, shares[label])
+            read = {} if kind == "neighbours" else {"last_sentences": TAIL_SENTENCES}
+            entry[kind.replace("-", "_")] = {"path": portable_path(str(part_folder)), **read, "weight": weight, **share_field(shares[label])}
         for human_set in human_sets:
             result, scores.setdefault(label, {})[human_set.name] = score_set(scorer, human_set, args.batch_size, keep_scores=True)
             entry["sets"][human_set.name] = result

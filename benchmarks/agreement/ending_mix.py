@@ -39,6 +39,8 @@ def opening_ending_spec(value: str) -> tuple[str, str, str, float]:
 MIX_OPTIONS = {"ending": (ending_spec, "ENDING", "an ending checkpoint's score of the story's last two sentences"),
                "neighbours": (neighbour_spec, "NEIGHBOUR", "the mean of a neighbour checkpoint's scores of every two neighbouring sentences"),
                "opening-ending": (opening_ending_spec, "PART", "an ending checkpoint's score of the story's first sentence and its last two")}
+# option -> the shipped config's ``ending_reads`` for that mix (storyeval.scoring.ending.mix_scorer)
+MIX_READS = {"ending": "last_sentences", "neighbours": "neighbours", "opening-ending": "opening_ending"}
 
 
 def add_mix_arguments(parser: argparse.ArgumentParser) -> None:

@@ -178,36 +178,33 @@ class StoryScores:
         """story -> a checkpoint folder's score mixed with the mean of a neighbour checkpoint's scores of every two
         neighbouring sentences (of the lowest ``share`` of them: :class:`storyeval.scoring.ending.NeighbourMixScorer`),
         and its fields; each checkpoint scores once, whatever the weight and share."""
-        from storyeval.scoring.ending import NeighbourMixScorer
-
-        return self._scorer_mix(NeighbourMixScorer, "neighbours", folder, neighbour_folder, weight, share)
+        return self._scorer_mix("neighbours", folder, neighbour_folder, weight, share)
 
     def opening_ending_mix(self, folder: str, part_folder: str, weight: float, share: float = 1.0) -> tuple[dict[str, float], dict]:
         """story -> a checkpoint folder's score mixed with an ending checkpoint's score of the story's first sentence and
         last two (:class:`storyeval.scoring.ending.OpeningEndingMixScorer`), and its fields."""
-        from storyeval.scoring.ending import OpeningEndingMixScorer
-
         from .ending_mix import TAIL_SENTENCES
 
-        return self._scorer_mix(lambda story, part, w: OpeningEndingMixScorer(story, part, w, TAIL_SENTENCES), "opening_ending",
-                                folder, part_folder, weight, share, {"last_sentences": TAIL_SENTENCES})
+        return self._scorer_mix("opening_ending", folder, part_folder, weight, share, {"last_sentences": TAIL_SENTENCES})
 
-    def _scorer_mix(self, make_mix, field: str, folder: str, part_folder: str, weight: float, share: float,
+    def _scorer_mix(self, reads: str, folder: str, part_folder: str, weight: float, share: float,
                     fields: dict | None = None) -> tuple[dict[str, float], dict]:
-        """A mix whose parts are what ``make_mix(story scorer, part scorer, weight)`` reads of each story, as the shipped
-        scorer prepares them; each checkpoint scores once, whatever the weight and share."""
+        """The shipped mix that ``reads`` (a config's ``ending_reads``; also its field in the results) names, its parts
+        what it reads of each story as the shipped scorer prepares them; each checkpoint scores once, whatever the
+        weight and share."""
+        from storyeval.scoring.ending import mix_scorer
         from storyeval.scoring.sequence import load_story_classifier
         from storyeval_training.export.provenance import portable_path
 
-        from .ending_mix import load_ending_scorer, share_field
+        from .ending_mix import TAIL_SENTENCES, load_ending_scorer, share_field
 
         scorer = load_story_classifier(folder, device="cpu")
         plain = self._scores(folder, scorer)
-        mix = make_mix(scorer, load_ending_scorer(part_folder), weight)
-        part_scores = self._part_scores(f"{checkpoint_key(part_folder)}/{field} of {checkpoint_key(folder)}", mix.parts, mix.ending_scorer)
+        mix = mix_scorer(reads, scorer, load_ending_scorer(part_folder), weight, TAIL_SENTENCES)
+        part_scores = self._part_scores(f"{checkpoint_key(part_folder)}/{reads} of {checkpoint_key(folder)}", mix.parts, mix.ending_scorer)
         return (self._part_mix(plain, part_scores, weight, share),
                 {"path": portable_path(str(folder)), "settings": scorer.settings(),
-                 field: {"path": portable_path(str(part_folder)), "settings": mix.ending_scorer.settings(), **(fields or {}),
+                 reads: {"path": portable_path(str(part_folder)), "settings": mix.ending_scorer.settings(), **(fields or {}),
                          "weight": weight, **share_field(share)}})
 
     def part_mix(self, reads: str, folder: str, part_folder: str, weight: float, share: float = 1.0) -> tuple[dict[str, float], dict]:

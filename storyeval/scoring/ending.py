@@ -137,3 +137,13 @@ class OpeningEndingMixScorer(EndingMixScorer):
 
     def tail(self, story: str) -> str:
         return opening_and_ending(self.prepared(story), self.sentences)
+
+
+def mix_scorer(reads: str, story_scorer, part_scorer, weight: float, sentences: int = 2, name: str = "unnamed",
+               lowest_share: float = 1.0) -> EndingMixScorer:
+    """The mix whose second scorer reads what ``reads`` (a config's ``ending_reads``) names: the last ``sentences``
+    sentences, the first sentence and the last ``sentences``, or every two neighbouring sentences."""
+    if reads == "neighbours":
+        return NeighbourMixScorer(story_scorer, part_scorer, weight, name, lowest_share)
+    mix = OpeningEndingMixScorer if reads == "opening_ending" else EndingMixScorer
+    return mix(story_scorer, part_scorer, weight, sentences, name, lowest_share)

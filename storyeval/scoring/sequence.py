@@ -174,14 +174,12 @@ def _load_story_classifier(checkpoint: str, device: str, preprocess: bool) -> Se
                             name=checkpoints.checkpoint_name(checkpoint), window_aggregation=config.window_aggregation)
     if config.ending_of is None:
         return scorer
-    from storyeval.scoring.ending import EndingMixScorer, NeighbourMixScorer, OpeningEndingMixScorer
+    from storyeval.scoring.ending import mix_scorer
 
     # an ending scorer completes a story checkpoint (itself a mix, maybe), loaded (and cached) as any other
     story = _load_story_classifier(str(checkpoints.resolve_named(config.ending_of)), device, preprocess)
-    if config.ending_reads == "neighbours":
-        return NeighbourMixScorer(story, scorer, config.ending_weight, name=scorer.name, lowest_share=config.ending_lowest_share)
-    mix = OpeningEndingMixScorer if config.ending_reads == "opening_ending" else EndingMixScorer
-    return mix(story, scorer, config.ending_weight, config.ending_sentences, name=scorer.name, lowest_share=config.ending_lowest_share)
+    return mix_scorer(config.ending_reads, story, scorer, config.ending_weight, config.ending_sentences, scorer.name,
+                      config.ending_lowest_share)
 
 
 def clear_loaded_scorers() -> None:
