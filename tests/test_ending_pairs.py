@@ -47,6 +47,29 @@ def test_short_stories_and_stories_stopped_mid_sentence_are_left_out_and_counted
     assert left == {"too_short": 1, "stopped_mid_sentence": 1}
 
 
+def test_matched_lengths_keep_both_sides_within_the_ratio_and_prefer_the_half():
+    sentences = ["a b c .", "a b c .", "a b c d e f g h i j .", "a b c .", "a b c .", "a b c .", "a b c d e f g h .", "a b c ."]
+    rng = random.Random(0)
+    cuts = []
+    for _ in range(60):
+        pair = ending_pairs.story_pair("a", sentences, 2, rng, "human", match_length=1.25)
+        assert ending_pairs.length_ratio(pair["human"], pair["negative"]) <= 1.25
+        cuts.append(int(pair["id"].split("/")[-1]))
+    assert set(cuts) == {4, 7} and 15 < cuts.count(4) < 45  # the half (4) when drawn, else the nearest in words (7)
+    assert ending_pairs.story_pair("a", ["a .", "a .", "a .", "a b c d e f g h i j ."], 2, rng, "human", match_length=1.5) is None
+
+
+def test_only_texts_reaching_their_story_end_are_endings_and_unmatched_stories_are_counted():
+    rows = datasets.Dataset.from_list([story("a", 6), story("a", 6, kind="half"), story("b", 6), story("b", 6, kind="shuffle")],
+                                      features=STORY_FEATURES)
+    pairs, left = ending_pairs.ending_pairs(rows, 2, seed=0, reaching_end=True)
+    assert [row["id"].split("/")[0] for row in pairs] == ["a"] and left == {"stops_before_story_end": 1}
+    short_end = {"unit": "c", "kind": "intact", "origin": "machine",
+                 "text": "One two three four five six seven. One two three four five six seven. One two three four five six seven. Ends."}
+    pairs, left = ending_pairs.ending_pairs(datasets.Dataset.from_list([short_end], features=STORY_FEATURES), 2, seed=0, match_length=1.25)
+    assert len(pairs) == 0 and left == {"no_cut_of_matching_length": 1}
+
+
 def test_bad_options_are_refused_before_anything_is_written(tmp_path, capsys):
     stories = tmp_path / "stories"
     datasets.DatasetDict({"train": datasets.Dataset.from_list([story("a", 6)], features=STORY_FEATURES)}).save_to_disk(str(stories))
@@ -57,6 +80,9 @@ def test_bad_options_are_refused_before_anything_is_written(tmp_path, capsys):
     with pytest.raises(SystemExit):
         ending_pairs.main(["--stories", str(stories), "--sentences", "3", "--with-opening", "--output-dir", str(tmp_path / "out")])
     assert "--sentences must be between 1 and 2 with --with-opening" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        ending_pairs.main(["--stories", str(stories), "--match-length", "1", "--output-dir", str(tmp_path / "out")])
+    assert "--match-length must be above 1" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
     ending_pairs.main(["--stories", str(stories), "--output-dir", str(tmp_path / "out"), "--splits", "train"])
     assert len(datasets.load_from_disk(str(tmp_path / "out"))["train"]) == 1

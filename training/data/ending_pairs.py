@@ -12,6 +12,12 @@ are as many sentences long, so the number of sentences cannot tell them apart, a
 story is. Left out and counted: a story of fewer than four sentences (the checks' own bound), and one whose last
 sentence has no closing punctuation (a model's story stopped mid-sentence by its token limit has no end to learn).
 
+``--reaching-end`` takes as endings only texts that end where their story ends (those the check gave a ``half``):
+a window of an LLM story read at ROC length mostly stops mid-story, and its last sentences are no end to learn.
+``--match-length R`` keeps each pair's two sides within a ratio R of each other in words: the half when it matches,
+otherwise the matching cut nearest in words (a tie: seeded); a story with none is left out and counted. Without it,
+an LLM story's last sentences are longer than those before a cut, and a scorer learns length (first_checks.md, E7).
+
 ``--with-opening`` puts the story's first sentence before both sides (an ending scorer that reads where the story
 began, ``ending_reads: "opening_ending"``; first_checks.md, E6): a half lacks an end to what its opening began. The cut
 then falls after the first ``--sentences`` + 1 sentences at the earliest, so that the opening is never one of the
@@ -49,21 +55,41 @@ def opening_and_tail(sentences: list[str], count: int) -> str:
     return " ".join(sentences[:1] + sentences[-count:])
 
 
-def story_pair(story_id: str, sentences: list[str], count: int, rng: random.Random, origin: str, opening: bool = False) -> dict:
+def length_ratio(a: str, b: str) -> float:
+    """How many times longer, in words, the longer of two texts is than the shorter."""
+    x, y = len(a.split()), len(b.split())
+    return max(x, y) / max(min(x, y), 1)
+
+
+def story_pair(story_id: str, sentences: list[str], count: int, rng: random.Random, origin: str, opening: bool = False,
+               match_length: float | None = None) -> dict | None:
     """One pair from a story of at least ``MIN_SENTENCES`` and more than ``count`` sentences (``opening``: more than
-    ``count + 1``)."""
+    ``count + 1``); with ``match_length``, ``None`` when no cut's side is within that ratio of the ending's words."""
     n, first = len(sentences), count + opening  # the earliest cut: ``count`` sentences, after the opening where it is read
-    cut = n // 2 if rng.random() < 0.5 else rng.randint(first, n - 1)
-    cut = max(cut, first)  # a half shorter than that: the earliest cut (the two sides stay equal in size)
     read = (lambda part: opening_and_tail(part, count)) if opening else (lambda part: tail(part, count))
+    half = rng.random() < 0.5
+    if match_length is None:
+        cut = max(n // 2 if half else rng.randint(first, n - 1), first)  # a half shorter than that: the earliest cut
+    else:
+        ending = read(sentences)
+        ratios = {c: length_ratio(read(sentences[:c]), ending) for c in range(first, n)}
+        matching = {c: r for c, r in ratios.items() if r <= match_length}
+        if not matching:
+            return None
+        nearest = min(matching.values())
+        cut = max(n // 2, first)
+        if not (half and cut in matching):
+            cut = rng.choice(sorted(c for c, r in matching.items() if r == nearest))
     return {"id": f"{story_id}/ending/{cut}", "context": "", "human": read(sentences), "negative": read(sentences[:cut]),
             "original": read(sentences), "techniques": ["ending", origin, f"cut {cut} of {n}"]}
 
 
-def ending_pairs(rows: datasets.Dataset, count: int, seed: int, opening: bool = False) -> tuple[datasets.Dataset, Counter]:
+def ending_pairs(rows: datasets.Dataset, count: int, seed: int, opening: bool = False, reaching_end: bool = False,
+                 match_length: float | None = None) -> tuple[datasets.Dataset, Counter]:
     """One split's pairs (one per intact story that qualifies) and what was left out, counted."""
     rng = random.Random(seed)
     pairs, left = [], Counter()
+    ends = {row["unit"] for row in rows if row["kind"] == "half"} if reaching_end else set()
     for row in rows:
         if row["kind"] != "intact":
             continue
@@ -72,8 +98,14 @@ def ending_pairs(rows: datasets.Dataset, count: int, seed: int, opening: bool = 
             left["too_short"] += 1
         elif not row["text"].rstrip().endswith(CLOSING):
             left["stopped_mid_sentence"] += 1
+        elif reaching_end and row["unit"] not in ends:
+            left["stops_before_story_end"] += 1
+        elif (pair := story_pair(row["unit"], sentences, count, rng, row["origin"], opening, match_length)) is None:
+            left["no_cut_of_matching_length"] += 1
         else:
-            pairs.append(story_pair(row["unit"], sentences, count, rng, row["origin"], opening))
+            pairs.append(pair)
+    if not pairs:  # from_list cannot build an empty dataset with features
+        return datasets.Dataset.from_dict({name: [] for name in PAIR_FEATURES}, features=PAIR_FEATURES), left
     return datasets.Dataset.from_list(pairs, features=PAIR_FEATURES), left
 
 
@@ -82,7 +114,13 @@ def parse_args(argv=None):
     story_pairs.add_arguments(p)
     p.add_argument("--sentences", type=int, default=2, help="how many of a story's last sentences a side holds")
     p.add_argument("--with-opening", action="store_true", help="each side begins with the story's first sentence")
+    p.add_argument("--reaching-end", action="store_true",
+                   help="endings only from texts that end where their story does (those the check gave a half)")
+    p.add_argument("--match-length", type=float, default=None, metavar="RATIO",
+                   help="keep a pair's sides within this ratio of each other in words (> 1; default: any)")
     args = p.parse_args(argv)
+    if args.match_length is not None and not args.match_length > 1:
+        p.error(f"--match-length must be above 1 (a ratio of the longer side's words to the shorter's), got {args.match_length}")
     most = MIN_SENTENCES - 1 - args.with_opening  # a cut story keeps at least these sentences and the opening
     if not 1 <= args.sentences <= most:
         p.error(f"--sentences must be between 1 and {most}{' with --with-opening' if args.with_opening else ''}: "
@@ -94,7 +132,8 @@ def parse_args(argv=None):
 def main(argv=None) -> None:
     args = parse_args(argv)
     story_pairs.build("ending_pairs", args, {"unit", "kind", "origin", "text"},
-                      lambda rows, seed: ending_pairs(rows, args.sentences, seed, args.with_opening), RECORD)
+                      lambda rows, seed: ending_pairs(rows, args.sentences, seed, args.with_opening, args.reaching_end,
+                                                   args.match_length), RECORD)
 
 
 if __name__ == "__main__":
