@@ -947,3 +947,24 @@ def test_an_equal_candidate_falls_at_most_one_time_in_twenty_at_its_own_toleranc
     tolerance = benchmark.chance_of_a_fall(rows, candidate, baseline, keys, resamples=400)["tolerance_for_5_percent"]
     assert tolerance == pytest.approx(1 / 3, abs=1e-4)
     assert benchmark.chance_of_a_fall(rows, candidate, baseline, keys, tolerance=tolerance, resamples=400)["chance"] <= 0.05
+
+
+def test_the_ending_length_diagnostic_reports_what_an_ending_score_follows_per_view(tmp_path, tiny_checkpoint, monkeypatch, capsys):
+    from benchmarks import common
+    from benchmarks.agreement import ending_length
+
+    monkeypatch.setattr(common, "RESULTS", tmp_path)
+    units = modern_breaks.Units(ANTONYMS, seed=3)
+    stories = [(f"s{i}", f"g{i}", [f"Story {i} opens here.", *STORY[1:i % 3 + 4]]) for i in range(6)]
+    for unit, group, sentences in stories:
+        units.collect_foreign("test", "gpt-4", group, sentences)
+    for i, (unit, group, sentences) in enumerate(stories):
+        units.add("test", f"{unit}/roc", group, "gpt-4", "machine", "roc", sentences, reaches_end=i % 2 == 0)
+    datasets.DatasetDict({"test": units.dataset()["test"]}).save_to_disk(str(tmp_path / "check" / "stories"))
+    ending_length.main(["--breaks-dir", str(tmp_path / "check"), "--split", "test", "--checkpoint", f"e={tiny_checkpoint}", "--output", "out"])
+    roc = json.loads((tmp_path / "out.json").read_text())["checkpoints"]["e"]["roc"]
+    assert roc["stories"] == 6 and roc["share_reaching_end"] == 0.5
+    assert set(roc["score_with"]) == {"story_words", "ending_words", "reaches_end"}
+    with pytest.raises(SystemExit):
+        ending_length.main(["--breaks-dir", str(tmp_path), "--checkpoint", f"e={tiny_checkpoint}", "--output", "out2"])
+    assert "no stories/" in capsys.readouterr().err and not (tmp_path / "out2.json").exists()
