@@ -100,7 +100,10 @@ def test_the_bundled_mixes_name_the_story_checkpoints_they_complete():
     assert config["ending_of"] == "storyeval/union-wp-base-ending" and config["ending_weight"] == 0.2
     assert config["ending_lowest_share"] == 0.5  # E5: the mean of the lower half of its pair scores
     assert config["ending_reads"] == "neighbours"
-    assert metric_spec("union").default == "wp-base-ending-neighbours"
+    config = json.loads((resolution.HUB_CARDS / "union-wp-base-complete" / "config.json").read_text())
+    assert config["ending_of"] == "storyeval/union-wp-base-ending-neighbours" and config["ending_weight"] == 0.3
+    assert config["ending_reads"] == "last_sentences" and config["ending_sentences"] == 2 and config["ending_lowest_share"] == 1.0
+    assert metric_spec("union").default == "wp-base-complete"
 
 
 def test_int8_is_refused_for_a_mix_before_any_model_loads(folders):
