@@ -887,6 +887,10 @@ def test_the_ship_rule_reads_length_on_intact_stories_where_halves_ranked_low_ra
     assert rule(learnt)["holds"] and rule(learnt)["length_rises"] == {}
     fails = rule(longer)
     assert not fails["holds"] and fails["length_rises"]["roc"] > benchmark.LENGTH_RISE_BOUND
+    # beside the point figure, its paired interval: none where nothing moved, above 0 where long stories were lifted
+    assert rule(learnt)["length_rise_intervals"]["roc"] == {"rise": 0.0, "interval": [0.0, 0.0]}
+    low, high = fails["length_rise_intervals"]["roc"]["interval"]
+    assert 0 < low <= fails["length_rises"]["roc"] <= high
 
 
 @pytest.mark.skipif(not __import__("storyeval.scoring.int8.runtime", fromlist=["x"]).cpu_has_int8_dot_product(),
