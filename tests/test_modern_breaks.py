@@ -888,9 +888,12 @@ def test_the_ship_rule_reads_length_on_intact_stories_where_halves_ranked_low_ra
     fails = rule(longer)
     assert not fails["holds"] and fails["length_rises"]["roc"] > benchmark.LENGTH_RISE_BOUND
     # beside the point figure, its paired interval: none where nothing moved, above 0 where long stories were lifted
-    assert rule(learnt)["length_rise_intervals"]["roc"] == {"rise": 0.0, "interval": [0.0, 0.0]}
-    low, high = fails["length_rise_intervals"]["roc"]["interval"]
-    assert 0 < low <= fails["length_rises"]["roc"] <= high
+    unmoved = rule(learnt)["length_rise_intervals"]
+    assert unmoved["views"]["roc"] == {"rise": 0.0, "interval": [0.0, 0.0], "chance_an_equal_candidate_fails": 0.0}
+    assert unmoved["chance_an_equal_candidate_fails"] == 0.0
+    lifted = fails["length_rise_intervals"]["views"]["roc"]
+    assert 0 < lifted["interval"][0] <= fails["length_rises"]["roc"] <= lifted["interval"][1]
+    assert 0 <= lifted["chance_an_equal_candidate_fails"] < 0.5
 
 
 @pytest.mark.skipif(not __import__("storyeval.scoring.int8.runtime", fromlist=["x"]).cpu_has_int8_dot_product(),

@@ -211,13 +211,15 @@ def length_rises(rows: list[dict], candidate: dict[str, float], baseline: dict[s
 
 
 def length_rise_intervals(rows: list[dict], candidate: dict[str, float], baseline: dict[str, float],
-                          resamples: int = 2000, seed: int = 0) -> dict[str, dict]:
-    """view -> the rise of the intact stories' Spearman with length (candidate less baseline) and its paired 95%
+                          resamples: int = 2000, seed: int = 0) -> dict:
+    """Per view, the rise of the intact stories' Spearman with length (candidate less baseline) and its paired 95%
     bootstrap interval, the same stories drawn for both: how much of a rise :func:`length_rises` reads is noise of a
-    50-story sample. Reported beside the rule; the rule reads the point figure, as issue 86 states it."""
+    50-story sample. ``chance_an_equal_candidate_fails``: how often the rule's length part would fail a candidate
+    whose rises are 0 in truth, from the same draws centred on 0 (the views' stories are drawn apart). Reported beside
+    the rule; the rule reads the point figure, as issue 86 states it."""
     from scipy import stats
 
-    out = {}
+    views, holds = {}, 1.0
     for view in sorted({r["view"] for r in rows}):
         words = {r["text"]: r["words"] for r in rows if r["view"] == view and r["kind"] == "intact"}
         texts = sorted(words)
@@ -230,9 +232,14 @@ def length_rise_intervals(rows: list[dict], candidate: dict[str, float], baselin
 
         drawn = stats.bootstrap((new, old, length), rise, paired=True, vectorized=False, n_resamples=resamples,
                                 method="percentile", random_state=seed)
+        observed = float(rise(new, old, length))
+        centred = drawn.bootstrap_distribution - observed
+        fails = float((centred > LENGTH_RISE_BOUND).mean())
+        holds *= 1 - fails
         low, high = drawn.confidence_interval
-        out[view] = {"rise": round(float(rise(new, old, length)), 4), "interval": [round(float(low), 4), round(float(high), 4)]}
-    return out
+        views[view] = {"rise": round(observed, 4), "interval": [round(float(low), 4), round(float(high), 4)],
+                       "chance_an_equal_candidate_fails": round(fails, 4)}
+    return {"views": views, "chance_an_equal_candidate_fails": round(1 - holds, 4)}
 
 
 def flat(result: dict, min_count: int = 0) -> dict[str, float]:
@@ -632,9 +639,11 @@ def main(argv=None):
                               f"{rule['falls'] or 'none'}; intact stories' length rho up by more than {LENGTH_RISE_BOUND}: "
                               f"{rule['length_rises'] or 'nowhere'} -> {'holds' if rule['holds'] else 'fails'} (an equal candidate "
                               f"falls {rule['chance_an_equal_candidate_falls']:.0%} of the time)")
+                        length = rule["length_rise_intervals"]
                         print("  intact stories' length rho, rise and 95% paired interval: " + "; ".join(
                             f"{view} {v['rise']:+.3f} [{v['interval'][0]:+.3f}, {v['interval'][1]:+.3f}]"
-                            for view, v in rule["length_rise_intervals"].items()))
+                            for view, v in length["views"].items())
+                            + f" (an equal candidate fails the length part {length['chance_an_equal_candidate_fails']:.0%} of the time)")
     for label, other in float32_of.items():  # the int8 fidelity rule's modern-text part: int8 against its own float32 row
         figures, base = flat(payload["checkpoints"][label]["views"]), flat(payload["checkpoints"][other]["views"])
         compared = sorted(key for key, value in figures.items() if value is not None and base.get(key) is not None)
