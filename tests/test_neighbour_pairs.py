@@ -57,6 +57,9 @@ def test_with_swaps_each_story_also_gives_its_two_neighbours_in_the_wrong_order(
 def test_short_stories_are_left_out_and_counted():
     pairs, left = neighbour_pairs.neighbour_pairs(rows([story("ann", 3), story("bob", 5), story("cal", 5)]), seed=0)
     assert len(pairs) == 2 and left == {"too_short": 1}
+    # a split of short stories alone has no pairs: an empty split of the pair format, not an error
+    pairs, left = neighbour_pairs.neighbour_pairs(rows([story("ann", 3)]), seed=0)
+    assert len(pairs) == 0 and "negative" in pairs.column_names and left == {"too_short": 1}
 
 
 @pytest.mark.parametrize("tool", ["ending_pairs", "neighbour_pairs"])

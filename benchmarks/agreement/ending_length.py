@@ -31,10 +31,9 @@ def spearman(a: list, b: list) -> float | None:
     return round(float(stats.spearmanr(a, b).statistic), 4)
 
 
-def view_figures(rows: list[dict], scores: dict[str, float]) -> dict:
-    from storyeval.text import last_sentences
-
-    endings = [last_sentences(r["text"], TAIL_SENTENCES) for r in rows]
+def view_figures(rows: list[dict], ending_of: dict[str, str], scores: dict[str, float]) -> dict:
+    """One view's figures; ``ending_of``: each story's last two sentences, ``scores``: their scores."""
+    endings = [ending_of[r["text"]] for r in rows]
     story_words = [r["words"] for r in rows]
     ending_words = [len(e.split()) for e in endings]
     reaches_end = [int("half" in r["sides"]) for r in rows]
@@ -61,7 +60,8 @@ def main(argv=None) -> None:
         parser.error(str(error))
     from storyeval.text import last_sentences
 
-    endings = sorted({last_sentences(r["text"], TAIL_SENTENCES) for r in rows})
+    ending_of = {r["text"]: last_sentences(r["text"], TAIL_SENTENCES) for r in rows}
+    endings = sorted(set(ending_of.values()))
     payload = {"machine": machine(), "command": command_line(__name__, argv), "split": args.split, "checkpoints": {}}
     for label, folder in checkpoints.items():
         try:
@@ -69,7 +69,7 @@ def main(argv=None) -> None:
         except ValueError as error:
             parser.error(str(error))
         scores = dict(zip(endings, scorer.score(endings, batch_size=args.batch_size)))
-        views = {view: view_figures([r for r in rows if r["view"] == view], scores) for view in VIEWS
+        views = {view: view_figures([r for r in rows if r["view"] == view], ending_of, scores) for view in VIEWS
                  if any(r["view"] == view for r in rows)}
         payload["checkpoints"][label] = views
         for view, figures in views.items():

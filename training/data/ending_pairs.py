@@ -37,7 +37,6 @@ import datasets
 from storyeval import text as textlib
 from storyeval_training.data import story_pairs
 from storyeval_training.data.breaks import MIN_SENTENCES  # the first checks' bound: a shorter story carries no break
-from storyeval_training.data.build_negatives import PAIR_FEATURES
 
 RECORD = "ending_pairs.json"
 CLOSING = (".", "!", "?", '"', "'", "”", "’")
@@ -104,9 +103,7 @@ def ending_pairs(rows: datasets.Dataset, count: int, seed: int, opening: bool = 
             left["no_cut_of_matching_length"] += 1
         else:
             pairs.append(pair)
-    if not pairs:  # from_list cannot build an empty dataset with features
-        return datasets.Dataset.from_dict({name: [] for name in PAIR_FEATURES}, features=PAIR_FEATURES), left
-    return datasets.Dataset.from_list(pairs, features=PAIR_FEATURES), left
+    return story_pairs.pairs_dataset(pairs), left
 
 
 def parse_args(argv=None):

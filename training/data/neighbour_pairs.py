@@ -29,7 +29,6 @@ import datasets
 from storyeval import text as textlib
 from storyeval_training.data import story_pairs
 from storyeval_training.data.breaks import MIN_SENTENCES
-from storyeval_training.data.build_negatives import PAIR_FEATURES
 
 RECORD = "neighbour_pairs.json"
 
@@ -72,7 +71,7 @@ def neighbour_pairs(rows: datasets.Dataset, seed: int, repeats: bool = False, sw
         if swaps:
             pairs.append({**stray_pair, "id": f"{unit}/swap/{at}", "negative": f"{sentences[at]} {sentences[at - 1]}",
                           "techniques": ["swap", origin, view, f"at {at} of {len(sentences)}"]})
-    return datasets.Dataset.from_list(pairs, features=PAIR_FEATURES), left
+    return story_pairs.pairs_dataset(pairs), left
 
 
 def parse_args(argv=None):

@@ -1,5 +1,6 @@
 """What the pair builders that read the modern-text check's stories share (``ending_pairs``, ``neighbour_pairs``): their
-options, the stories folder's checks, one pass per split with its own seed, and the saved folder with its record."""
+options, the stories folder's checks, one pass per split with its own seed, a split's pairs as a dataset (none: an
+empty one), and the saved folder with its record."""
 from __future__ import annotations
 
 import argparse
@@ -11,9 +12,18 @@ from typing import Callable
 
 import datasets
 
+from storyeval_training.data.build_negatives import PAIR_FEATURES
 from storyeval_training.export.provenance import environment
 
 PairSplit = Callable[[datasets.Dataset, int], tuple[datasets.Dataset, Counter]]
+
+
+def pairs_dataset(pairs: list[dict]) -> datasets.Dataset:
+    """A split's pairs in the negative samplers' pair format; a split with none is an empty dataset of that format
+    (``Dataset.from_list`` refuses an empty list with features)."""
+    if not pairs:
+        return datasets.Dataset.from_dict({name: [] for name in PAIR_FEATURES}, features=PAIR_FEATURES)
+    return datasets.Dataset.from_list(pairs, features=PAIR_FEATURES)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
