@@ -975,3 +975,10 @@ def test_the_ending_length_diagnostic_reports_what_an_ending_score_follows_per_v
     with pytest.raises(SystemExit):
         ending_length.main(["--breaks-dir", str(tmp_path), "--checkpoint", f"e={tiny_checkpoint}", "--output", "out2"])
     assert "no stories/" in capsys.readouterr().err and not (tmp_path / "out2.json").exists()
+    # a shipped mix is no ending checkpoint on its own: one line, nothing written
+    from conftest import save_tiny_checkpoint
+
+    mix = save_tiny_checkpoint(tmp_path / "mix", ending_of=str(tiny_checkpoint), ending_weight=0.25, ending_sentences=2)
+    with pytest.raises(SystemExit):
+        ending_length.main(["--breaks-dir", str(tmp_path / "check"), "--split", "test", "--checkpoint", f"e={mix}", "--output", "out3"])
+    assert "is a shipped ending mix already" in capsys.readouterr().err and not (tmp_path / "out3.json").exists()
