@@ -87,3 +87,17 @@ def test_selection_key_keeps_the_old_defaults():
     assert selection_key(Namespace(selection_pairs_dir="sel", select_by=None)) == "selection_pair_accuracy"
     assert selection_key(Namespace(selection_pairs_dir=None, select_by="pair_accuracy")) == "pair_accuracy"
     assert selection_key(Namespace(selection_pairs_dir="sel")) == "selection_pair_accuracy"  # a plot-coherence run's args
+
+
+def test_a_pairs_folders_test_split_is_never_read_for_training(tmp_path):
+    """The modern-text check saves its pairs with a test split, its report: training from such a folder loads only
+    the training and validation splits."""
+    import datasets
+
+    from storyeval_training.recipes import train_union
+
+    row = {"id": ["a"], "context": [""], "human": ["He ran. He won."], "negative": ["He won. He ran."],
+           "original": ["He ran. He won."], "techniques": [["shuffle"]]}
+    datasets.DatasetDict({split: datasets.Dataset.from_dict(row) for split in ("train", "validation", "test")}).save_to_disk(tmp_path / "pairs")
+    args = train_union.parse_args(["--pairs-dir", str(tmp_path / "pairs"), "--output-dir", str(tmp_path / "run")])
+    assert sorted(train_union.load_pairs(args)) == ["train", "validation"]

@@ -139,7 +139,9 @@ def load_pair_folder(folder: str, option: str) -> datasets.DatasetDict:
 
 def load_pairs(args) -> datasets.DatasetDict:
     if args.pairs_dir:
+        # a folder the modern-text check saved has a test split too: its report, which no run trains or selects on
         pairs = load_pair_folder(args.pairs_dir, "--pairs-dir")
+        pairs = datasets.DatasetDict({split: rows for split, rows in pairs.items() if split != "test"})
         stats = Path(args.pairs_dir) / "negatives_stats.json"
         if stats.is_file():
             # recorded by build-negatives; the model card names the corpus and seed from them
