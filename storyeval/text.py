@@ -65,6 +65,20 @@ def neighbouring_pairs(text: str) -> list[str]:
     return [f"{first} {second}" for first, second in zip(sentences, sentences[1:])]
 
 
+def sentence_runs(text: str, count: int) -> list[str]:
+    """Every run of ``count`` consecutive sentences of the text that have words in them, each as one text, each run
+    starting on the last sentence of the one before (so that every two neighbours share a run) and the last one ending
+    where the text ends: what an order scorer reads of a story (``ending_reads: "runs"``). A text of ``count``
+    sentences or fewer is one run."""
+    if count < 2:
+        raise ValueError(f"a run needs at least two sentences, got {count}")
+    sentences = [sentence for sentence in split_sentences(text) if has_words(sentence)]
+    if len(sentences) <= count:
+        return [" ".join(sentences)] if sentences else []
+    starts = list(range(0, len(sentences) - count, count - 1)) + [len(sentences) - count]
+    return [" ".join(sentences[start:start + count]) for start in starts]
+
+
 def tokenize(sentence: str, lowercase: bool = True) -> list[str]:
     """Penn-Treebank tokens, keeping name placeholders whole (and upper-case)."""
     tokens: list[str] = []

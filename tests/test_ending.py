@@ -4,9 +4,9 @@ import json
 import pytest
 from conftest import save_tiny_checkpoint
 
-from storyeval.scoring.ending import EndingMixScorer, NeighbourMixScorer, OpeningEndingMixScorer, lowest_mean, mixed
+from storyeval.scoring.ending import EndingMixScorer, NeighbourMixScorer, OpeningEndingMixScorer, RunsMixScorer, lowest_mean, mixed
 from storyeval.scoring.sequence import clear_loaded_scorers, load_scorer, load_story_classifier
-from storyeval.text import last_sentences, neighbouring_pairs, normalize_story, opening_and_ending
+from storyeval.text import last_sentences, neighbouring_pairs, normalize_story, opening_and_ending, sentence_runs
 
 STORIES = ["Ken went to the bar. He ordered a drink. He met a friend. They talked for hours. Ken went home happy.",
            "Ken went to the bar. He ordered a drink."]
@@ -196,3 +196,27 @@ def test_an_opening_ending_checkpoint_mixes_in_its_score_of_the_first_and_last_t
     story = load_story_classifier(folders[0])
     expected = mixed(story.score(STORIES[:1])[0], scorer.ending_scorer.score_checked([read])[0], 0.3)
     assert scorer.score(STORIES[:1]) == pytest.approx([expected])
+
+
+def test_runs_of_sentences_overlap_by_one_and_the_last_ends_where_the_story_ends():
+    story = " ".join(f"S{i} ran." for i in range(1, 13))
+    assert sentence_runs(story, 5) == ["S1 ran. S2 ran. S3 ran. S4 ran. S5 ran.", "S5 ran. S6 ran. S7 ran. S8 ran. S9 ran.",
+                                       "S8 ran. S9 ran. S10 ran. S11 ran. S12 ran."]
+    assert sentence_runs("A sat. B ran.", 5) == ["A sat. B ran."] and sentence_runs("...", 5) == []  # short: read whole
+    assert sentence_runs(story, 2) == neighbouring_pairs(story)  # two-sentence runs are the neighbour scorer's pairs
+    with pytest.raises(ValueError, match="at least two sentences"):
+        sentence_runs(story, 1)
+
+
+def test_a_runs_checkpoint_mixes_in_the_mean_score_of_every_run_of_sentences(folders, tmp_path):
+    clear_loaded_scorers()
+    order = save_tiny_checkpoint(tmp_path / "order", ending_of=str(folders[0]), ending_weight=0.2, ending_sentences=3,
+                                 ending_reads="runs", window_stride=4)
+    scorer = load_scorer("union", order)
+    assert isinstance(scorer, RunsMixScorer) and scorer.reads == "order" and scorer.sentences == 3
+    runs = sentence_runs(normalize_story(STORIES[0]), 3)
+    assert len(runs) == 2 and runs[1].startswith("he met a friend .")
+    story = load_story_classifier(folders[0])
+    expected = [mixed(story.score(STORIES[:1])[0], sum(scorer.ending_scorer.score_checked(runs)) / 2, 0.2),
+                mixed(story.score(STORIES[1:])[0], scorer.ending_scorer.score_checked([normalize_story(STORIES[1])])[0], 0.2)]
+    assert scorer.score(STORIES) == pytest.approx(expected)

@@ -2,8 +2,9 @@
 a weight, before it ships as one checkpoint (:mod:`storyeval.scoring.ending`, where the mix and its reasons are);
 ``--neighbours LABEL=STORY_FOLDER+NEIGHBOUR_FOLDER:WEIGHT`` the same with a neighbour scorer (E2), which reads every two
 neighbouring sentences of a story; ``--opening-ending LABEL=STORY_FOLDER+PART_FOLDER:WEIGHT`` with an ending scorer that
-reads the story's first sentence before its last two (E6). ``--part-lowest-share LABEL=SHARE`` mixes in the mean of a
-row's lowest part scores instead of all of them (E5).
+reads the story's first sentence before its last two (E6); ``--runs LABEL=STORY_FOLDER+ORDER_FOLDER:WEIGHT`` with an
+order scorer that reads every run of five consecutive sentences (E8). ``--part-lowest-share LABEL=SHARE`` mixes in the
+mean of a row's lowest part scores instead of all of them (E5).
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import argparse
 from ..common import weighted_spec
 
 TAIL_SENTENCES = 2  # ending_pairs' default: what the ending scorer was trained to read
+RUN_SENTENCES = 5  # a ROC story's length: the windows the order scorer was trained on (first_checks.md, E8)
 
 
 def mix_spec(value: str, part: str = "ending") -> tuple[str, str, str, float]:
@@ -35,16 +37,21 @@ def opening_ending_spec(value: str) -> tuple[str, str, str, float]:
     return mix_spec(value, "part")
 
 
+def runs_spec(value: str) -> tuple[str, str, str, float]:
+    return mix_spec(value, "order")
+
+
 # option (--KIND) -> its argparse type, its part folder's name and what the part scorer reads, for the help
 MIX_OPTIONS = {"ending": (ending_spec, "ENDING", "an ending checkpoint's score of the story's last two sentences"),
                "neighbours": (neighbour_spec, "NEIGHBOUR", "the mean of a neighbour checkpoint's scores of every two neighbouring sentences"),
-               "opening-ending": (opening_ending_spec, "PART", "an ending checkpoint's score of the story's first sentence and its last two")}
+               "opening-ending": (opening_ending_spec, "PART", "an ending checkpoint's score of the story's first sentence and its last two"),
+               "runs": (runs_spec, "ORDER", f"the mean of an order checkpoint's scores of every run of {RUN_SENTENCES} consecutive sentences")}
 # option -> the shipped config's ``ending_reads`` for that mix (storyeval.scoring.ending.mix_scorer)
-MIX_READS = {"ending": "last_sentences", "neighbours": "neighbours", "opening-ending": "opening_ending"}
+MIX_READS = {"ending": "last_sentences", "neighbours": "neighbours", "opening-ending": "opening_ending", "runs": "runs"}
 
 
 def add_mix_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--ending``, ``--neighbours``, ``--opening-ending`` and ``--part-lowest-share``, as both tools take them."""
+    """``--ending``, ``--neighbours``, ``--opening-ending``, ``--runs`` and ``--part-lowest-share``, as both tools take them."""
     for kind, (spec, part, reads) in MIX_OPTIONS.items():
         parser.add_argument(f"--{kind}", action="append", default=[], type=spec, metavar=f"LABEL=STORY_FOLDER+{part}_FOLDER:WEIGHT",
                             help=f"(1 - WEIGHT) times a checkpoint's score plus WEIGHT times {reads} "
@@ -60,7 +67,7 @@ def mix_rows(args: argparse.Namespace) -> tuple[dict[str, tuple[str, str, str, f
     return dict(given), [label for label, _ in given]
 
 
-PART_SHARE_HELP = ("LABEL=SHARE: the --ending, --neighbours or --opening-ending row LABEL mixes in the mean of the lowest SHARE of its part "
+PART_SHARE_HELP = ("LABEL=SHARE: the --ending, --neighbours, --opening-ending or --runs row LABEL mixes in the mean of the lowest SHARE of its part "
                    "scores (0 < SHARE <= 1; default 1, the mean of all; storyeval.scoring.ending.lowest_mean); repeatable")
 
 
@@ -85,7 +92,7 @@ def part_shares(parser: argparse.ArgumentParser, given: list[tuple[str, float]],
     """label -> its lowest share, for every mix row (1 where none is given); a label of no mix row: a parser error."""
     shares = dict(given)
     if unknown := sorted(set(shares) - set(mix_labels)):
-        parser.error(f"--part-lowest-share {unknown}: not the label of an --ending, --neighbours or --opening-ending row")
+        parser.error(f"--part-lowest-share {unknown}: not the label of an --ending, --neighbours, --opening-ending or --runs row")
     return {label: shares.get(label, 1.0) for label in mix_labels}
 
 

@@ -187,8 +187,15 @@ class StoryScores:
 
         return self._scorer_mix("opening_ending", folder, part_folder, weight, share, {"last_sentences": TAIL_SENTENCES})
 
+    def runs_mix(self, folder: str, order_folder: str, weight: float, share: float = 1.0) -> tuple[dict[str, float], dict]:
+        """story -> a checkpoint folder's score mixed with the mean of an order checkpoint's scores of every run of five
+        consecutive sentences (:class:`storyeval.scoring.ending.RunsMixScorer`), and its fields."""
+        from .ending_mix import RUN_SENTENCES
+
+        return self._scorer_mix("runs", folder, order_folder, weight, share, {"sentences": RUN_SENTENCES}, RUN_SENTENCES)
+
     def _scorer_mix(self, reads: str, folder: str, part_folder: str, weight: float, share: float,
-                    fields: dict | None = None) -> tuple[dict[str, float], dict]:
+                    fields: dict | None = None, sentences: int | None = None) -> tuple[dict[str, float], dict]:
         """The shipped mix that ``reads`` (a config's ``ending_reads``; also its field in the results) names, its parts
         what it reads of each story as the shipped scorer prepares them; each checkpoint scores once, whatever the
         weight and share."""
@@ -200,7 +207,7 @@ class StoryScores:
 
         scorer = load_story_classifier(folder, device="cpu")
         plain = self._scores(folder, scorer)
-        mix = mix_scorer(reads, scorer, load_ending_scorer(part_folder), weight, TAIL_SENTENCES)
+        mix = mix_scorer(reads, scorer, load_ending_scorer(part_folder), weight, sentences or TAIL_SENTENCES)
         part_scores = self._part_scores(f"{checkpoint_key(part_folder)}/{reads} of {checkpoint_key(folder)}", mix.parts, mix.ending_scorer)
         return (self._part_mix(plain, part_scores, weight, share),
                 {"path": portable_path(str(folder)), "settings": scorer.settings(),
@@ -209,7 +216,8 @@ class StoryScores:
 
     def part_mix(self, reads: str, folder: str, part_folder: str, weight: float, share: float = 1.0) -> tuple[dict[str, float], dict]:
         """The mix of one ``--KIND`` option of :mod:`.ending_mix` (``reads``: the KIND)."""
-        mix = {"ending": self.ending_mix, "neighbours": self.neighbour_mix, "opening-ending": self.opening_ending_mix}[reads]
+        mix = {"ending": self.ending_mix, "neighbours": self.neighbour_mix, "opening-ending": self.opening_ending_mix,
+               "runs": self.runs_mix}[reads]
         return mix(folder, part_folder, weight, share)
 
     def shuffle_margins(self, folder: str) -> dict[str, float]:

@@ -26,7 +26,7 @@ from storyeval.checkpoints.registry import UNION_MODEL_TYPE
 from storyeval.models.mpnet_attention import use_fused_attention
 
 # what an ending scorer reads of a story (storyeval.scoring.ending, which the models do not import)
-ENDING_READS = ("last_sentences", "opening_ending", "neighbours")
+ENDING_READS = ("last_sentences", "opening_ending", "neighbours", "runs")
 
 
 @strict
@@ -70,7 +70,8 @@ class UnionConfig(PreTrainedConfig):
     # set on an ending scorer (storyeval.scoring.ending): the story checkpoint whose score it completes (a name
     # storyeval.checkpoints.resolution resolves), the weight of its own score in the mix, how many of a story's
     # last sentences it reads (after the story's first sentence: ending_reads "opening_ending"), or (ending_reads
-    # "neighbours") that it reads every two neighbouring sentences instead,
+    # "neighbours") that it reads every two neighbouring sentences instead, or (ending_reads "runs") every run of that
+    # many consecutive sentences,
     # and the share of those texts, lowest scores first, whose mean is mixed in (1: all of them)
     ending_of: str | None = None
     ending_weight: float | None = None

@@ -13,7 +13,9 @@ a stray or repeated sentence breaks the pairs it is in, whatever the story's len
 ``ending_reads: "neighbours"``, and ``ending_lowest_share`` how many of a story's pair scores are averaged, lowest first
 (the default config: the lower half, so that one stray sentence among many pairs weighs; first_checks.md, E5).
 :class:`OpeningEndingMixScorer` (``ending_reads: "opening_ending"``) reads the story's first sentence before its last
-ones: what a story cut part-way lacks is an end to what its opening began (E6).
+ones: what a story cut part-way lacks is an end to what its opening began (E6). :class:`RunsMixScorer`
+(``ending_reads: "runs"``) reads every run of ``ending_sentences`` consecutive sentences with an order scorer, trained
+on a window against its own shuffle (E8).
 """
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ from storyeval.inputs import check_texts
 from storyeval.scoring import windows
 from storyeval.scoring.signature import settings_string
 from storyeval.scoring.windows import StoryTooLongError
-from storyeval.text import last_sentences, neighbouring_pairs, normalize_story, opening_and_ending
+from storyeval.text import last_sentences, neighbouring_pairs, normalize_story, opening_and_ending, sentence_runs
 
 
 def mixed(story: float, ending: float, weight: float) -> float:
@@ -139,11 +141,27 @@ class OpeningEndingMixScorer(EndingMixScorer):
         return opening_and_ending(self.prepared(story), self.sentences)
 
 
+class RunsMixScorer(EndingMixScorer):
+    """An :class:`EndingMixScorer` whose second scorer, an order scorer, reads every run of ``sentences`` consecutive
+    sentences of a story (:func:`storyeval.text.sentence_runs`): a shuffled story has its sentences out of order in
+    every run, whatever its length."""
+
+    def __init__(self, story_scorer, order_scorer, weight: float, sentences: int, name: str = "unnamed", lowest_share: float = 1.0):
+        super().__init__(story_scorer, order_scorer, weight, sentences, name, lowest_share)
+        self.reads = "order"
+
+    def parts(self, story: str) -> list[str]:
+        return sentence_runs(self.prepared(story), self.sentences)
+
+
 def mix_scorer(reads: str, story_scorer, part_scorer, weight: float, sentences: int = 2, name: str = "unnamed",
                lowest_share: float = 1.0) -> EndingMixScorer:
     """The mix whose second scorer reads what ``reads`` (a config's ``ending_reads``) names: the last ``sentences``
-    sentences, the first sentence and the last ``sentences``, or every two neighbouring sentences."""
+    sentences, the first sentence and the last ``sentences``, every two neighbouring sentences, or every run of
+    ``sentences``."""
     if reads == "neighbours":
         return NeighbourMixScorer(story_scorer, part_scorer, weight, name, lowest_share)
+    if reads == "runs":
+        return RunsMixScorer(story_scorer, part_scorer, weight, sentences, name, lowest_share)
     mix = OpeningEndingMixScorer if reads == "opening_ending" else EndingMixScorer
     return mix(story_scorer, part_scorer, weight, sentences, name, lowest_share)
