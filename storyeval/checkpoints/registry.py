@@ -47,12 +47,14 @@ METRICS: dict[str, MetricSpec] = {
         # "-ending": a story checkpoint's score mixed with an ending scorer's score of the story's last sentences;
         # "-neighbours": that (or a fast config's score) mixed with a neighbour scorer's mean score of every two
         # neighbouring sentences; "wp-base-complete": "wp-base-ending-neighbours" mixed again with an ending scorer
-        # taught only real endings, against cuts as long as them
+        # taught only real endings, against cuts as long as them; "-ordered": "wp-base-complete" (or "wp-neighbours")
+        # mixed with an order scorer's mean score of every run of five sentences
         MetricSpec("union", {"roc": "union-roc", "wp": "union-wp", "roc-base": "union-roc-base", "wp-base": "union-wp-base",
                              "wp-base-ending": "union-wp-base-ending", "wp-base-ending-neighbours": "union-wp-base-ending-neighbours",
                              "roc-neighbours": "union-roc-neighbours", "wp-neighbours": "union-wp-neighbours",
-                             "wp-base-complete": "union-wp-base-complete"},
-                   "wp-base-complete",
+                             "wp-base-complete": "union-wp-base-complete", "wp-base-ordered": "union-wp-base-ordered",
+                             "wp-ordered": "union-wp-ordered"},
+                   "wp-base-ordered",
                    "storyeval.scoring.sequence:SequenceScorer", "storyeval.scoring.sequence:load_story_classifier", fast="wp"),
         MetricSpec("plot_coherence", {"roc": "plot-coherence-roc", "wp": "plot-coherence-wp", "roc-base": "plot-coherence-roc-base",
                                       "wp-base": "plot-coherence-wp-base"}, "roc-base",

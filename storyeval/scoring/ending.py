@@ -1,4 +1,4 @@
-"""A story scorer and an ending scorer as one scorer (``union`` ``wp-base-ending``, ``wp-base-ending-neighbours``, ``wp-base-complete``).
+"""A story scorer and a scorer of some of its sentences as one scorer (``union`` ``wp-base-ending``, ``-ending-neighbours``, ``-complete``, ``-ordered``).
 
 A story cut off part-way differs from the whole in where it stops. A scorer of whole stories taught to notice that
 learned length with it (benchmarks/experiments/first_checks.md, runs T1-T5); an ending scorer reads only a story's last
