@@ -80,6 +80,7 @@ def test_a_last_sentence_of_punctuation_alone_gives_way_to_the_last_two_with_wor
     ({"ending_of": "x", "ending_weight": 0.2, "ending_sentences": 0}, "ending_sentences must be at least 1"),
     ({"ending_of": "x", "ending_weight": 0.2, "ending_sentences": 2, "ending_reads": "words"}, "ending_reads must be"),
     ({"ending_of": "x", "ending_weight": 0.2, "ending_sentences": 2, "ending_lowest_share": 0.0}, "ending_lowest_share must be in"),
+    ({"ending_of": "x", "ending_weight": 0.2, "ending_sentences": 1, "ending_reads": "runs"}, "at least 2 for runs of sentences"),
 ])
 def test_an_ending_config_without_a_weight_or_a_sentence_count_is_refused(fields, message):
     from huggingface_hub.errors import StrictDataclassClassValidationError

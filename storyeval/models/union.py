@@ -92,6 +92,8 @@ class UnionConfig(PreTrainedConfig):
             raise ValueError(f"ending_sentences must be at least 1 for an ending scorer, got {self.ending_sentences}")
         if self.ending_reads not in ENDING_READS:
             raise ValueError(f"ending_reads must be one of {', '.join(map(repr, ENDING_READS))}, got {self.ending_reads!r}")
+        if self.ending_reads == "runs" and self.ending_sentences < 2:
+            raise ValueError(f"ending_sentences must be at least 2 for runs of sentences, got {self.ending_sentences}")
         if not 0 < self.ending_lowest_share <= 1:
             raise ValueError(f"ending_lowest_share must be in (0, 1], got {self.ending_lowest_share}")
 
