@@ -26,7 +26,7 @@ import numpy as np
 
 from ..common import BUNDLED, command_line, machine, metric_checkpoint_spec, require_checkpoint_folders, results_name, write_results
 from ..correlation import HUMAN_SETS, format_row, load_human_set, score_set
-from .ending_mix import MIX_READS, RUN_SENTENCES, TAIL_SENTENCES, add_mix_arguments, load_ending_scorer, mix_rows, part_shares, share_field
+from .ending_mix import MIX_READS, PART_READING, add_mix_arguments, load_ending_scorer, mix_rows, part_shares, share_field
 
 DEFAULT_CHECKPOINTS = [
     ("union", "union-roc", str(BUNDLED / "union-roc")),
@@ -88,9 +88,8 @@ def main(argv=None):
         if mix:
             kind, part_folder, weight = mix
             part = load_ending_scorer(part_folder)
-            sentences = RUN_SENTENCES if kind == "runs" else TAIL_SENTENCES
+            sentences, read = PART_READING[kind]
             scorer = mix_scorer(MIX_READS[kind], scorer, part, weight, sentences, label, shares[label])
-            read = {"neighbours": {}, "runs": {"sentences": RUN_SENTENCES}}.get(kind, {"last_sentences": TAIL_SENTENCES})
             entry[kind.replace("-", "_")] = {"path": portable_path(str(part_folder)), **read, "weight": weight, **share_field(shares[label])}
         for human_set in human_sets:
             result, scores.setdefault(label, {})[human_set.name] = score_set(scorer, human_set, args.batch_size, keep_scores=True)

@@ -48,6 +48,10 @@ MIX_OPTIONS = {"ending": (ending_spec, "ENDING", "an ending checkpoint's score o
                "runs": (runs_spec, "ORDER", f"the mean of an order checkpoint's scores of every run of {RUN_SENTENCES} consecutive sentences")}
 # option -> the shipped config's ``ending_reads`` for that mix (storyeval.scoring.ending.mix_scorer)
 MIX_READS = {"ending": "last_sentences", "neighbours": "neighbours", "opening-ending": "opening_ending", "runs": "runs"}
+# option -> how many sentences its part scorer reads (``ending_sentences``) and what a results file records of that
+PART_READING = {"ending": (TAIL_SENTENCES, {"last_sentences": TAIL_SENTENCES}), "neighbours": (TAIL_SENTENCES, {}),
+                "opening-ending": (TAIL_SENTENCES, {"last_sentences": TAIL_SENTENCES}),
+                "runs": (RUN_SENTENCES, {"sentences": RUN_SENTENCES})}
 
 
 def add_mix_arguments(parser: argparse.ArgumentParser) -> None:

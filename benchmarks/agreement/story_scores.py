@@ -183,35 +183,31 @@ class StoryScores:
     def opening_ending_mix(self, folder: str, part_folder: str, weight: float, share: float = 1.0) -> tuple[dict[str, float], dict]:
         """story -> a checkpoint folder's score mixed with an ending checkpoint's score of the story's first sentence and
         last two (:class:`storyeval.scoring.ending.OpeningEndingMixScorer`), and its fields."""
-        from .ending_mix import TAIL_SENTENCES
-
-        return self._scorer_mix("opening_ending", folder, part_folder, weight, share, {"last_sentences": TAIL_SENTENCES})
+        return self._scorer_mix("opening-ending", folder, part_folder, weight, share)
 
     def runs_mix(self, folder: str, order_folder: str, weight: float, share: float = 1.0) -> tuple[dict[str, float], dict]:
         """story -> a checkpoint folder's score mixed with the mean of an order checkpoint's scores of every run of five
         consecutive sentences (:class:`storyeval.scoring.ending.RunsMixScorer`), and its fields."""
-        from .ending_mix import RUN_SENTENCES
+        return self._scorer_mix("runs", folder, order_folder, weight, share)
 
-        return self._scorer_mix("runs", folder, order_folder, weight, share, {"sentences": RUN_SENTENCES}, RUN_SENTENCES)
-
-    def _scorer_mix(self, reads: str, folder: str, part_folder: str, weight: float, share: float,
-                    fields: dict | None = None, sentences: int | None = None) -> tuple[dict[str, float], dict]:
-        """The shipped mix that ``reads`` (a config's ``ending_reads``; also its field in the results) names, its parts
-        what it reads of each story as the shipped scorer prepares them; each checkpoint scores once, whatever the
-        weight and share."""
+    def _scorer_mix(self, kind: str, folder: str, part_folder: str, weight: float, share: float) -> tuple[dict[str, float], dict]:
+        """The shipped mix of the ``--KIND`` option ``kind`` (its config's ``ending_reads`` is also its field in the
+        results), its parts what it reads of each story as the shipped scorer prepares them; each checkpoint scores
+        once, whatever the weight and share."""
         from storyeval.scoring.ending import mix_scorer
         from storyeval.scoring.sequence import load_story_classifier
         from storyeval_training.export.provenance import portable_path
 
-        from .ending_mix import TAIL_SENTENCES, load_ending_scorer, share_field
+        from .ending_mix import MIX_READS, PART_READING, load_ending_scorer, share_field
 
+        reads, (sentences, fields) = MIX_READS[kind], PART_READING[kind]
         scorer = load_story_classifier(folder, device="cpu")
         plain = self._scores(folder, scorer)
-        mix = mix_scorer(reads, scorer, load_ending_scorer(part_folder), weight, sentences or TAIL_SENTENCES)
+        mix = mix_scorer(reads, scorer, load_ending_scorer(part_folder), weight, sentences)
         part_scores = self._part_scores(f"{checkpoint_key(part_folder)}/{reads} of {checkpoint_key(folder)}", mix.parts, mix.ending_scorer)
         return (self._part_mix(plain, part_scores, weight, share),
                 {"path": portable_path(str(folder)), "settings": scorer.settings(),
-                 reads: {"path": portable_path(str(part_folder)), "settings": mix.ending_scorer.settings(), **(fields or {}),
+                 reads: {"path": portable_path(str(part_folder)), "settings": mix.ending_scorer.settings(), **fields,
                          "weight": weight, **share_field(share)}})
 
     def part_mix(self, reads: str, folder: str, part_folder: str, weight: float, share: float = 1.0) -> tuple[dict[str, float], dict]:
