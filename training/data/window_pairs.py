@@ -1,0 +1,94 @@
+"""Pairs of every window of a few consecutive sentences of a story against the same sentences shuffled: what teaches an
+order scorer, with many windows of each story rather than one.
+
+    python -m storyeval_training.data.window_pairs --stories runs/modern-r2/stories --output-dir runs/windows/pairs
+
+The input is the ``stories`` folder of :mod:`storyeval_training.data.modern_breaks`; only its intact stories are read,
+of the training and validation splits (the test split is the check's report). Each story is normalised as the
+checkpoints were trained and split into the sentences that have words, as the order scorer reads a story
+(:func:`storyeval.text.sentence_runs`); every window of ``--sentences`` consecutive sentences, one starting every
+``--stride`` sentences, gives one pair: ``human`` the window, ``negative`` its sentences in a seeded order other than
+their own, as the check's ``shuffle`` orders them. Both sides hold the same words, so only order tells them apart.
+A story of fewer than ``--sentences`` sentences gives no window and is counted. The check saves a story twice, at WP
+length and as a ROC-length window of it, so a window that a split already holds is left out and counted: each window is
+trained on once.
+
+The check's own ``roc-shuffle`` pairs hold one window of each story: an order scorer trained on them (first_checks.md,
+E8) learned its 4,508 training windows long before it learned order. These pairs hold about ten times as many.
+"""
+from __future__ import annotations
+
+import argparse
+import functools
+import random
+from collections import Counter
+
+import datasets
+
+from storyeval import text as textlib
+from storyeval.inputs import has_words
+from storyeval_training.data import breaks, story_pairs
+
+RECORD = "window_pairs.json"
+
+
+def windows(sentences: list[str], size: int, stride: int) -> list[tuple[int, list[str]]]:
+    """Every window of ``size`` consecutive sentences starting every ``stride`` sentences, with where it starts, and the
+    window that ends where the story ends; none for a story shorter than ``size``."""
+    if len(sentences) < size:
+        return []
+    starts = list(range(0, len(sentences) - size + 1, stride))
+    if starts[-1] != len(sentences) - size:
+        starts.append(len(sentences) - size)
+    return [(start, sentences[start:start + size]) for start in starts]
+
+
+def window_pairs(rows: datasets.Dataset, seed: int, size: int, stride: int) -> tuple[datasets.Dataset, Counter]:
+    """One split's pairs (one per window of each intact story) and what was left out, counted."""
+    rng = random.Random(seed)
+    pairs, left, seen = [], Counter(), set()
+    for row in rows:
+        if row["kind"] != "intact":
+            continue
+        sentences = [s for s in textlib.split_sentences(textlib.normalize_story(row["text"])) if has_words(s)]
+        found = windows(sentences, size, stride)
+        if not found:
+            left["too_short"] += 1
+        for start, window in found:
+            text = " ".join(window)
+            if text in seen:
+                left["window_seen"] += 1
+                continue
+            seen.add(text)
+            shuffled = breaks.shuffle(window, rng)
+            if shuffled is None:  # every sentence of the window the same
+                left["cannot_shuffle"] += 1
+                continue
+            pairs.append({"id": f"{row['unit']}/window/{start}", "context": "", "human": text,
+                          "negative": " ".join(shuffled[0]), "original": text,
+                          "techniques": ["window-shuffle", row["origin"], row["view"], f"at {start} of {len(sentences)}"]})
+    return story_pairs.pairs_dataset(pairs), left
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    story_pairs.add_arguments(p)
+    p.add_argument("--sentences", type=int, default=5, help="how many consecutive sentences a window holds (default: the five of a run the order scorer reads)")
+    p.add_argument("--stride", type=int, default=2, help="a window starts every this many sentences")
+    args = p.parse_args(argv)
+    if args.sentences < breaks.MIN_SENTENCES:
+        p.error(f"--sentences must be at least {breaks.MIN_SENTENCES}: a shorter text carries no shuffle in the check")
+    if args.stride < 1:
+        p.error("--stride must be at least 1")
+    story_pairs.check_arguments(p, args)
+    return args
+
+
+def main(argv=None) -> None:
+    args = parse_args(argv)
+    pair_split = functools.partial(window_pairs, size=args.sentences, stride=args.stride)
+    story_pairs.build("window_pairs", args, {"unit", "kind", "origin", "view", "text"}, pair_split, RECORD)
+
+
+if __name__ == "__main__":
+    main()
