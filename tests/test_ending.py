@@ -225,3 +225,23 @@ def test_a_runs_checkpoint_mixes_in_the_mean_score_of_every_run_of_sentences(fol
     expected = [mixed(story.score(STORIES[:1])[0], sum(scorer.ending_scorer.score_checked(runs)) / 2, 0.2),
                 mixed(story.score(STORIES[1:])[0], scorer.ending_scorer.score_checked([normalize_story(STORIES[1])])[0], 0.2)]
     assert scorer.score(STORIES) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize("reads", ["last_sentences", "neighbours", "runs"])
+def test_a_part_is_read_as_cut_from_the_prepared_story_never_normalised_again(folders, tmp_path, reads):
+    # normalising twice turns a closing quote '' into an opening one ``: the parts' scorers were trained on text
+    # normalised once, so the second scorer must read a part as the mix cut it
+    clear_loaded_scorers()
+    part_folder = save_tiny_checkpoint(tmp_path / reads, ending_of=str(folders[0]), ending_weight=0.3, ending_sentences=2,
+                                       ending_reads=reads, window_stride=4)
+    scorer = load_scorer("union", part_folder)
+    story_text = 'Ken went to the bar. "Oh yeah?" he said. They talked for hours. Ken went home. "Never again!" he said.'
+    parts = scorer.parts(story_text)
+    assert any("''" in part for part in parts) and all(normalize_story(part) != part for part in parts if "''" in part)
+    assert not scorer.ending_scorer.preprocess and scorer.story_scorer.preprocess
+    story = load_story_classifier(folders[0])
+    reader = story.reading_as_given()
+    assert reader.model is story.model and story.preprocess and not reader.preprocess  # the loaded scorer is untouched
+    as_cut = sum(scorer.ending_scorer.score_checked(parts)) / len(parts)
+    expected = mixed(load_story_classifier(folders[0]).score([story_text])[0], as_cut, 0.3)
+    assert scorer.score([story_text]) == pytest.approx([expected])

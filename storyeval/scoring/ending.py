@@ -44,14 +44,16 @@ def lowest_mean(scores: list[float], share: float = 1.0) -> float:
 
 class EndingMixScorer:
     """Scores as its story scorer does (the same inputs, options and errors) and mixes in its ending scorer's score of
-    each story's last ``sentences`` sentences, prepared as the story scorer prepares the story."""
+    each story's last ``sentences`` sentences, cut from the story as the story scorer prepares it and read as they are
+    (the ending scorer's pairs were cut so)."""
 
     def __init__(self, story_scorer, ending_scorer, weight: float, sentences: int, name: str = "unnamed", lowest_share: float = 1.0):
         if not 0 < weight < 1:
             raise ValueError(f"the ending weight must be between 0 and 1, got {weight}")
         if not 0 < lowest_share <= 1:
             raise ValueError(f"the lowest share must be in (0, 1], got {lowest_share}")
-        self.story_scorer, self.ending_scorer = story_scorer, ending_scorer
+        # the parts are cut from the story as prepared here: read as they are, never normalised twice
+        self.story_scorer, self.ending_scorer = story_scorer, ending_scorer.reading_as_given()
         self.reads = "ending"  # what the second scorer reads, for messages
         self.weight, self.sentences, self.name, self.lowest_share = weight, sentences, name, lowest_share
 

@@ -80,6 +80,14 @@ class SequenceScorer:
         ids = self.tokenizer(text, add_special_tokens=False, verbose=False)["input_ids"]
         return windows.split_into_windows(ids, self._prefix, self._suffix, self.max_length, self.window_stride)
 
+    def reading_as_given(self) -> SequenceScorer:
+        """This scorer, its model shared, reading texts as they are given: what a mix's second scorer reads is cut from
+        the story as the mix prepared it, as its training pairs were, and normalising it again would change it (a
+        closing quote '' becomes an opening one ``)."""
+        reader = copy.copy(self)
+        reader.preprocess = False
+        return reader
+
     def model_in(self, dtype: torch.dtype, device: torch.device | None = None):
         """The model with weights in ``dtype`` on ``device`` (default: where the scorer loaded)."""
         key = (device or self.device, dtype)
