@@ -58,10 +58,24 @@ def _last_with_words(sentences: list[str], count: int) -> str:
     return tail if has_words(tail) else " ".join([sentence for sentence in sentences if has_words(sentence)][-count:])
 
 
+def sentences_with_words(text: str) -> list[str]:
+    """The text's sentences that have words in them: a "sentence" of punctuation alone ("...") has none."""
+    return [sentence for sentence in split_sentences(text) if has_words(sentence)]
+
+
+def window_starts(count: int, size: int, stride: int) -> list[int]:
+    """Where each window of ``size`` of ``count`` items starts: one every ``stride`` items, and the last ending where
+    the items end (none when there are fewer than ``size``)."""
+    if count < size:
+        return []
+    starts = list(range(0, count - size + 1, stride))
+    return starts if starts[-1] == count - size else [*starts, count - size]
+
+
 def neighbouring_pairs(text: str) -> list[str]:
     """Every two neighbouring sentences of the text that have words in them, each as one text, in order: what a
     neighbour scorer reads of a story (:class:`storyeval.scoring.ending.NeighbourMixScorer`)."""
-    sentences = [sentence for sentence in split_sentences(text) if has_words(sentence)]
+    sentences = sentences_with_words(text)
     return [f"{first} {second}" for first, second in zip(sentences, sentences[1:])]
 
 
@@ -72,11 +86,10 @@ def sentence_runs(text: str, count: int) -> list[str]:
     sentences or fewer is one run."""
     if count < 2:
         raise ValueError(f"a run needs at least two sentences, got {count}")
-    sentences = [sentence for sentence in split_sentences(text) if has_words(sentence)]
+    sentences = sentences_with_words(text)
     if len(sentences) <= count:
         return [" ".join(sentences)] if sentences else []
-    starts = list(range(0, len(sentences) - count, count - 1)) + [len(sentences) - count]
-    return [" ".join(sentences[start:start + count]) for start in starts]
+    return [" ".join(sentences[start:start + count]) for start in window_starts(len(sentences), count, count - 1)]
 
 
 def tokenize(sentence: str, lowercase: bool = True) -> list[str]:

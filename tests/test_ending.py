@@ -6,7 +6,15 @@ from conftest import save_tiny_checkpoint
 
 from storyeval.scoring.ending import EndingMixScorer, NeighbourMixScorer, OpeningEndingMixScorer, RunsMixScorer, lowest_mean, mixed
 from storyeval.scoring.sequence import clear_loaded_scorers, load_scorer, load_story_classifier
-from storyeval.text import last_sentences, neighbouring_pairs, normalize_story, opening_and_ending, sentence_runs
+from storyeval.text import (
+    last_sentences,
+    neighbouring_pairs,
+    normalize_story,
+    opening_and_ending,
+    sentence_runs,
+    sentences_with_words,
+    window_starts,
+)
 
 STORIES = ["Ken went to the bar. He ordered a drink. He met a friend. They talked for hours. Ken went home happy.",
            "Ken went to the bar. He ordered a drink."]
@@ -246,3 +254,9 @@ def test_a_part_is_read_as_cut_from_the_prepared_story_never_normalised_again(fo
     as_cut = sum(scorer.ending_scorer.score_checked(parts)) / len(parts)
     expected = mixed(load_story_classifier(folders[0]).score([story_text])[0], as_cut, 0.3)
     assert scorer.score([story_text]) == pytest.approx([expected])
+
+
+def test_window_starts_are_one_every_stride_and_the_last_ends_where_the_items_end():
+    assert window_starts(12, 5, 4) == [0, 4, 7] and window_starts(9, 5, 4) == [0, 4]
+    assert window_starts(5, 5, 2) == [0] and window_starts(4, 5, 2) == []
+    assert sentences_with_words("A sat. B ran.") == ["A sat.", "B ran."] and sentences_with_words("...") == []

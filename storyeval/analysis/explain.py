@@ -27,7 +27,7 @@ from collections.abc import Sequence
 
 from storyeval import text as textlib
 from storyeval.files import Row
-from storyeval.inputs import check_texts, has_words
+from storyeval.inputs import check_texts
 
 FIELD = "explanation"  # the JSONL field storyeval score --explain adds
 
@@ -55,7 +55,7 @@ class Explanation:
 
 def story_sentences(story: str) -> list[str]:
     """The sentences that can be left out: a "sentence" of punctuation alone ("...") has no words."""
-    return [sentence for sentence in textlib.split_sentences(story) if has_words(sentence)]
+    return textlib.sentences_with_words(story)
 
 
 def _check_scorer(scorer) -> None:

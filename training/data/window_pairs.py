@@ -26,7 +26,6 @@ from collections import Counter
 import datasets
 
 from storyeval import text as textlib
-from storyeval.inputs import has_words
 from storyeval_training.data import breaks, story_pairs
 
 RECORD = "window_pairs.json"
@@ -34,13 +33,9 @@ RECORD = "window_pairs.json"
 
 def windows(sentences: list[str], size: int, stride: int) -> list[tuple[int, list[str]]]:
     """Every window of ``size`` consecutive sentences starting every ``stride`` sentences, with where it starts, and the
-    window that ends where the story ends; none for a story shorter than ``size``."""
-    if len(sentences) < size:
-        return []
-    starts = list(range(0, len(sentences) - size + 1, stride))
-    if starts[-1] != len(sentences) - size:
-        starts.append(len(sentences) - size)
-    return [(start, sentences[start:start + size]) for start in starts]
+    window that ends where the story ends (placed as the order scorer's runs are); none for a story shorter than
+    ``size``."""
+    return [(start, sentences[start:start + size]) for start in textlib.window_starts(len(sentences), size, stride)]
 
 
 def window_pairs(rows: datasets.Dataset, seed: int, size: int, stride: int) -> tuple[datasets.Dataset, Counter]:
@@ -50,7 +45,7 @@ def window_pairs(rows: datasets.Dataset, seed: int, size: int, stride: int) -> t
     for row in rows:
         if row["kind"] != "intact":
             continue
-        sentences = [s for s in textlib.split_sentences(textlib.normalize_story(row["text"])) if has_words(s)]
+        sentences = textlib.sentences_with_words(textlib.normalize_story(row["text"]))
         found = windows(sentences, size, stride)
         if not found:
             left["too_short"] += 1
