@@ -264,10 +264,9 @@ def modern_table(reader: ResultsReader, names: list[str]) -> list[str]:
 
 # the checks a researcher runs first (issue 86), on revision 2 of the modern-text check's test split
 FIRST_CHECKS_FILE = "first_checks"
-# configs shipped after it, measured the same way on the same stories; the last, every shipped mix again with its parts
-# read as cut (c801841) and E9's order scorer in the -ordered configs
-FIRST_CHECKS_LATER = ("first_checks_ending", "first_checks_neighbours", "first_checks_fast_neighbours", "first_checks_complete",
-                      "first_checks_ordered", "first_checks_mended")
+# the mixes shipped after it, measured the same way on the same stories: every one again with its parts read as cut
+# (c801841), which supersedes each mix's own earlier file (first_checks_ending, ..._ordered: the experiment log's)
+FIRST_CHECKS_LATER = ("first_checks_mended",)
 FIRST_CHECK_VIEWS = ("wp", "roc", "human-roc", "human-wp")  # LLM stories at WP length, as ROC windows; human ROC, WP stories
 
 
