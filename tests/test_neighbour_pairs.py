@@ -62,7 +62,7 @@ def test_short_stories_are_left_out_and_counted():
     assert len(pairs) == 0 and "negative" in pairs.column_names and left == {"too_short": 1}
 
 
-@pytest.mark.parametrize("tool", ["ending_pairs", "neighbour_pairs"])
+@pytest.mark.parametrize("tool", ["ending_pairs", "neighbour_pairs", "window_pairs"])
 def test_the_shared_options_are_refused_before_anything_is_written(tmp_path, capsys, tool):
     import importlib
 
@@ -80,7 +80,7 @@ def test_the_shared_options_are_refused_before_anything_is_written(tmp_path, cap
     assert not (tmp_path / "out").exists()
 
 
-@pytest.mark.parametrize("tool", ["ending_pairs", "neighbour_pairs"])
+@pytest.mark.parametrize("tool", ["ending_pairs", "neighbour_pairs", "window_pairs"])
 def test_a_folder_that_is_not_the_checks_stories_is_refused_in_one_line_before_anything_is_written(tmp_path, tool):
     import importlib
 
