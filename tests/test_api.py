@@ -17,6 +17,7 @@ def test_settings_string_names_checkpoint_precision_and_versions(monkeypatch):
     assert signature.settings_string("union-roc", "bfloat16") == "union-roc_bf16_storyeval-0.1.0.dev0_transformers-5.24_torch-2.13"
     assert signature.settings_string("continuation-quality", torch.float16).startswith("continuation-quality_fp16_")
     assert signature.settings_string("union-roc", "int8").startswith("union-roc_int8_storyeval-")
+    assert signature.settings_string("union-roc", weights="86976b6f").endswith("_torch-2.13_weights-86976b6f")
     with pytest.raises(ValueError, match="unsupported dtype"):
         signature.settings_string("union-roc", "int4")
 
@@ -37,6 +38,7 @@ def test_download_model_and_load_from_checkpoint_bundled():
     scorer = storyeval.load_from_checkpoint(path, device="cpu")
     assert isinstance(scorer, SequenceScorer)
     assert scorer.settings().startswith("union-roc_fp32_storyeval-")
+    assert scorer.settings().endswith(f"_weights-{checkpoints.scoring_digest(path)}")
     cq = storyeval.load_from_checkpoint(storyeval.download_model("continuation-quality", local_files_only=True), device="cpu")
     assert set(cq.score(["Ken went home."], ["He slept."])) == {"overall", "relevance", "interestingness"}
 

@@ -41,6 +41,27 @@ def test_the_score_is_the_story_score_mixed_with_the_last_two_sentences_score(fo
     assert scorer.settings().startswith(f"{ending_folder.name}_fp32_")
 
 
+def test_the_settings_string_changes_with_the_weights_of_a_mix_or_its_part_not_with_its_records(tmp_path):
+    import shutil
+
+    from storyeval.checkpoints.resolution import scoring_digest
+
+    story = save_tiny_checkpoint(tmp_path / "story")
+    mix = save_tiny_checkpoint(tmp_path / "mix", ending_of=str(story), ending_weight=0.25, ending_sentences=2)
+    clear_loaded_scorers()
+    first = load_scorer("union", mix).settings()
+    assert first.endswith(f"_weights-{scoring_digest(mix)}") and scoring_digest(mix) != scoring_digest(story)
+    for folder in (story, mix):  # a new card or benchmark record scores as before
+        (folder / "README.md").write_text("a card")
+        (folder / "reference_scores.json").write_text("{}")
+    clear_loaded_scorers()
+    assert load_scorer("union", mix).settings() == first
+    shutil.rmtree(story)
+    save_tiny_checkpoint(story, window_stride=4)  # the part replaced under the same name
+    clear_loaded_scorers()
+    assert load_scorer("union", mix).settings() != first
+
+
 def test_bad_input_is_refused_as_the_story_scorer_refuses_it(folders):
     clear_loaded_scorers()
     scorer = load_scorer("union", folders[1])

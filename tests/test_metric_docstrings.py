@@ -22,6 +22,7 @@ class FakeScorer:
 
     def __init__(self, metric, folder):
         self.contexts, self.name = metric_spec(metric).takes_contexts, checkpoints.checkpoint_name(folder)
+        self.weights = checkpoints.scoring_digest(folder)
 
     def score(self, *texts, **options):
         if self.contexts:
@@ -29,7 +30,7 @@ class FakeScorer:
         return [0.5] * len(texts[0])
 
     def settings(self, dtype=None):
-        return settings_string(self.name, dtype)
+        return settings_string(self.name, dtype, self.weights)
 
 
 @pytest.mark.parametrize("name", sorted(p.name for p in METRICS.iterdir() if (p / f"{p.name}.py").is_file()))

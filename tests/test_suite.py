@@ -109,8 +109,12 @@ def test_every_result_says_what_produced_it(roc_suite):
 
     alone, with_contexts, empty = roc_suite.score(STORIES), roc_suite.score(CONTINUATIONS, CONTEXTS), roc_suite.score([])
     versions = settings_string("x").removeprefix("x")  # _fp32_storyeval-..._transformers-..._torch-...
-    assert alone["settings"].startswith(f"union-roc+plot-coherence-roc{versions}_percentiles-roc-test-")
-    assert with_contexts["settings"].startswith(f"union-roc+plot-coherence-roc+continuation-quality{versions}_percentiles-roc-test-")
+    digests = {name: scorer.weights for name, _, scorer, _ in roc_suite.parts(with_contexts=True)}
+    assert len(set(digests.values())) == 3 and all(len(digest) == 8 for digest in digests.values())
+    weights = f"_weights-{digests['union']}+{digests['plot_coherence']}"
+    assert alone["settings"].startswith(f"union-roc+plot-coherence-roc{versions}{weights}_percentiles-roc-test-")
+    assert with_contexts["settings"].startswith(
+        f"union-roc+plot-coherence-roc+continuation-quality{versions}{weights}+{digests['continuation_quality']}_percentiles-roc-test-")
     assert empty["settings"] == alone["settings"]
     references = alone["percentile_references"]
     assert list(references) == ["union", "plot_coherence"] and list(with_contexts["percentile_references"])[-1] == "continuation_quality"

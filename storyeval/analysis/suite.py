@@ -291,9 +291,10 @@ class StoryQuality:
         combination = self.combination(combination)
         parts = self.parts(with_contexts)
         checkpoints = "+".join(scorer.name for _, _, scorer, _ in parts)
+        weights = "+".join(scorer.weights or "unknown" for _, _, scorer, _ in parts)
         if score_dtype(dtype) == "int8" and self._int8_falls_back():
             dtype = "float32"  # a CPU without int8 instructions: the story metrics score in float32
-        return self._settings(checkpoints, parts, combination, settings_string(checkpoints, score_dtype(dtype)))
+        return self._settings(checkpoints, parts, combination, settings_string(checkpoints, score_dtype(dtype), weights))
 
     def _int8_falls_back(self) -> bool:
         return any(scorer._int8_falls_back() for name, _, scorer, _ in self.components if name != "continuation_quality")

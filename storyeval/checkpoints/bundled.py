@@ -78,6 +78,30 @@ def content_hash(folder: Path) -> str:
     return _content_hash(str(folder), folder_stamp(folder))
 
 
+# files that record how a checkpoint was made, described or measured, not how it scores: a new card or
+# benchmark row leaves its weights digest as it was
+RECORD_FILES = frozenset({"README.md", "training_results.json", "reference_scores.json", "evaluation.json"})
+
+
+@functools.lru_cache(maxsize=32)
+def _weights_digest(folder: str, stamp: tuple) -> str:
+    digest = hashlib.sha256()
+    for name in checkpoint_files(Path(folder)):
+        if Path(name).name in RECORD_FILES:
+            continue
+        digest.update(name.encode() + b"\0")
+        with (Path(folder) / name).open("rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()
+
+
+def weights_digest(folder: Path) -> str:
+    """A hash of the files of a checkpoint folder that decide its scores (weights, configuration, tokenizer), not of
+    those that record it (:data:`RECORD_FILES`); recomputed when a file's size or time changes."""
+    return _weights_digest(str(folder), folder_stamp(folder))
+
+
 def storage_folder(name: str, cache_dir: str | Path | None = None) -> Path:
     from huggingface_hub import constants
     from huggingface_hub.file_download import repo_folder_name

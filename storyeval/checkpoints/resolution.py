@@ -24,6 +24,7 @@ their own messages.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 from pathlib import Path
@@ -126,6 +127,19 @@ def checkpoint_name(folder: str | Path) -> str:
     if folder.parent.name == "snapshots" and folder.parent.parent.name.startswith("models--"):
         return folder.parent.parent.name.split("--")[-1]
     return folder.name
+
+
+def scoring_digest(folder: str | Path) -> str:
+    """Eight hex digits that change whenever what ``folder``'s checkpoint scores with changes: its
+    :func:`storyeval.checkpoints.bundled.weights_digest`, with its part's for a mix (``ending_of``), so that a
+    checkpoint whose name stayed while its weights were replaced says so in the settings string."""
+    folder = Path(folder)
+    digest = bundled.weights_digest(folder)
+    config_file = folder / "config.json"
+    part = json.loads(config_file.read_text()).get("ending_of") if config_file.is_file() else None
+    if part:
+        digest = hashlib.sha256(f"{digest}+{scoring_digest(resolve_named(part))}".encode()).hexdigest()
+    return digest[:8]
 
 
 def check_metric(metric: str, folder: str | Path) -> None:

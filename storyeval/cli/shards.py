@@ -150,7 +150,8 @@ def run_settings(metric: str, config: str, dtype: str | None, with_contexts: boo
     from storyeval.checkpoints import resolution as checkpoints
     from storyeval.scoring.signature import settings_string
 
-    return settings_string(checkpoints.checkpoint_name(folder or checkpoints.resolve_checkpoint(metric, config)), dtype)
+    folder = folder or checkpoints.resolve_checkpoint(metric, config)
+    return settings_string(checkpoints.checkpoint_name(folder), dtype, checkpoints.scoring_digest(folder))
 
 
 def job_record(job) -> dict:

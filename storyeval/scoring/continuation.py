@@ -10,7 +10,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from storyeval.checkpoints.resolution import checkpoint_name
+from storyeval.checkpoints.resolution import checkpoint_name, scoring_digest
 from storyeval.inputs import FLOAT_DTYPE_NAMES, check_batch_size, check_progress_bar, check_same_length, check_texts
 from storyeval.models.continuation.cooccurrence import CooccurrenceStats
 from storyeval.models.continuation.encoder import load_learned_encoder
@@ -38,11 +38,11 @@ class ContinuationScorer:
         self.model = ContinuationModel.load(folder).to(self.device)
         self._models = {(self.device, torch.float32): self.model}
         self.preprocess = preprocess
-        self.name = checkpoint_name(folder)  # for the settings string
+        self.name, self.weights = checkpoint_name(folder), scoring_digest(folder)  # for the settings string
 
     def settings(self, dtype=None) -> str:
         """What a score from :meth:`score` with this ``dtype`` was computed with (see :mod:`storyeval.scoring.signature`)."""
-        return settings_string(self.name, dtype)
+        return settings_string(self.name, dtype, self.weights)
 
     def model_in(self, dtype: torch.dtype, device: torch.device):
         """The model in ``dtype`` on ``device``: a copy, made on first use, where it is not how the scorer loaded

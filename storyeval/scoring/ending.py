@@ -56,6 +56,7 @@ class EndingMixScorer:
         self.story_scorer, self.ending_scorer = story_scorer, ending_scorer.reading_as_given()
         self.reads = "ending"  # what the second scorer reads, for messages
         self.weight, self.sentences, self.name, self.lowest_share = weight, sentences, name, lowest_share
+        self.weights = None  # its scoring_digest, set by the loader that knows its folder
 
     @property
     def delexicalize(self) -> bool:
@@ -94,7 +95,7 @@ class EndingMixScorer:
         # int8 scores nothing here that the story scorer would not refuse or score in float32 first
         if dtype is not None and self.story_scorer.settings(dtype) == self.story_scorer.settings("float32"):
             dtype = "float32"
-        return settings_string(self.name, dtype)
+        return settings_string(self.name, dtype, self.weights)
 
     def score(self, stories, batch_size: int = 16, device=None, progress_bar: bool = False, dtype=None) -> list[float]:
         """One score in [0, 1] per story, in input order."""

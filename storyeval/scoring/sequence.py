@@ -58,13 +58,14 @@ class SequenceScorer:
         self.window_aggregation = window_aggregation
         self._prefix, self._suffix = _special_token_frame(tokenizer)
         self.name = name  # the checkpoint's short name, for the settings string
+        self.weights = None  # its scoring_digest, set by the loader that knows its folder
 
     def settings(self, dtype=None) -> str:
         """What a score from :meth:`score` with this ``dtype`` was computed with (see :mod:`storyeval.scoring.signature`):
         float32 for ``"int8"`` on a CPU without int8 instructions, which scores in float32."""
         if dtype is not None and resolve_dtype(dtype) == torch.int8 and self._int8_falls_back():
             dtype = "float32"
-        return settings_string(self.name, dtype)
+        return settings_string(self.name, dtype, self.weights)
 
     def _int8_falls_back(self) -> bool:
         """Whether ``dtype="int8"`` scores with the float32 model here: it did, or this CPU has no int8 instructions."""
@@ -180,14 +181,16 @@ def _load_story_classifier(checkpoint: str, device: str, preprocess: bool) -> Se
     config = model.config
     scorer = SequenceScorer(model, tokenizer, config.max_length, config.window_stride, device, preprocess, config.delexicalize,
                             name=checkpoints.checkpoint_name(checkpoint), window_aggregation=config.window_aggregation)
-    if config.ending_of is None:
-        return scorer
-    from storyeval.scoring.ending import mix_scorer
+    if config.ending_of is not None:
+        from storyeval.scoring.ending import mix_scorer
 
-    # an ending scorer completes a story checkpoint (itself a mix, maybe), loaded (and cached) as any other
-    story = _load_story_classifier(str(checkpoints.resolve_named(config.ending_of)), device, preprocess)
-    return mix_scorer(config.ending_reads, story, scorer, config.ending_weight, config.ending_sentences, scorer.name,
-                      config.ending_lowest_share)
+        # an ending scorer completes a story checkpoint (itself a mix, maybe), loaded (and cached) as any other
+        story = _load_story_classifier(str(checkpoints.resolve_named(config.ending_of)), device, preprocess)
+        scorer = mix_scorer(config.ending_reads, story, scorer, config.ending_weight, config.ending_sentences,
+                            scorer.name, config.ending_lowest_share)
+    if files is not None:
+        scorer.weights = checkpoints.scoring_digest(folder)
+    return scorer
 
 
 def clear_loaded_scorers() -> None:

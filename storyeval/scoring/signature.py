@@ -1,8 +1,10 @@
 """The settings string every score carries, so a paper can say exactly what it ran.
 
-In the spirit of bert_score's hash: ``union-roc_fp32_storyeval-0.1.0.dev0_transformers-5.24_torch-2.13``
-names the checkpoint, the precision the model ran in, and the versions of the
-code that turned text into scores. Scores with the same string are comparable.
+In the spirit of bert_score's hash:
+``union-roc_fp32_storyeval-0.1.0.dev0_transformers-5.24_torch-2.13_weights-3f2a9c1e`` names the checkpoint, the
+precision the model ran in, the versions of the code that turned text into scores, and a digest of the files the
+checkpoint scores with (:func:`storyeval.checkpoints.resolution.scoring_digest`): a checkpoint keeps its name when a
+better one replaces it, and the digest tells the two apart. Scores with the same string are comparable.
 """
 from __future__ import annotations
 
@@ -28,8 +30,9 @@ def installed_version(distribution: str) -> str:
     return metadata.version(distribution)
 
 
-def settings_string(checkpoint: str, dtype=None) -> str:
-    """The settings string of ``checkpoint``'s scores in ``dtype`` (a name or a torch dtype; None: float32)."""
+def settings_string(checkpoint: str, dtype=None, weights: str | None = None) -> str:
+    """The settings string of ``checkpoint``'s scores in ``dtype`` (a name or a torch dtype; None: float32), with
+    the digest of its ``weights`` where they are known (``+``-joined for several checkpoints)."""
     # a torch dtype prints as "torch.<name>"
     name = "float32" if dtype is None else dtype if isinstance(dtype, str) else str(dtype).removeprefix("torch.")
     if name not in DTYPE_TAGS:
@@ -37,4 +40,5 @@ def settings_string(checkpoint: str, dtype=None) -> str:
     return (
         f"{checkpoint}_{DTYPE_TAGS[name]}_storyeval-{__version__}"
         f"_transformers-{major_minor(installed_version('transformers'))}_torch-{major_minor(installed_version('torch'))}"
+        + (f"_weights-{weights}" if weights else "")
     )

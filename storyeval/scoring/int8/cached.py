@@ -40,11 +40,12 @@ class CachedInt8Scorer:
         self.max_length, self.window_stride = settings["max_length"], settings["window_stride"]
         self.window_aggregation, self.delexicalize = settings["window_aggregation"], settings["delexicalize"]
         self.backend, self.folder, self.num_threads, self.preprocess = backend, folder, num_threads, preprocess
+        self.weights = None  # the checkpoint's scoring_digest, as its torch scorer says: set by the loader
         self._prefix, self._suffix = windows.special_token_frame(
             lambda text, special: tokenizer.encode(text, add_special_tokens=special).ids)
 
     def settings(self, dtype="int8") -> str:
-        return settings_string(self.name, _int8_only(dtype))
+        return settings_string(self.name, _int8_only(dtype), self.weights)
 
     def windows(self, story: str) -> list[list[int]]:
         text = normalize_story(story, self.delexicalize) if self.preprocess else story
@@ -111,8 +112,10 @@ def load_cached_int8_scorer(checkpoint: str | Path, num_threads: int | None = No
     tokenizer.no_padding()
     threads = num_threads or (int(os.environ["OMP_NUM_THREADS"]) if os.environ.get("OMP_NUM_THREADS", "").isdigit() else None)
     settings = {key: config.get(key, default) for key, default in SCORING_DEFAULTS.items()}
-    return CachedInt8Scorer(runtime.load(export, threads), tokenizer, _pad_id(folder, tokenizer), settings,
-                            checkpoints.checkpoint_name(folder), runtime.name, export, threads, preprocess)
+    scorer = CachedInt8Scorer(runtime.load(export, threads), tokenizer, _pad_id(folder, tokenizer), settings,
+                              checkpoints.checkpoint_name(folder), runtime.name, export, threads, preprocess)
+    scorer.weights = checkpoints.scoring_digest(folder)
+    return scorer
 
 
 def _pad_id(folder: Path, tokenizer) -> int:

@@ -49,5 +49,6 @@ def load_int8_scorer(checkpoint: str | Path, backend: str | None = None, num_thr
         loaded.model, loaded.tokenizer, loaded.max_length, loaded.window_stride, "cpu", loaded.preprocess, loaded.delexicalize,
         name=loaded.name, window_aggregation=loaded.window_aggregation, backend=backend, num_threads=num_threads, scheme=scheme,
     )
+    scorer.weights = loaded.weights
     scorer.model_in(INT8)
     return scorer
