@@ -7,6 +7,7 @@ import evaluate
 import pytest
 import torch
 
+from storyeval.checkpoints.resolution import scoring_digest
 from storyeval.cli import main as cli
 from storyeval.models import UnionModel
 from storyeval.scoring.int8 import runtime as int8_runtime
@@ -334,7 +335,8 @@ def test_a_cpu_without_int8_instructions_gets_float32_in_one_line_that_says_so_a
                     "instructions (x86 VNNI or ARM dot product)"]
     rows = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
     assert [row["score"] for row in rows] == pytest.approx(scorer.score(STORIES), abs=1e-6)
-    assert {row["score_settings"] for row in rows} == {scorer.settings("float32").replace("unnamed", "copy")}
+    expected = scorer.settings("float32").replace("unnamed", "copy") + f"_weights-{scoring_digest(checkpoint)}"
+    assert {row["score_settings"] for row in rows} == {expected}
 
 
 def test_an_int8_request_for_a_checkpoint_the_rule_refuses_is_one_line_with_its_figures_and_never_falls_back(tmp_path, monkeypatch, capsys):

@@ -167,7 +167,8 @@ def test_metric_through_evaluate_load(tiny_checkpoint):
     union = evaluate.load(METRIC_DIR, str(tiny_checkpoint))
     results = union.compute(predictions=[STORY, "he left ."], batch_size=1)
     assert set(results) == {"scores", "mean_score", "settings"} and len(results["scores"]) == 2
-    assert results["settings"] == f"{tiny_checkpoint.name}_fp32_storyeval-{storyeval.__version__}_transformers-{TRANSFORMERS}_torch-{TORCH}"
+    assert results["settings"] == (f"{tiny_checkpoint.name}_fp32_storyeval-{storyeval.__version__}_transformers-{TRANSFORMERS}"
+                                   f"_torch-{TORCH}_weights-{checkpoints.scoring_digest(tiny_checkpoint)}")
     assert results["mean_score"] == pytest.approx(sum(results["scores"]) / 2)
     again = union.compute(predictions=[STORY, "he left ."], batch_size=8, device="cpu", progress_bar=True)
     assert again["scores"] == pytest.approx(results["scores"], abs=1e-5)
