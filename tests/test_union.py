@@ -529,9 +529,15 @@ def test_training_selects_on_other_pairs_when_given(tmp_path, tokenizer):
 
     normalised = train_union.load_selection_pairs(str(tmp_path / "selection"), delexicalize=True)
     assert normalised["human"][0] == "[MALE] sat down . he ate an apple ."  # as scoring would see it
+    # a builder's pairs are read as they are: normalising '' again would make it ``
+    quoted = normalised.map(lambda row: {"human": row["human"] + " he said , `` fine . ''"})
+    datasets.DatasetDict({"validation": quoted}).save_to_disk(tmp_path / "built")
+    assert train_union.load_selection_pairs(str(tmp_path / "built"), True, normalised=True)["human"] == quoted["human"]
+    assert train_union.load_selection_pairs(str(tmp_path / "built"), True)["human"][0].endswith("`` fine . ``")
 
     common = ["--pairs-dir", str(tmp_path / "pairs"), "--model-name-or-path", str(encoder_dir), "--max-train-steps", "4",
               "--eval-steps", "1", "--per-device-train-batch-size", "4", "--max-length", "32", "--learning-rate", "1e-3"]
+    assert train_union.parse_args(common + ["--output-dir", "x", "--selection-pairs-normalised"]).selection_pairs_normalised
     results = train_union.train(train_union.parse_args(
         common + ["--output-dir", str(tmp_path / "run"), "--selection-pairs-dir", str(tmp_path / "selection"), "--export-dir", str(tmp_path / "export")]
     ))

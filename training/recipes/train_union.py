@@ -54,7 +54,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--selection-pairs-dir", default=None,
                    help="pairs saved by storyeval-build-negatives or storyeval-train-plot-coherence (its pairs/ folder) whose "
                         "validation split chooses the best checkpoint instead of this run's own validation pairs, e.g. "
-                        "model-generated negatives, which this run's perturbations do not resemble")
+                        "model-generated negatives, which this run's perturbations do not resemble; normalised as scoring "
+                        "normalises a story unless --selection-pairs-normalised")
+    p.add_argument("--selection-pairs-normalised", action="store_true",
+                   help="--selection-pairs-dir's pairs are in that form already (the pair builders' outputs, such as "
+                        "modern_breaks' and window_pairs'): read them as they are, since normalising twice changes a text "
+                        "(a closing '' read again becomes an opening ``)")
     p.add_argument("--select-by", choices=["accuracy", "pair_accuracy"], default=None,
                    help="what keeps the best evaluation: the stories' accuracy, or the share of pairs whose human story scores "
                         "higher (for a mix of negatives of different kinds, which a threshold of 0.5 suits unequally); measured "
@@ -178,15 +183,17 @@ def to_examples(batch: dict, tokenizer, max_length: int) -> dict:
     return out
 
 
-def load_selection_pairs(folder: str, delexicalize: bool) -> datasets.Dataset:
-    """The validation split of ``folder``, normalised as scoring normalises a story.
+def load_selection_pairs(folder: str, delexicalize: bool, normalised: bool = False) -> datasets.Dataset:
+    """The validation split of ``folder``, normalised as scoring normalises a story unless it is ``normalised`` already.
 
-    The run's own pairs are already in that form; pairs from elsewhere (the plot
-    paper's released stories keep names and their own spacing) may not be.
+    The builders' pairs are in that form; pairs from elsewhere (the plot paper's
+    released stories keep names and their own spacing) may not be.
     """
     pairs = load_pair_folder(folder, "--selection-pairs-dir")
     if "validation" not in pairs or len(pairs["validation"]) == 0:
         raise ValueError(f"--selection-pairs-dir {folder}: needs a non-empty validation split, has {dict(pairs.num_rows)}")
+    if normalised:
+        return pairs["validation"]
     return normalise_pairs(pairs["validation"], delexicalize, "normalising selection pairs")
 
 
@@ -348,7 +355,8 @@ def train(args, config_overrides: dict | None = None, write_card=write_union_car
         pairs = load_pairs(args)
         selection, selection_overlap = None, 0
         if args.selection_pairs_dir:
-            selection = load_selection_pairs(args.selection_pairs_dir, model.config.delexicalize)
+            selection = load_selection_pairs(args.selection_pairs_dir, model.config.delexicalize,
+                                             args.selection_pairs_normalised)
             pairs["train"], selection_overlap = drop_selection_stories(pairs["train"], selection)
         if args.max_train_pairs:
             pairs["train"] = pairs["train"].shuffle(seed=args.seed).select(range(min(args.max_train_pairs, len(pairs["train"]))))
