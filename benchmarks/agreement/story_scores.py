@@ -157,22 +157,9 @@ class StoryScores:
 
     def ending_mix(self, folder: str, ending_folder: str, weight: float, share: float = 1.0) -> tuple[dict[str, float], dict]:
         """story -> a checkpoint folder's score mixed with an ending checkpoint's score of the story's last sentences
-        (:mod:`.ending_mix`), and its fields; each checkpoint scores once, whatever the weight."""
-        from storyeval.scoring.sequence import load_story_classifier
-        from storyeval.text import last_sentences
-        from storyeval_training.export.provenance import portable_path
-
-        from .ending_mix import TAIL_SENTENCES, load_ending_scorer, share_field
-
-        scorer = load_story_classifier(folder, device="cpu")
-        plain = self._scores(folder, scorer)
-        ending_scorer = load_ending_scorer(ending_folder)
-        endings = self._part_scores(f"{checkpoint_key(ending_folder)}/last{TAIL_SENTENCES}",
-                                    lambda story: [last_sentences(story, TAIL_SENTENCES)], ending_scorer)
-        return (self._part_mix(plain, endings, weight, share),
-                {"path": portable_path(str(folder)), "settings": scorer.settings(),
-                 "ending": {"path": portable_path(str(ending_folder)), "settings": ending_scorer.settings(),
-                            "last_sentences": TAIL_SENTENCES, "weight": weight, **share_field(share)}})
+        (:class:`storyeval.scoring.ending.EndingMixScorer`: cut from the story as the story scorer prepares it, as the
+        shipped mix reads them), and its fields; each checkpoint scores once, whatever the weight."""
+        return self._scorer_mix("ending", folder, ending_folder, weight, share)
 
     def neighbour_mix(self, folder: str, neighbour_folder: str, weight: float, share: float = 1.0) -> tuple[dict[str, float], dict]:
         """story -> a checkpoint folder's score mixed with the mean of a neighbour checkpoint's scores of every two
@@ -192,8 +179,9 @@ class StoryScores:
 
     def _scorer_mix(self, kind: str, folder: str, part_folder: str, weight: float, share: float) -> tuple[dict[str, float], dict]:
         """The shipped mix of the ``--KIND`` option ``kind`` (its config's ``ending_reads`` is also its field in the
-        results), its parts what it reads of each story as the shipped scorer prepares them; each checkpoint scores
-        once, whatever the weight and share."""
+        results, but for ``ending``'s, as it was before that option read parts as the mix does), its parts what it
+        reads of each story as the shipped scorer prepares them; each checkpoint scores once, whatever the weight and
+        share."""
         from storyeval.scoring.ending import mix_scorer
         from storyeval.scoring.sequence import load_story_classifier
         from storyeval_training.export.provenance import portable_path
@@ -207,7 +195,8 @@ class StoryScores:
         part_scores = self._part_scores(f"{checkpoint_key(part_folder)}/{reads} of {checkpoint_key(folder)}", mix.parts, mix.ending_scorer)
         return (self._part_mix(plain, part_scores, weight, share),
                 {"path": portable_path(str(folder)), "settings": scorer.settings(),
-                 reads: {"path": portable_path(str(part_folder)), "settings": mix.ending_scorer.settings(), **fields,
+                 "ending" if kind == "ending" else reads: {
+                     "path": portable_path(str(part_folder)), "settings": mix.ending_scorer.settings(), **fields,
                          "weight": weight, **share_field(share)}})
 
     def part_mix(self, reads: str, folder: str, part_folder: str, weight: float, share: float = 1.0) -> tuple[dict[str, float], dict]:
