@@ -1,4 +1,4 @@
-"""window_pairs: every window of a story's sentences against the same sentences shuffled."""
+"""window_pairs: every window of a story's sentences against the same sentences shuffled, or with a stray sentence."""
 import datasets
 import pytest
 
@@ -37,6 +37,23 @@ def test_each_window_is_paired_with_its_own_sentences_in_another_order():
         negative = split_sentences(row["negative"])
         assert sorted(negative) == sorted(sentences[start:start + 5]) and negative != sentences[start:start + 5]
         assert row["techniques"][:3] == ["window-shuffle", "machine", "wp"]
+
+
+def test_a_stray_pair_holds_a_sentence_of_another_story_by_the_same_kind_of_writer_among_the_windows_first():
+    people = {**story("cat", 6), "origin": "human"}  # another kind of writer: never the stray sentence's story
+    pairs, left = window_pairs.window_pairs(rows([story("ann", 9), story("bob", 5), people]), seed=0, size=5, stride=2,
+                                            negative="stray")
+    assert len(pairs) == 3 + 1 and left == {"no_other_story": 2}  # cat's two windows: no other story by a person
+    sentences = {name: set(split_sentences(normalize_story(story(name, n)["text"]))) for name, n in (("ann", 9), ("bob", 5))}
+    assert not sentences["ann"] & sentences["bob"]
+    for row in pairs:
+        own = split_sentences(row["human"])
+        negative = split_sentences(row["negative"])
+        stray = [sentence for sentence in negative if sentence not in own]
+        assert len(negative) == 5 and len(stray) == 1 and negative.index(stray[0]) > 0
+        assert [sentence for sentence in negative if sentence in own] == own[:4]
+        assert stray[0] in sentences["bob" if row["id"].startswith("ann") else "ann"]
+        assert row["techniques"][0] == "window-stray" and "/window-stray/" in row["id"]
 
 
 def test_a_window_the_split_already_holds_is_trained_on_once():
