@@ -865,6 +865,30 @@ def test_the_ship_rule_wants_a_rise_beyond_the_interval_on_the_targets_and_no_fa
     assert not same["holds"] and same["chance_an_equal_candidate_falls"] == 0.0
 
 
+def test_the_ship_rule_names_an_across_story_fall_that_a_few_held_out_stories_widen_the_joint_tolerance_past():
+    import numpy as np
+
+    rows = _pairs_check(200)
+    few = _pairs_check(4)  # the held-out generator's cells: a few stories, whose figures swing in a draw
+    rows += [{**r, "unit": f"h{r['unit']}", "text": f"h{r['text']}", "group": f"h{r['group']}", "generator": "claude-instant"}
+             for r in few]
+    rng = np.random.default_rng(0)
+    noise = {r["text"]: float(rng.normal(0, 1)) for r in rows}
+    baseline = {t: v + (1.0 if t.endswith("intact") else 0) for t, v in noise.items()}
+    learnt = {t: v - (3.0 if t.endswith("-half") else 0) for t, v in baseline.items()}
+    swaps_closer = {t: v + (0.5 if t.endswith("-swap") else 0) for t, v in learnt.items()}
+
+    def rule(candidate):
+        flat_of = lambda s: benchmark.flat(benchmark.report(rows, s, "claude-instant"))  # noqa: E731
+        return benchmark.ship_rule(rows, candidate, baseline, flat_of(candidate), flat_of(baseline), ("half",), ["roc"])
+
+    holds, fails = rule(learnt), rule(swaps_closer)
+    assert holds["holds"] and not holds["across_story_falls"] and holds["across_story_tolerance"] < holds["tolerance"]
+    assert not fails["falls"]  # within the tolerance the held-out generator's four stories set
+    assert not fails["holds"] and set(fails["across_story_falls"]) == {"roc/swap/auc"}
+    assert 0 < fails["chance_an_equal_candidate_falls_across_stories"] <= 0.06
+
+
 def test_the_ship_rule_reads_length_on_intact_stories_where_halves_ranked_low_raise_the_mixture_by_construction():
     import numpy as np
 
