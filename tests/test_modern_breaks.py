@@ -1031,4 +1031,5 @@ def test_the_length_part_counts_a_rise_only_beyond_both_005_and_the_joint_tolera
     assert length["bound"] == length["tolerance_for_5_percent"] > length["views"]["roc"]["rise"]
     assert rule["length_rises"] == {} and rule["holds"]
     assert length["chance_an_equal_candidate_fails"] <= 0.06 < length["chance_at_the_point_bound"]
-    assert rule["chance_an_equal_candidate_fails"] < 0.10
+    # three parts of about 5% each, their draws taken apart (an overstatement where they share figures)
+    assert rule["chance_an_equal_candidate_falls_across_stories"] <= 0.06 and rule["chance_an_equal_candidate_fails"] < 0.16
