@@ -52,13 +52,10 @@ def neighbour_pairs(rows: datasets.Dataset, seed: int, repeats: bool = False, sw
         by_writer[(view, origin)].append(index)
     pairs = []
     for index, (unit, view, origin, sentences) in enumerate(stories):
-        others = by_writer[(view, origin)]
-        if len(others) < 2:
+        other = story_pairs.other_story(index, by_writer[(view, origin)], rng)
+        if other is None:
             left["no_other_story"] += 1
             continue
-        other = index
-        while other == index:
-            other = rng.choice(others)
         stray = rng.choice(stories[other][3])
         at = rng.randint(1, len(sentences) - 1)
         pairs.append({"id": f"{unit}/neighbour/{at}", "context": "", "human": f"{sentences[at - 1]} {sentences[at]}",

@@ -1,11 +1,13 @@
-"""What the pair builders that read the modern-text check's stories share (``ending_pairs``, ``neighbour_pairs``): their
-options, the stories folder's checks, one pass per split with its own seed, a split's pairs as a dataset (none: an
-empty one), and the saved folder with its record."""
+"""What the pair builders that read the modern-text check's stories share (``ending_pairs``, ``neighbour_pairs``,
+``window_pairs``): their options, the stories folder's checks, one pass per split with its own seed, the draw of
+another story by the same kind of writer, a split's pairs as a dataset (none: an empty one), and the saved folder with
+its record."""
 from __future__ import annotations
 
 import argparse
 import json
 import logging
+import random
 from collections import Counter
 from pathlib import Path
 from typing import Callable
@@ -16,6 +18,17 @@ from storyeval_training.data.build_negatives import PAIR_FEATURES
 from storyeval_training.export.provenance import environment
 
 PairSplit = Callable[[datasets.Dataset, int], tuple[datasets.Dataset, Counter]]
+
+
+def other_story(index: int, same_writer: list[int], rng: random.Random) -> int | None:
+    """Another story than ``index`` among ``same_writer`` (the indices of a split's stories of one view and kind of
+    writer, ``index`` among them), drawn with ``rng``, where a stray sentence comes from; None where there is none."""
+    if len(same_writer) < 2:
+        return None
+    other = index
+    while other == index:
+        other = rng.choice(same_writer)
+    return other
 
 
 def pairs_dataset(pairs: list[dict]) -> datasets.Dataset:

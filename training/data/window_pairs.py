@@ -80,13 +80,10 @@ def window_pairs(rows: datasets.Dataset, seed: int, size: int, stride: int, nega
                     continue
                 text = " ".join(broken[0])
             else:
-                others = by_writer[(row["view"], row["origin"])]
-                if len(others) < 2:
+                other = story_pairs.other_story(index, by_writer[(row["view"], row["origin"])], rng)
+                if other is None:
                     left["no_other_story"] += 1
                     continue
-                other = index
-                while other == index:
-                    other = rng.choice(others)
                 # the window's first sentences with a sentence of the other story among them, after the first: as
                 # many sentences as the window, as a run of the story with a stray sentence in it reads
                 at = rng.randrange(1, size)
