@@ -424,8 +424,8 @@ def ship_rule(rows: list[dict], candidate: dict[str, float], baseline: dict[str,
     length over the intact stories rise by more than both 0.05 and the joint one-in-twenty tolerance of the views'
     rises (:func:`length_rise_intervals`; first_checks.md, "The length part, revised"); and no across-story AUC of the
     views (the held-out generator's cells left out) falls by more than both 0.02 and the joint one-in-twenty tolerance
-    of those figures alone (first_checks.md, "The fall part, amended": the held-out generator's cells of a few stories
-    widen the first tolerance until a fall of 0.19 passes). ``chance_an_equal_candidate_falls``: how often a candidate
+    of those figures alone (first_checks.md, "Part 2, amended": the held-out generator's cells of a few stories widen the
+    first tolerance until a fall of 0.19 passes). ``chance_an_equal_candidate_falls``: how often a candidate
     as good as the baseline would be named a fall here; ``chance_an_equal_candidate_fails``: the falls, the
     across-story falls and the length part together, their draws taken apart (the human sets' part is measured
     apart)."""

@@ -197,7 +197,7 @@ class StoryScores:
                 {"path": portable_path(str(folder)), "settings": scorer.settings(),
                  "ending" if kind == "ending" else reads: {
                      "path": portable_path(str(part_folder)), "settings": mix.ending_scorer.settings(), **fields,
-                         "weight": weight, **share_field(share)}})
+                     "weight": weight, **share_field(share)}})
 
     def part_mix(self, reads: str, folder: str, part_folder: str, weight: float, share: float = 1.0) -> tuple[dict[str, float], dict]:
         """The mix of one ``--KIND`` option of :mod:`.ending_mix` (``reads``: the KIND)."""
