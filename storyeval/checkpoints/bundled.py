@@ -57,15 +57,20 @@ def checkpoint_files(folder: Path) -> list[str]:
                   if path.is_file() and not any(part.startswith(".") for part in path.relative_to(folder).parts))
 
 
-@functools.lru_cache(maxsize=32)
-def _content_hash(folder: str, stamp: tuple) -> str:
-    digest = hashlib.sha1()
-    for name in checkpoint_files(Path(folder)):  # a flat folder hashes as it did before subfolders were read
+def _files_hash(folder: Path, names: list[str], digest) -> str:
+    """``digest`` (a hashlib object) of each named file of ``folder``, its name before its bytes, in the order given."""
+    for name in names:
         digest.update(name.encode() + b"\0")
-        with (Path(folder) / name).open("rb") as handle:
+        with (folder / name).open("rb") as handle:
             for block in iter(lambda: handle.read(1 << 20), b""):
                 digest.update(block)
-    return digest.hexdigest()  # 40 hex digits: a revision snapshot_download takes as a commit
+    return digest.hexdigest()
+
+
+@functools.lru_cache(maxsize=32)
+def _content_hash(folder: str, stamp: tuple) -> str:
+    # a flat folder hashes as it did before subfolders were read; 40 hex digits: a revision snapshot_download takes
+    return _files_hash(Path(folder), checkpoint_files(Path(folder)), hashlib.sha1())
 
 
 def folder_stamp(folder: Path) -> tuple:
@@ -85,15 +90,8 @@ RECORD_FILES = frozenset({"README.md", "training_results.json", "reference_score
 
 @functools.lru_cache(maxsize=32)
 def _weights_digest(folder: str, stamp: tuple) -> str:
-    digest = hashlib.sha256()
-    for name in checkpoint_files(Path(folder)):
-        if Path(name).name in RECORD_FILES:
-            continue
-        digest.update(name.encode() + b"\0")
-        with (Path(folder) / name).open("rb") as handle:
-            for block in iter(lambda: handle.read(1 << 20), b""):
-                digest.update(block)
-    return digest.hexdigest()
+    names = [name for name in checkpoint_files(Path(folder)) if Path(name).name not in RECORD_FILES]
+    return _files_hash(Path(folder), names, hashlib.sha256())
 
 
 def weights_digest(folder: Path) -> str:
