@@ -349,11 +349,17 @@ def chance_of_a_fall(rows: list[dict], candidate: dict[str, float], baseline: di
     (the bootstrap's estimate of the sample's own error, centred so that every true difference is 0); a draw's worst
     fall is its lowest difference over the figures. scipy.stats.bootstrap gives one statistic's interval, not this
     joint minimum over figures, so the draws are made here."""
-    import numpy as np
-
     from storyeval_training.selection import NO_REGRESSION_TOLERANCE
 
-    tolerance = NO_REGRESSION_TOLERANCE if tolerance is None else tolerance
+    lowest = _lowest_drawn_falls(rows, candidate, baseline, keys, resamples, seed)
+    return _fall_chances(lowest, NO_REGRESSION_TOLERANCE if tolerance is None else tolerance, len(keys))
+
+
+def _lowest_drawn_falls(rows: list[dict], candidate: dict[str, float], baseline: dict[str, float], keys: list[str],
+                        resamples: int = 2000, seed: int = 0):
+    """Each draw's worst fall over the figures of ``keys`` (:func:`chance_of_a_fall` says how the draws are made)."""
+    import numpy as np
+
     rng = np.random.default_rng(seed)
     figures = {key: _paired_cells(rows, candidate, baseline, key) for key in keys}
     lowest = np.zeros(resamples)
@@ -365,11 +371,29 @@ def chance_of_a_fall(rows: list[dict], candidate: dict[str, float], baseline: di
             own = drawn[:, [position[unit] for unit in figure_units]]
             observed = _drawn_difference(np.ones(len(figure_units)), cells, cell_differences)
             lowest = np.minimum(lowest, _drawn_difference(own, cells, cell_differences) - observed)
+    return lowest
+
+
+def _fall_chances(lowest, tolerance: float, figures: int) -> dict[str, float]:
+    """:func:`chance_of_a_fall`'s record from the draws' worst falls."""
+    import numpy as np
+
     # rounded as the rule rounds a fall (selection.regressions): a drawn fall of exactly the tolerance passes there too,
     # which matters where a figure rests on a few stories and its draws pile up on one value (a third, say)
     return {"chance": round(float((np.round(lowest, 4) < -tolerance).mean()), 4),
             "tolerance_for_5_percent": round(float(-np.quantile(lowest, 0.05)), 4) + 0.0,  # + 0.0: no "-0.0" in a record
-            "figures": len(keys), "draws": resamples}
+            "figures": figures, "draws": len(lowest)}
+
+
+def _rule_tolerance_and_chance(rows: list[dict], candidate: dict[str, float], baseline: dict[str, float],
+                               keys: list[str]) -> tuple[float, float]:
+    """The rule's tolerance over ``keys`` (0.02, or the joint one-in-twenty one where that is larger) and how often an
+    equal candidate falls beyond it, both from one set of draws."""
+    from storyeval_training.selection import NO_REGRESSION_TOLERANCE
+
+    lowest = _lowest_drawn_falls(rows, candidate, baseline, keys)
+    tolerance = max(NO_REGRESSION_TOLERANCE, _fall_chances(lowest, NO_REGRESSION_TOLERANCE, len(keys))["tolerance_for_5_percent"])
+    return tolerance, _fall_chances(lowest, tolerance, len(keys))["chance"]
 
 
 def _view_draws(rows: list[dict], view: str, resamples: int, rng):
@@ -429,21 +453,18 @@ def ship_rule(rows: list[dict], candidate: dict[str, float], baseline: dict[str,
     as good as the baseline would be named a fall here; ``chance_an_equal_candidate_fails``: the falls, the
     across-story falls and the length part together, their draws taken apart (the human sets' part is measured
     apart)."""
-    from storyeval_training.selection import NO_REGRESSION_TOLERANCE, regressions
+    from storyeval_training.selection import regressions
 
     compared = sorted(key for key, value in candidate_figures.items() if value is not None and baseline_figures.get(key) is not None)
-    joint = chance_of_a_fall(rows, candidate, baseline, compared)
-    tolerance = max(NO_REGRESSION_TOLERANCE, joint["tolerance_for_5_percent"])
+    tolerance, falls_chance = _rule_tolerance_and_chance(rows, candidate, baseline, compared)
     means = targeted_means(rows, candidate, baseline, targets, views)
     falls = regressions(candidate_figures, baseline_figures, tolerance)
     rises = any(m and m["rises"] for m in means.values())
     length = length_rise_intervals(rows, candidate, baseline)
     longer = length_rises(rows, candidate, baseline, length["bound"])
-    falls_chance = chance_of_a_fall(rows, candidate, baseline, compared, tolerance)["chance"]
     across = [key for key in compared if key.count("/") == 2 and key.endswith("/auc")]  # view/kind/auc
-    across_tolerance = max(NO_REGRESSION_TOLERANCE, chance_of_a_fall(rows, candidate, baseline, across)["tolerance_for_5_percent"])
+    across_tolerance, across_chance = _rule_tolerance_and_chance(rows, candidate, baseline, across)
     across_falls = regressions({key: candidate_figures[key] for key in across}, baseline_figures, across_tolerance)
-    across_chance = chance_of_a_fall(rows, candidate, baseline, across, across_tolerance)["chance"]
     fails = 1 - (1 - falls_chance) * (1 - across_chance) * (1 - length["chance_an_equal_candidate_fails"])
     return {"targets": list(targets), "targeted_means": means, "tolerance": round(tolerance, 4), "falls": falls,
             "across_story_tolerance": round(across_tolerance, 4), "across_story_falls": across_falls,
