@@ -889,6 +889,34 @@ def test_the_ship_rule_names_an_across_story_fall_that_a_few_held_out_stories_wi
     assert 0 < fails["chance_an_equal_candidate_falls_across_stories"] <= 0.06
 
 
+def test_the_ship_rule_names_a_fall_of_the_whole_checks_mean_that_is_spread_over_cells_each_inside_the_tolerance():
+    import numpy as np
+
+    kinds = ("half", "swap", "triple", "insert")
+    rows = _pairs_check(60, kinds=kinds)
+    few = _pairs_check(4, kinds=kinds)  # the held-out generator's few stories widen the joint tolerance
+    rows += [{**r, "unit": f"h{r['unit']}", "text": f"h{r['text']}", "group": f"h{r['group']}", "generator": "claude-instant"}
+             for r in few]
+    rng = np.random.default_rng(0)
+    noise = {r["text"]: float(rng.normal(0, 1)) for r in rows}
+    baseline = {t: v + (1.5 if t.endswith("intact") else 0) for t, v in noise.items()}
+    learnt = {t: v - (3.0 if t.endswith("-half") else 0) for t, v in baseline.items()}
+    # every other kind's copies a little closer to their stories: each cell falls a little, the whole check a lot
+    spread = {t: v + (0.45 if t.rsplit("-", 1)[1] in kinds[1:] else 0) for t, v in learnt.items()}
+
+    def rule(candidate):
+        flat_of = lambda s: benchmark.flat(benchmark.report(rows, s, "claude-instant"))  # noqa: E731
+        return benchmark.ship_rule(rows, candidate, baseline, flat_of(candidate), flat_of(baseline), ("half",), ["roc"])
+
+    holds, fails = rule(learnt), rule(spread)
+    assert holds["holds"] and holds["whole_check_falls"] == {}
+    assert not fails["falls"]  # no one cell falls beyond the joint tolerance (the across-story part sees AUCs alone)
+    assert not fails["holds"] and "within" in fails["whole_check_falls"]
+    within = fails["whole_check_means"]["within"]
+    assert within["difference"] < -0.02 and within["interval"][1] < 0
+    assert fails["chance_an_equal_candidate_fails"] > fails["chance_an_equal_candidate_falls"]
+
+
 def test_the_ship_rule_reads_length_on_intact_stories_where_halves_ranked_low_raise_the_mixture_by_construction():
     import numpy as np
 

@@ -174,6 +174,8 @@ def with_kinds(views: dict, newer: dict) -> dict:
 
 
 LENGTH_RISE_BOUND = 0.05  # issue 86: no shipped config's Spearman with length rises by more than this
+# an equal candidate's whole-check mean lies below its paired 95% interval's lower half this often at most (one side)
+WHOLE_CHECK_CHANCE = 0.025
 
 
 def view_length_spearman(rows: list[dict], score_of: dict[str, float], intact_only: bool = False) -> float | None:
@@ -449,11 +451,13 @@ def ship_rule(rows: list[dict], candidate: dict[str, float], baseline: dict[str,
     rises (:func:`length_rise_intervals`; first_checks.md, "The length part, revised"); and no across-story AUC of the
     views (the held-out generator's cells left out) falls by more than both 0.02 and the joint one-in-twenty tolerance
     of those figures alone (first_checks.md, "Part 2, amended": the held-out generator's cells of a few stories widen the
-    first tolerance until a fall of 0.19 passes). ``chance_an_equal_candidate_falls``: how often a candidate
+    first tolerance until a fall of 0.19 passes); and neither the whole check's mean within-pair accuracy nor its mean
+    across-story AUC (every kind and view) falls by more than both 0.02 and its paired 95% interval ("Part 2, amended
+    again": E11 gave up the repeat and the half cell by cell inside the joint tolerance). ``chance_an_equal_candidate_falls``: how often a candidate
     as good as the baseline would be named a fall here; ``chance_an_equal_candidate_fails``: the falls, the
     across-story falls and the length part together, their draws taken apart (the human sets' part is measured
     apart)."""
-    from storyeval_training.selection import regressions
+    from storyeval_training.selection import NO_REGRESSION_TOLERANCE, regressions
 
     compared = sorted(key for key, value in candidate_figures.items() if value is not None and baseline_figures.get(key) is not None)
     tolerance, falls_chance = _rule_tolerance_and_chance(rows, candidate, baseline, compared)
@@ -465,13 +469,21 @@ def ship_rule(rows: list[dict], candidate: dict[str, float], baseline: dict[str,
     across = [key for key in compared if key.count("/") == 2 and key.endswith("/auc")]  # view/kind/auc
     across_tolerance, across_chance = _rule_tolerance_and_chance(rows, candidate, baseline, across)
     across_falls = regressions({key: candidate_figures[key] for key in across}, baseline_figures, across_tolerance)
-    fails = 1 - (1 - falls_chance) * (1 - across_chance) * (1 - length["chance_an_equal_candidate_fails"])
+    # the whole check's means (first_checks.md, "Part 2, amended again"): one figure each, so a fall spread over many
+    # cells, each inside the joint tolerance, is still seen; an equal candidate fails each at most 2.5% of the time
+    kinds = tuple(sorted({r["kind"] for r in rows} - {"intact"}))
+    whole = targeted_means(rows, candidate, baseline, kinds, views)
+    whole_falls = {measure_name: m["difference"] for measure_name, m in whole.items()
+                   if m and m["difference"] < -NO_REGRESSION_TOLERANCE and m["interval"][1] < 0}
+    fails = 1 - ((1 - falls_chance) * (1 - across_chance) * (1 - length["chance_an_equal_candidate_fails"])
+                 * (1 - WHOLE_CHECK_CHANCE) ** len([m for m in whole.values() if m]))
     return {"targets": list(targets), "targeted_means": means, "tolerance": round(tolerance, 4), "falls": falls,
             "across_story_tolerance": round(across_tolerance, 4), "across_story_falls": across_falls,
+            "whole_check_means": whole, "whole_check_falls": whole_falls,
             "length_rises": longer, "length_rise_intervals": length,
             "chance_an_equal_candidate_falls": falls_chance, "chance_an_equal_candidate_falls_across_stories": across_chance,
             "chance_an_equal_candidate_fails": round(fails, 4),
-            "holds": bool(rises and not falls and not across_falls and not longer)}
+            "holds": bool(rises and not falls and not across_falls and not whole_falls and not longer)}
 
 
 def above_own_shuffles(rows: list[dict], margin_of: dict[str, float]) -> dict:
@@ -688,11 +700,15 @@ def main(argv=None):
                         length = rule["length_rise_intervals"]
                         print(f"  ship rule on {', '.join(args.targets)}: {means}; falls beyond {rule['tolerance']:.3f}: "
                               f"{rule['falls'] or 'none'}; the views' across-story AUCs beyond {rule['across_story_tolerance']:.3f}: "
-                              f"{rule['across_story_falls'] or 'none'}; intact stories' length rho up by more than {length['bound']:.3f}: "
+                              f"{rule['across_story_falls'] or 'none'}; the whole check's means: " + ", ".join(
+                                  f"{m} {v['difference']:+.3f} [{v['interval'][0]:+.3f}, {v['interval'][1]:+.3f}]"
+                                  for m, v in rule["whole_check_means"].items() if v)
+                              + f" (falls: {rule['whole_check_falls'] or 'none'}); intact stories' length rho up by more than {length['bound']:.3f}: "
                               f"{rule['length_rises'] or 'nowhere'} -> {'holds' if rule['holds'] else 'fails'} (an equal candidate "
                               f"fails {rule['chance_an_equal_candidate_fails']:.0%} of the time: falls "
                               f"{rule['chance_an_equal_candidate_falls']:.0%}, across-story falls "
-                              f"{rule['chance_an_equal_candidate_falls_across_stories']:.0%}, length {length['chance_an_equal_candidate_fails']:.0%})")
+                              f"{rule['chance_an_equal_candidate_falls_across_stories']:.0%}, the whole check's means at most "
+                              f"{WHOLE_CHECK_CHANCE:.1%} each, length {length['chance_an_equal_candidate_fails']:.0%})")
                         print("  intact stories' length rho, rise and 95% paired interval: " + "; ".join(
                             f"{view} {v['rise']:+.3f} [{v['interval'][0]:+.3f}, {v['interval'][1]:+.3f}]"
                             for view, v in length["views"].items())
