@@ -133,10 +133,10 @@ def test_the_bundled_mixes_name_the_story_checkpoints_they_complete():
     config = json.loads((resolution.HUB_CARDS / "union-wp-base-complete" / "config.json").read_text())
     assert config["ending_of"] == "storyeval/union-wp-base-ending-neighbours" and config["ending_weight"] == 0.3
     assert config["ending_reads"] == "last_sentences" and config["ending_sentences"] == 2 and config["ending_lowest_share"] == 1.0
-    for name, of, weight in (("union-wp-base-ordered", "storyeval/union-wp-base-complete", 0.4),
+    for name, of, weight in (("union-wp-base-ordered", "storyeval/union-wp-base-complete", 0.3),
                              ("union-wp-ordered", "storyeval/union-wp-neighbours", 0.3)):
         config = json.loads((resolution.HUB_CARDS / name / "config.json").read_text())
-        assert config["ending_of"] == of and config["ending_weight"] == weight  # E9, F5: one order scorer, two mixes
+        assert config["ending_of"] == of and config["ending_weight"] == weight  # E11, F7: one order scorer, two mixes
         assert config["ending_reads"] == "runs" and config["ending_sentences"] == 5 and config["ending_lowest_share"] == 1.0
     assert metric_spec("union").default == "wp-base-ordered"
 

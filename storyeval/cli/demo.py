@@ -81,8 +81,8 @@ CORPUS_CHOICES = [("Short stories, about five sentences (ROCStories configs)", "
 # what a WritingPrompts score can be trusted for (benchmarks/experiments/wp_kinds.md; BENCHMARKS.md)
 WP_NOTE = (
     "**WritingPrompts:** read each score for the kinds of story it was checked on. UNION (wp-base-ordered) is "
-    "0.27 wp-base, 0.25 how much the last two sentences read like an ending (two scorers), 0.08 how well the "
-    "worse half of its neighbouring sentences follow each other and 0.4 how well each run of five sentences keeps "
+    "0.31 wp-base, 0.29 how much the last two sentences read like an ending (two scorers), 0.1 how well the "
+    "worse half of its neighbouring sentences follow each other and 0.3 how well each run of five sentences keeps "
     "its order. wp-base was trained on three "
     "orders at once: on held-out test pairs it puts a human story above an older model's (GPT-2-era) continuation of it "
     "in 0.79, a story above its shuffled, repeated or contradicted copy in 0.79, and a stronger model's story above a "
