@@ -175,7 +175,7 @@ def test_long_stories_are_scored_with_the_writingprompts_configs_and_their_perce
     assert "human-written WritingPrompts test stories" in by_title["Continuation quality: overall"][2]
     assert len(attribution) == 6
     assert demo.metric_title("plot_coherence", "base", "wp") == "Plot coherence (wp-base)"
-    assert demo._config("union", "base", "wp") == "wp-base-ordered" and demo._config("continuation_quality", "base", "wp") == "deltascore-base"
+    assert demo._config("union", "base", "wp") == "wp-base-complete" and demo._config("continuation_quality", "base", "wp") == "deltascore-base"
 
 
 def test_a_long_story_scored_with_the_roc_configs_gets_a_pointer_to_the_wp_ones():

@@ -138,7 +138,7 @@ def test_the_bundled_mixes_name_the_story_checkpoints_they_complete():
         config = json.loads((resolution.HUB_CARDS / name / "config.json").read_text())
         assert config["ending_of"] == of and config["ending_weight"] == weight  # E11, F7: one order scorer, two mixes
         assert config["ending_reads"] == "runs" and config["ending_sentences"] == 5 and config["ending_lowest_share"] == 1.0
-    assert metric_spec("union").default == "wp-base-ordered"
+    assert metric_spec("union").default == "wp-base-complete"
 
 
 def test_int8_is_refused_for_a_mix_before_any_model_loads(folders):

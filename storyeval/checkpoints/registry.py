@@ -54,7 +54,7 @@ METRICS: dict[str, MetricSpec] = {
                              "roc-neighbours": "union-roc-neighbours", "wp-neighbours": "union-wp-neighbours",
                              "wp-base-complete": "union-wp-base-complete", "wp-base-ordered": "union-wp-base-ordered",
                              "wp-ordered": "union-wp-ordered"},
-                   "wp-base-ordered",
+                   "wp-base-complete",
                    "storyeval.scoring.sequence:SequenceScorer", "storyeval.scoring.sequence:load_story_classifier", fast="wp"),
         MetricSpec("plot_coherence", {"roc": "plot-coherence-roc", "wp": "plot-coherence-wp", "roc-base": "plot-coherence-roc-base",
                                       "wp-base": "plot-coherence-wp-base"}, "roc-base",
