@@ -842,6 +842,19 @@ def _pairs_check(stories, kinds=("swap", "half")):
     return rows
 
 
+def _pairs_check_with_a_few_held_out(stories, kinds=("swap", "half")):
+    """_pairs_check and four stories of the held-out generator, whose cells swing in a draw and widen the joint tolerance."""
+    rows = _pairs_check(stories, kinds=kinds)
+    return rows + [{**r, "unit": f"h{r['unit']}", "text": f"h{r['text']}", "group": f"h{r['group']}", "generator": "claude-instant"}
+                   for r in _pairs_check(4, kinds=kinds)]
+
+
+def _half_targeted_rule(rows, baseline):
+    """The ship rule of a candidate that targets the half, against ``baseline``, on ``rows``."""
+    flat_of = lambda s: benchmark.flat(benchmark.report(rows, s, "claude-instant"))  # noqa: E731
+    return lambda candidate: benchmark.ship_rule(rows, candidate, baseline, flat_of(candidate), flat_of(baseline), ("half",), ["roc"])
+
+
 def test_the_ship_rule_wants_a_rise_beyond_the_interval_on_the_targets_and_no_fall_beyond_the_joint_tolerance():
     import numpy as np
 
@@ -868,19 +881,13 @@ def test_the_ship_rule_wants_a_rise_beyond_the_interval_on_the_targets_and_no_fa
 def test_the_ship_rule_names_an_across_story_fall_that_a_few_held_out_stories_widen_the_joint_tolerance_past():
     import numpy as np
 
-    rows = _pairs_check(200)
-    few = _pairs_check(4)  # the held-out generator's cells: a few stories, whose figures swing in a draw
-    rows += [{**r, "unit": f"h{r['unit']}", "text": f"h{r['text']}", "group": f"h{r['group']}", "generator": "claude-instant"}
-             for r in few]
+    rows = _pairs_check_with_a_few_held_out(200)
     rng = np.random.default_rng(0)
     noise = {r["text"]: float(rng.normal(0, 1)) for r in rows}
     baseline = {t: v + (1.0 if t.endswith("intact") else 0) for t, v in noise.items()}
     learnt = {t: v - (3.0 if t.endswith("-half") else 0) for t, v in baseline.items()}
     swaps_closer = {t: v + (0.5 if t.endswith("-swap") else 0) for t, v in learnt.items()}
-
-    def rule(candidate):
-        flat_of = lambda s: benchmark.flat(benchmark.report(rows, s, "claude-instant"))  # noqa: E731
-        return benchmark.ship_rule(rows, candidate, baseline, flat_of(candidate), flat_of(baseline), ("half",), ["roc"])
+    rule = _half_targeted_rule(rows, baseline)
 
     holds, fails = rule(learnt), rule(swaps_closer)
     assert holds["holds"] and not holds["across_story_falls"] and holds["across_story_tolerance"] < holds["tolerance"]
@@ -893,20 +900,14 @@ def test_the_ship_rule_names_a_fall_of_the_whole_checks_mean_that_is_spread_over
     import numpy as np
 
     kinds = ("half", "swap", "triple", "insert")
-    rows = _pairs_check(60, kinds=kinds)
-    few = _pairs_check(4, kinds=kinds)  # the held-out generator's few stories widen the joint tolerance
-    rows += [{**r, "unit": f"h{r['unit']}", "text": f"h{r['text']}", "group": f"h{r['group']}", "generator": "claude-instant"}
-             for r in few]
+    rows = _pairs_check_with_a_few_held_out(60, kinds=kinds)
     rng = np.random.default_rng(0)
     noise = {r["text"]: float(rng.normal(0, 1)) for r in rows}
     baseline = {t: v + (1.5 if t.endswith("intact") else 0) for t, v in noise.items()}
     learnt = {t: v - (3.0 if t.endswith("-half") else 0) for t, v in baseline.items()}
     # every other kind's copies a little closer to their stories: each cell falls a little, the whole check a lot
     spread = {t: v + (0.45 if t.rsplit("-", 1)[1] in kinds[1:] else 0) for t, v in learnt.items()}
-
-    def rule(candidate):
-        flat_of = lambda s: benchmark.flat(benchmark.report(rows, s, "claude-instant"))  # noqa: E731
-        return benchmark.ship_rule(rows, candidate, baseline, flat_of(candidate), flat_of(baseline), ("half",), ["roc"])
+    rule = _half_targeted_rule(rows, baseline)
 
     holds, fails = rule(learnt), rule(spread)
     assert holds["holds"] and holds["whole_check_falls"] == {}
