@@ -174,7 +174,7 @@ def with_kinds(views: dict, newer: dict) -> dict:
 
 
 LENGTH_RISE_BOUND = 0.05  # issue 86: no shipped config's Spearman with length rises by more than this
-# an equal candidate's whole-check mean lies below its paired 95% interval's lower half this often at most (one side)
+# how often, at most, an equal candidate's whole-check mean falls beyond its paired 95% interval (one side of it)
 WHOLE_CHECK_CHANCE = 0.025
 
 
@@ -453,10 +453,11 @@ def ship_rule(rows: list[dict], candidate: dict[str, float], baseline: dict[str,
     of those figures alone (first_checks.md, "Part 2, amended": the held-out generator's cells of a few stories widen the
     first tolerance until a fall of 0.19 passes); and neither the whole check's mean within-pair accuracy nor its mean
     across-story AUC (every kind and view) falls by more than both 0.02 and its paired 95% interval ("Part 2, amended
-    again": E11 gave up the repeat and the half cell by cell inside the joint tolerance). ``chance_an_equal_candidate_falls``: how often a candidate
-    as good as the baseline would be named a fall here; ``chance_an_equal_candidate_fails``: the falls, the
-    across-story falls and the length part together, their draws taken apart (the human sets' part is measured
-    apart)."""
+    again": E11 gave up the repeat and the half cell by cell inside the joint tolerance).
+    ``chance_an_equal_candidate_falls``: how often a candidate as good as the baseline would be named a fall here;
+    ``chance_an_equal_candidate_fails``: the falls, the across-story falls, the whole check's means (at most
+    :data:`WHOLE_CHECK_CHANCE` each) and the length part together, their draws taken apart (the human sets' part is
+    measured apart)."""
     from storyeval_training.selection import NO_REGRESSION_TOLERANCE, regressions
 
     compared = sorted(key for key, value in candidate_figures.items() if value is not None and baseline_figures.get(key) is not None)
