@@ -433,6 +433,7 @@ def test_a_spearman_difference_falls_only_when_its_whole_paired_interval_is_belo
     (["--opening-ending", "o=a+b"], "expects label=story_folder+part_folder:weight"),
     (["--runs", "r=a+b"], "expects label=story_folder+order_folder:weight"),
     (["--part-lowest-share", "e=0.5"], "--part-lowest-share ['e']: not the label of an --ending, --neighbours, --opening-ending or --runs row"),
+    (["--part-sentences", "e=5"], "--part-sentences ['e']: not the label of an --ending, --opening-ending or --runs row"),
 ])
 def test_cross_metric_refuses_a_bad_ending_row_before_scoring(capsys, argv, message):
     from benchmarks.agreement import cross_metric

@@ -26,7 +26,7 @@ import numpy as np
 
 from ..common import BUNDLED, command_line, machine, metric_checkpoint_spec, require_checkpoint_folders, results_name, write_results
 from ..correlation import HUMAN_SETS, format_row, load_human_set, score_set
-from .ending_mix import MIX_READS, PART_READING, add_mix_arguments, load_ending_scorer, mix_rows, part_shares, share_field
+from .ending_mix import MIX_READS, add_mix_arguments, load_ending_scorer, mix_rows, part_reading, part_sentences, part_shares, share_field
 
 DEFAULT_CHECKPOINTS = [
     ("union", "union-roc", str(BUNDLED / "union-roc")),
@@ -69,6 +69,7 @@ def main(argv=None):
     for label, (kind, story, part, _) in mixes.items():
         require_checkpoint_folders(parser, {label: story, f"{label} ({kind})": part}, f"--{kind}")
     shares = part_shares(parser, args.part_lowest_share, mixes)
+    sentences_of = part_sentences(parser, args.part_sentences, mixes)
     if args.baseline and args.baseline not in labels:
         parser.error(f"--baseline {args.baseline}: not one of the labels {sorted(labels)}")
 
@@ -88,7 +89,7 @@ def main(argv=None):
         if mix:
             kind, part_folder, weight = mix
             part = load_ending_scorer(part_folder)
-            sentences, read = PART_READING[kind]
+            sentences, read = part_reading(kind, sentences_of[label])
             scorer = mix_scorer(MIX_READS[kind], scorer, part, weight, sentences, label, shares[label])
             entry[kind.replace("-", "_")] = {"path": portable_path(str(part_folder)), **read, "weight": weight, **share_field(shares[label])}
         for human_set in human_sets:

@@ -4,7 +4,8 @@ a weight, before it ships as one checkpoint (:mod:`storyeval.scoring.ending`, wh
 neighbouring sentences of a story; ``--opening-ending LABEL=STORY_FOLDER+PART_FOLDER:WEIGHT`` with an ending scorer that
 reads the story's first sentence before its last two (E6); ``--runs LABEL=STORY_FOLDER+ORDER_FOLDER:WEIGHT`` with an
 order scorer that reads every run of five consecutive sentences (E8). ``--part-lowest-share LABEL=SHARE`` mixes in the
-mean of a row's lowest part scores instead of all of them (E5).
+mean of a row's lowest part scores instead of all of them (E5); ``--part-sentences LABEL=N`` has a row's part scorer
+read N sentences instead of its option's (E12: an ending scorer of a story's last five).
 """
 from __future__ import annotations
 
@@ -61,6 +62,7 @@ def add_mix_arguments(parser: argparse.ArgumentParser) -> None:
                             help=f"(1 - WEIGHT) times a checkpoint's score plus WEIGHT times {reads} "
                                  "(benchmarks/agreement/ending_mix.py); repeatable")
     parser.add_argument("--part-lowest-share", action="append", default=[], type=share_spec, metavar="LABEL=SHARE", help=PART_SHARE_HELP)
+    parser.add_argument("--part-sentences", action="append", default=[], type=sentences_spec, metavar="LABEL=N", help=PART_SENTENCES_HELP)
 
 
 def mix_rows(args: argparse.Namespace) -> tuple[dict[str, tuple[str, str, str, float]], list[str]]:
@@ -98,6 +100,38 @@ def part_shares(parser: argparse.ArgumentParser, given: list[tuple[str, float]],
     if unknown := sorted(set(shares) - set(mix_labels)):
         parser.error(f"--part-lowest-share {unknown}: not the label of an --ending, --neighbours, --opening-ending or --runs row")
     return {label: shares.get(label, 1.0) for label in mix_labels}
+
+
+PART_SENTENCES_HELP = ("LABEL=N: the --ending, --opening-ending or --runs row LABEL's part scorer reads N sentences (the last N; "
+                       "runs of N) instead of the option's 2 (5 for --runs), as a part trained on N-sentence pairs must; repeatable")
+
+
+def sentences_spec(value: str) -> tuple[str, int]:
+    """argparse type of ``--part-sentences LABEL=N``."""
+    label, sep, number = value.partition("=")
+    if not (sep and label and number.isdigit() and int(number) >= 1):
+        raise argparse.ArgumentTypeError(f"expects label=n with a whole n of at least 1, got {value!r}")
+    return label, int(number)
+
+
+def part_sentences(parser: argparse.ArgumentParser, given: list[tuple[str, int]], mixes: dict) -> dict[str, int | None]:
+    """label -> the sentences its part scorer reads where ``--part-sentences`` names it (else None: the option's own);
+    a label of no mix row, or of a neighbour row (which reads two neighbouring sentences by what it is): a parser error."""
+    counts = dict(given)
+    if unknown := sorted(set(counts) - set(mixes)):
+        parser.error(f"--part-sentences {unknown}: not the label of an --ending, --opening-ending or --runs row")
+    if neighbours := sorted(label for label in counts if mixes[label][0] == "neighbours"):
+        parser.error(f"--part-sentences {neighbours}: a --neighbours row's part reads two neighbouring sentences")
+    return {label: counts.get(label) for label in mixes}
+
+
+def part_reading(kind: str, sentences: int | None = None) -> tuple[int, dict]:
+    """How many sentences the ``--KIND`` option's part scorer reads and what a results file records of that:
+    :data:`PART_READING`'s, or ``sentences`` in their place."""
+    default, fields = PART_READING[kind]
+    if sentences is None:
+        return default, fields
+    return sentences, {name: sentences for name in fields}
 
 
 def load_ending_scorer(folder: str):

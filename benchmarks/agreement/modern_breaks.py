@@ -69,7 +69,7 @@ from benchmarks.common import (
 )
 from storyeval_training.data.breaks import ENDING_KINDS, KINDS
 
-from .ending_mix import add_mix_arguments, mix_rows, part_shares
+from .ending_mix import add_mix_arguments, mix_rows, part_sentences, part_shares
 from .story_scores import FITTED_HELP, SUITE_HELP, parse_fitted_suites, parse_suites
 
 # every shipped config that scores a story alone (continuation_quality scores a continuation given its context)
@@ -592,6 +592,7 @@ def main(argv=None):
     for label, (kind, story, part, _) in mixes.items():
         require_checkpoint_folders(parser, {label: story, f"{label} ({kind})": part}, f"--{kind}")
     shares = part_shares(parser, args.part_lowest_share, mixes)
+    sentences = part_sentences(parser, args.part_sentences, mixes)
     int8 = dict(args.int8_checkpoint)
     require_checkpoint_folders(parser, int8, "--int8-checkpoint")
     if len(int8) < len(args.int8_checkpoint) or set(int8) & {*checkpoints, *contrasts}:
@@ -661,7 +662,8 @@ def main(argv=None):
                                ((label, lambda spec=spec: scores.suite(*spec, int8_schemes=schemes)) for label, spec in int8_suites.items()),
                                ((label, lambda entry=entry: scores.fitted_suite(entry)) for label, entry in fitted.items()),
                                ((label, lambda spec=spec: scores.self_contrast(*spec)) for label, spec in contrasts.items()),
-                               ((label, lambda spec=spec, label=label: scores.part_mix(*spec, shares[label])) for label, spec in mixes.items()))
+                               ((label, lambda spec=spec, label=label: scores.part_mix(*spec, shares[label], sentences[label]))
+                                for label, spec in mixes.items()))
     scores_of = {}  # label -> its scores, for the baseline's paired intervals
     for label, score in measured:
         score_of, fields = score()

@@ -155,55 +155,33 @@ class StoryScores:
         return {story: mixed(plain[story], lowest_mean(part_scores[story], share), weight) if part_scores[story] else plain[story]
                 for story in self.stories}
 
-    def ending_mix(self, folder: str, ending_folder: str, weight: float, share: float = 1.0) -> tuple[dict[str, float], dict]:
-        """story -> a checkpoint folder's score mixed with an ending checkpoint's score of the story's last sentences
-        (:class:`storyeval.scoring.ending.EndingMixScorer`: cut from the story as the story scorer prepares it, as the
-        shipped mix reads them), and its fields; each checkpoint scores once, whatever the weight."""
-        return self._scorer_mix("ending", folder, ending_folder, weight, share)
-
-    def neighbour_mix(self, folder: str, neighbour_folder: str, weight: float, share: float = 1.0) -> tuple[dict[str, float], dict]:
-        """story -> a checkpoint folder's score mixed with the mean of a neighbour checkpoint's scores of every two
-        neighbouring sentences (of the lowest ``share`` of them: :class:`storyeval.scoring.ending.NeighbourMixScorer`),
-        and its fields; each checkpoint scores once, whatever the weight and share."""
-        return self._scorer_mix("neighbours", folder, neighbour_folder, weight, share)
-
-    def opening_ending_mix(self, folder: str, part_folder: str, weight: float, share: float = 1.0) -> tuple[dict[str, float], dict]:
-        """story -> a checkpoint folder's score mixed with an ending checkpoint's score of the story's first sentence and
-        last two (:class:`storyeval.scoring.ending.OpeningEndingMixScorer`), and its fields."""
-        return self._scorer_mix("opening-ending", folder, part_folder, weight, share)
-
-    def runs_mix(self, folder: str, order_folder: str, weight: float, share: float = 1.0) -> tuple[dict[str, float], dict]:
-        """story -> a checkpoint folder's score mixed with the mean of an order checkpoint's scores of every run of five
-        consecutive sentences (:class:`storyeval.scoring.ending.RunsMixScorer`), and its fields."""
-        return self._scorer_mix("runs", folder, order_folder, weight, share)
-
-    def _scorer_mix(self, kind: str, folder: str, part_folder: str, weight: float, share: float) -> tuple[dict[str, float], dict]:
-        """The shipped mix of the ``--KIND`` option ``kind`` (its config's ``ending_reads`` is also its field in the
-        results, but for ``ending``'s, as it was before that option read parts as the mix does), its parts what it
-        reads of each story as the shipped scorer prepares them; each checkpoint scores once, whatever the weight and
-        share."""
+    def part_mix(self, kind: str, folder: str, part_folder: str, weight: float, share: float = 1.0,
+                 sentences: int | None = None) -> tuple[dict[str, float], dict]:
+        """story -> a checkpoint folder's score mixed with a part scorer's, and its fields: the shipped mix
+        (:mod:`storyeval.scoring.ending`) of the ``--KIND`` option ``kind`` of :mod:`.ending_mix` (``ending``: the
+        story's last sentences; ``neighbours``: every two neighbouring ones, the lowest ``share`` of them;
+        ``opening-ending``: its first and last ones; ``runs``: every run of five), its parts what it reads of each
+        story as the shipped scorer prepares them. Its config's ``ending_reads`` is also its field in the results, but
+        for ``ending``'s, as it was before that option read parts as the mix does. Each checkpoint scores once,
+        whatever the weight and share. ``sentences``: how many its part scorer reads, where not the option's own
+        (``--part-sentences``)."""
         from storyeval.scoring.ending import mix_scorer
         from storyeval.scoring.sequence import load_story_classifier
         from storyeval_training.export.provenance import portable_path
 
-        from .ending_mix import MIX_READS, PART_READING, load_ending_scorer, share_field
+        from .ending_mix import MIX_READS, load_ending_scorer, part_reading, share_field
 
-        reads, (sentences, fields) = MIX_READS[kind], PART_READING[kind]
+        reads, (count, fields) = MIX_READS[kind], part_reading(kind, sentences)
         scorer = load_story_classifier(folder, device="cpu")
         plain = self._scores(folder, scorer)
-        mix = mix_scorer(reads, scorer, load_ending_scorer(part_folder), weight, sentences)
-        part_scores = self._part_scores(f"{checkpoint_key(part_folder)}/{reads} of {checkpoint_key(folder)}", mix.parts, mix.ending_scorer)
+        mix = mix_scorer(reads, scorer, load_ending_scorer(part_folder), weight, count)
+        read = reads if sentences is None else f"{reads} ({count} sentences)"  # two counts of one part: two sets of texts
+        part_scores = self._part_scores(f"{checkpoint_key(part_folder)}/{read} of {checkpoint_key(folder)}", mix.parts, mix.ending_scorer)
         return (self._part_mix(plain, part_scores, weight, share),
                 {"path": portable_path(str(folder)), "settings": scorer.settings(),
                  "ending" if kind == "ending" else reads: {
                      "path": portable_path(str(part_folder)), "settings": mix.ending_scorer.settings(), **fields,
                      "weight": weight, **share_field(share)}})
-
-    def part_mix(self, reads: str, folder: str, part_folder: str, weight: float, share: float = 1.0) -> tuple[dict[str, float], dict]:
-        """The mix of one ``--KIND`` option of :mod:`.ending_mix` (``reads``: the KIND)."""
-        mix = {"ending": self.ending_mix, "neighbours": self.neighbour_mix, "opening-ending": self.opening_ending_mix,
-               "runs": self.runs_mix}[reads]
-        return mix(folder, part_folder, weight, share)
 
     def shuffle_margins(self, folder: str) -> dict[str, float]:
         """story -> its logit less the mean logit of its shuffled copies, from the scores :meth:`self_contrast` made
