@@ -70,16 +70,21 @@ def test_only_texts_reaching_their_story_end_are_endings_and_unmatched_stories_a
     assert len(pairs) == 0 and left == {"no_cut_of_matching_length": 1}
 
 
+def test_more_sentences_than_a_short_storys_cut_keeps_leave_short_stories_out_counted():
+    rows = datasets.Dataset.from_list([story("a", 6), story("b", 5), story("c", 4)], features=STORY_FEATURES)
+    pairs, left = ending_pairs.ending_pairs(rows, 5, seed=0)
+    assert [row["id"].split("/")[0] for row in pairs] == ["a"] and left == {"too_short": 2}
+    pair = pairs[0]
+    assert pair["human"].count(".") == pair["negative"].count(".") == 5  # both sides five sentences: the cut at the earliest
+
+
 def test_bad_options_are_refused_before_anything_is_written(tmp_path, capsys):
     stories = tmp_path / "stories"
     datasets.DatasetDict({"train": datasets.Dataset.from_list([story("a", 6)], features=STORY_FEATURES)}).save_to_disk(str(stories))
     # the options it shares with neighbour_pairs: test_neighbour_pairs.py, for both tools
     with pytest.raises(SystemExit):
-        ending_pairs.main(["--stories", str(stories), "--sentences", "4", "--output-dir", str(tmp_path / "out")])
-    assert "--sentences must be between 1 and 3" in capsys.readouterr().err
-    with pytest.raises(SystemExit):
-        ending_pairs.main(["--stories", str(stories), "--sentences", "3", "--with-opening", "--output-dir", str(tmp_path / "out")])
-    assert "--sentences must be between 1 and 2 with --with-opening" in capsys.readouterr().err
+        ending_pairs.main(["--stories", str(stories), "--sentences", "0", "--output-dir", str(tmp_path / "out")])
+    assert "--sentences must be at least 1, got 0" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         ending_pairs.main(["--stories", str(stories), "--match-length", "1", "--output-dir", str(tmp_path / "out")])
     assert "--match-length must be above 1" in capsys.readouterr().err

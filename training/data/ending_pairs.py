@@ -109,7 +109,9 @@ def ending_pairs(rows: datasets.Dataset, count: int, seed: int, opening: bool = 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     story_pairs.add_arguments(p)
-    p.add_argument("--sentences", type=int, default=2, help="how many of a story's last sentences a side holds")
+    p.add_argument("--sentences", type=int, default=2,
+                   help="how many of a story's last sentences a side holds; above 3 (2 with --with-opening) a cut of the "
+                        "shortest stories keeps fewer, so stories of fewer than that many plus one are left out and counted")
     p.add_argument("--with-opening", action="store_true", help="each side begins with the story's first sentence")
     p.add_argument("--reaching-end", action="store_true",
                    help="endings only from texts that end where their story does (those the check gave a half)")
@@ -118,10 +120,8 @@ def parse_args(argv=None):
     args = p.parse_args(argv)
     if args.match_length is not None and not args.match_length > 1:
         p.error(f"--match-length must be above 1 (a ratio of the longer side's words to the shorter's), got {args.match_length}")
-    most = MIN_SENTENCES - 1 - args.with_opening  # a cut story keeps at least these sentences and the opening
-    if not 1 <= args.sentences <= most:
-        p.error(f"--sentences must be between 1 and {most}{' with --with-opening' if args.with_opening else ''}: "
-                "a cut story keeps at least that many")
+    if args.sentences < 1:
+        p.error(f"--sentences must be at least 1, got {args.sentences}")
     story_pairs.check_arguments(p, args)
     return args
 
