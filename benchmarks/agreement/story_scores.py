@@ -175,8 +175,9 @@ class StoryScores:
         scorer = load_story_classifier(folder, device="cpu")
         plain = self._scores(folder, scorer)
         mix = mix_scorer(reads, scorer, load_ending_scorer(part_folder), weight, count)
-        read = reads if sentences is None else f"{reads} ({count} sentences)"  # two counts of one part: two sets of texts
-        part_scores = self._part_scores(f"{checkpoint_key(part_folder)}/{read} of {checkpoint_key(folder)}", mix.parts, mix.ending_scorer)
+        # the count in the key: a part read at two counts is two sets of texts
+        part_scores = self._part_scores(f"{checkpoint_key(part_folder)}/{reads} ({count} sentences) of {checkpoint_key(folder)}",
+                                        mix.parts, mix.ending_scorer)
         return (self._part_mix(plain, part_scores, weight, share),
                 {"path": portable_path(str(folder)), "settings": scorer.settings(),
                  "ending" if kind == "ending" else reads: {

@@ -110,8 +110,9 @@ def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     story_pairs.add_arguments(p)
     p.add_argument("--sentences", type=int, default=2,
-                   help="how many of a story's last sentences a side holds; above 3 (2 with --with-opening) a cut of the "
-                        "shortest stories keeps fewer, so stories of fewer than that many plus one are left out and counted")
+                   help=f"how many of a story's last sentences a side holds; above {MIN_SENTENCES - 1} ({MIN_SENTENCES - 2} "
+                        "with --with-opening) a cut of the shortest stories keeps fewer, so stories of fewer than that many "
+                        "plus one are left out and counted")
     p.add_argument("--with-opening", action="store_true", help="each side begins with the story's first sentence")
     p.add_argument("--reaching-end", action="store_true",
                    help="endings only from texts that end where their story does (those the check gave a half)")
