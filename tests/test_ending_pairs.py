@@ -91,3 +91,35 @@ def test_bad_options_are_refused_before_anything_is_written(tmp_path, capsys):
     assert not (tmp_path / "out").exists()
     ending_pairs.main(["--stories", str(stories), "--output-dir", str(tmp_path / "out"), "--splits", "train"])
     assert len(datasets.load_from_disk(str(tmp_path / "out"))["train"]) == 1
+
+
+def test_several_cuts_per_story_take_the_half_and_distinct_others_all_sharing_the_ending():
+    sentences = [f"s{i} ." for i in range(10)]
+    pairs = ending_pairs.pairs_of_story("a", sentences, 2, 4, random.Random(0), "machine")
+    cuts = [int(pair["id"].split("/")[-1]) for pair in pairs]
+    assert len(set(cuts)) == 4 and 5 in cuts and all(2 <= c <= 9 for c in cuts)
+    assert {pair["human"] for pair in pairs} == {"s8 . s9 ."}
+    assert len(ending_pairs.pairs_of_story("a", sentences[:5], 2, 8, random.Random(0), "machine")) == 3  # fewer cuts than asked: all of them
+    # with matched lengths, only the cuts within the ratio; none: no pair
+    uneven = ["a b c .", "a b c .", "a b c d e f g h i j .", "a b c .", "a b c .", "a b c .", "a b c d e f g h .", "a b c ."]
+    pairs = ending_pairs.pairs_of_story("a", uneven, 2, 8, random.Random(0), "machine", match_length=1.25)
+    assert sorted(int(p["id"].split("/")[-1]) for p in pairs) == [3, 4, 7]
+    assert all(ending_pairs.length_ratio(p["human"], p["negative"]) <= 1.25 for p in pairs)
+
+
+def test_one_cut_per_story_draws_the_pairs_the_shipped_scorers_were_built_from():
+    rows = datasets.Dataset.from_list([story(u, 8) for u in "abcdef"], features=STORY_FEATURES)
+    one, _ = ending_pairs.ending_pairs(rows, 2, seed=3)
+    rng = random.Random(3)
+    assert one["id"] == [ending_pairs.story_pair(u, ending_pairs.textlib.split_sentences(ending_pairs.textlib.normalize_story(
+        story(u, 8)["text"])), 2, rng, "machine")["id"] for u in "abcdef"]
+    several, left = ending_pairs.ending_pairs(rows, 2, seed=3, cuts=3)
+    assert len(several) == 18 and not left
+
+
+def test_cuts_per_story_below_one_is_refused(tmp_path, capsys):
+    stories = tmp_path / "stories"
+    datasets.DatasetDict({"train": datasets.Dataset.from_list([story("a", 6)], features=STORY_FEATURES)}).save_to_disk(str(stories))
+    with pytest.raises(SystemExit):
+        ending_pairs.main(["--stories", str(stories), "--cuts-per-story", "0", "--output-dir", str(tmp_path / "out")])
+    assert "--cuts-per-story must be at least 1, got 0" in capsys.readouterr().err and not (tmp_path / "out").exists()

@@ -18,6 +18,9 @@ a window of an LLM story read at ROC length mostly stops mid-story, and its last
 otherwise the matching cut nearest in words (a tie: seeded); a story with none is left out and counted. Without it,
 an LLM story's last sentences are longer than those before a cut, and a scorer learns length (first_checks.md, E7).
 
+``--cuts-per-story K`` pairs each story's ending with up to K distinct cuts instead of one (the half among them where
+it qualifies): more pairs from the few LLM stories whose text reaches its end (first_checks.md, E13).
+
 ``--with-opening`` puts the story's first sentence before both sides (an ending scorer that reads where the story
 began, ``ending_reads: "opening_ending"``; first_checks.md, E6): a half lacks an end to what its opening began. The cut
 then falls after the first ``--sentences`` + 1 sentences at the earliest, so that the opening is never one of the
@@ -65,27 +68,66 @@ def story_pair(story_id: str, sentences: list[str], count: int, rng: random.Rand
     """One pair from a story of at least ``MIN_SENTENCES`` and more than ``count`` sentences (``opening``: more than
     ``count + 1``); with ``match_length``, ``None`` when no cut's side is within that ratio of the ending's words."""
     n, first = len(sentences), count + opening  # the earliest cut: ``count`` sentences, after the opening where it is read
-    read = (lambda part: opening_and_tail(part, count)) if opening else (lambda part: tail(part, count))
     half = rng.random() < 0.5
     if match_length is None:
         cut = max(n // 2 if half else rng.randint(first, n - 1), first)  # a half shorter than that: the earliest cut
     else:
-        ending = read(sentences)
-        ratios = {c: length_ratio(read(sentences[:c]), ending) for c in range(first, n)}
-        matching = {c: r for c, r in ratios.items() if r <= match_length}
+        matching = matching_cuts(sentences, count, opening, match_length)
         if not matching:
             return None
         nearest = min(matching.values())
         cut = max(n // 2, first)
         if not (half and cut in matching):
             cut = rng.choice(sorted(c for c, r in matching.items() if r == nearest))
+    return pair_at(story_id, sentences, count, cut, origin, opening)
+
+
+def pairs_of_story(story_id: str, sentences: list[str], count: int, cuts: int, rng: random.Random, origin: str,
+                opening: bool = False, match_length: float | None = None) -> list[dict]:
+    """A story's pairs: one cut drawn as the shipped ending scorers' pairs were, or up to ``cuts`` distinct ones."""
+    if cuts > 1:
+        return story_pairs_at_cuts(story_id, sentences, count, cuts, rng, origin, opening, match_length)
+    pair = story_pair(story_id, sentences, count, rng, origin, opening, match_length)
+    return [pair] if pair else []
+
+
+def story_pairs_at_cuts(story_id: str, sentences: list[str], count: int, cuts: int, rng: random.Random, origin: str,
+                        opening: bool = False, match_length: float | None = None) -> list[dict]:
+    """Up to ``cuts`` pairs from one story, one for each of as many distinct cuts (``--cuts-per-story``): the half where
+    it qualifies (within ``match_length`` where given), the others drawn (seeded) from the rest that do; none where no
+    cut qualifies. The same ending stands against each cut, so a story's pairs share their ``human`` side."""
+    n, first = len(sentences), count + opening
+    allowed = sorted(matching_cuts(sentences, count, opening, match_length)) if match_length else list(range(first, n))
+    half = max(n // 2, first)
+    rest = [c for c in allowed if c != half]
+    chosen = ([half] if half in allowed else []) + rng.sample(rest, min(len(rest), cuts - (half in allowed)))
+    return [pair_at(story_id, sentences, count, cut, origin, opening) for cut in sorted(chosen)]
+
+
+def matching_cuts(sentences: list[str], count: int, opening: bool, match_length: float) -> dict[int, float]:
+    """Each cut whose side is within ``match_length`` of the ending's words, with its ratio."""
+    read = reader(count, opening)
+    ending = read(sentences)
+    ratios = {c: length_ratio(read(sentences[:c]), ending) for c in range(count + opening, len(sentences))}
+    return {c: r for c, r in ratios.items() if r <= match_length}
+
+
+def reader(count: int, opening: bool):
+    """What a side holds of a story's sentences up to a cut (the whole story: the ending)."""
+    return (lambda part: opening_and_tail(part, count)) if opening else (lambda part: tail(part, count))
+
+
+def pair_at(story_id: str, sentences: list[str], count: int, cut: int, origin: str, opening: bool) -> dict:
+    """The pair of a story's ending against the sentences before ``cut``."""
+    read = reader(count, opening)
     return {"id": f"{story_id}/ending/{cut}", "context": "", "human": read(sentences), "negative": read(sentences[:cut]),
-            "original": read(sentences), "techniques": ["ending", origin, f"cut {cut} of {n}"]}
+            "original": read(sentences), "techniques": ["ending", origin, f"cut {cut} of {len(sentences)}"]}
 
 
 def ending_pairs(rows: datasets.Dataset, count: int, seed: int, opening: bool = False, reaching_end: bool = False,
-                 match_length: float | None = None) -> tuple[datasets.Dataset, Counter]:
-    """One split's pairs (one per intact story that qualifies) and what was left out, counted."""
+                 match_length: float | None = None, cuts: int = 1) -> tuple[datasets.Dataset, Counter]:
+    """One split's pairs (up to ``cuts`` per intact story that qualifies) and what was left out, counted. One cut a
+    story draws as the shipped ending scorers' pairs were drawn."""
     rng = random.Random(seed)
     pairs, left = [], Counter()
     ends = {row["unit"] for row in rows if row["kind"] == "half"} if reaching_end else set()
@@ -99,10 +141,10 @@ def ending_pairs(rows: datasets.Dataset, count: int, seed: int, opening: bool = 
             left["stopped_mid_sentence"] += 1
         elif reaching_end and row["unit"] not in ends:
             left["stops_before_story_end"] += 1
-        elif (pair := story_pair(row["unit"], sentences, count, rng, row["origin"], opening, match_length)) is None:
+        elif not (story := pairs_of_story(row["unit"], sentences, count, cuts, rng, row["origin"], opening, match_length)):
             left["no_cut_of_matching_length"] += 1
         else:
-            pairs.append(pair)
+            pairs.extend(story)
     return story_pairs.pairs_dataset(pairs), left
 
 
@@ -118,9 +160,14 @@ def parse_args(argv=None):
                    help="endings only from texts that end where their story does (those the check gave a half)")
     p.add_argument("--match-length", type=float, default=None, metavar="RATIO",
                    help="keep a pair's sides within this ratio of each other in words (> 1; default: any)")
+    p.add_argument("--cuts-per-story", type=int, default=1, metavar="K",
+                   help="pairs from up to K distinct cuts of each story, the half among them where it qualifies "
+                        "(default 1: one cut, drawn as the shipped ending scorers' pairs were)")
     args = p.parse_args(argv)
     if args.match_length is not None and not args.match_length > 1:
         p.error(f"--match-length must be above 1 (a ratio of the longer side's words to the shorter's), got {args.match_length}")
+    if args.cuts_per_story < 1:
+        p.error(f"--cuts-per-story must be at least 1, got {args.cuts_per_story}")
     if args.sentences < 1:
         p.error(f"--sentences must be at least 1, got {args.sentences}")
     story_pairs.check_arguments(p, args)
@@ -131,7 +178,7 @@ def main(argv=None) -> None:
     args = parse_args(argv)
     story_pairs.build("ending_pairs", args, {"unit", "kind", "origin", "text"},
                       lambda rows, seed: ending_pairs(rows, args.sentences, seed, args.with_opening, args.reaching_end,
-                                                   args.match_length), RECORD)
+                                                   args.match_length, args.cuts_per_story), RECORD)
 
 
 if __name__ == "__main__":
