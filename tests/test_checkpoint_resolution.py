@@ -195,7 +195,7 @@ def test_registered_names_win_over_a_folder_of_that_name(monkeypatch, tmp_path):
 @pytest.mark.parametrize("name", ["", "  "])
 def test_a_blank_config_name_lists_the_choices(name):
     choices = (r"\['roc', 'roc-base', 'roc-neighbours', 'wp', 'wp-base', 'wp-base-complete', 'wp-base-ending', 'wp-base-ending-neighbours', 'wp-base-ordered', "
-               r"'wp-neighbours', 'wp-ordered', 'default'\]")
+               r"'wp-complete', 'wp-neighbours', 'wp-ordered', 'default'\]")
     with pytest.raises(ValueError, match=r"empty union config name: choose one of " + choices):
         checkpoints.resolve_checkpoint("union", name)
 
