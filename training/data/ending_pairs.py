@@ -83,7 +83,7 @@ def story_pair(story_id: str, sentences: list[str], count: int, rng: random.Rand
 
 
 def pairs_of_story(story_id: str, sentences: list[str], count: int, cuts: int, rng: random.Random, origin: str,
-                opening: bool = False, match_length: float | None = None) -> list[dict]:
+                   opening: bool = False, match_length: float | None = None) -> list[dict]:
     """A story's pairs: one cut drawn as the shipped ending scorers' pairs were, or up to ``cuts`` distinct ones."""
     if cuts > 1:
         return story_pairs_at_cuts(story_id, sentences, count, cuts, rng, origin, opening, match_length)
