@@ -99,7 +99,8 @@ def test_a_default_note_is_one_line_naming_the_fast_config_and_explicit_names_lo
                                              "wp-base-ending-neighbours": "union-wp-base-ending-neighbours",
                                              "roc-neighbours": "union-roc-neighbours", "wp-neighbours": "union-wp-neighbours",
                                              "wp-base-complete": "union-wp-base-complete", "wp-base-ordered": "union-wp-base-ordered",
-                                             "wp-ordered": "union-wp-ordered", "wp-complete": "union-wp-complete"}
+                                             "wp-ordered": "union-wp-ordered", "wp-complete": "union-wp-complete",
+                                             "roc-complete": "union-roc-complete"}
     assert checkpoints.REGISTRY["plot_coherence"] == {"roc": "plot-coherence-roc", "wp": "plot-coherence-wp",
                                                       "roc-base": "plot-coherence-roc-base", "wp-base": "plot-coherence-wp-base"}
     for spec in registry.METRICS.values():

@@ -344,7 +344,7 @@ def test_version_and_help_show_what_the_defaults_are(capsys):
     from storyeval.checkpoints.registry import metric_spec
 
     union_configs = ("roc, wp, roc-base, wp-base, wp-base-ending, wp-base-ending-neighbours, roc-neighbours, wp-neighbours, wp-base-complete, "
-                     "wp-base-ordered, wp-ordered, wp-complete")
+                     "wp-base-ordered, wp-ordered, wp-complete, roc-complete")
     assert f"union: {union_configs} (default {metric_spec('union').default})" in text
     assert "16 for union" in text and "256 for continuation_quality" in text
     assert "(default: union)" in text and "(default: None)" not in text and "(default: False)" not in text

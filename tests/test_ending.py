@@ -138,11 +138,12 @@ def test_the_bundled_mixes_name_the_story_checkpoints_they_complete():
         config = json.loads((resolution.HUB_CARDS / name / "config.json").read_text())
         assert config["ending_of"] == of and config["ending_weight"] == weight  # E11, F7: one order scorer, two mixes
         assert config["ending_reads"] == "runs" and config["ending_sentences"] == 5 and config["ending_lowest_share"] == 1.0
-    config = json.loads((resolution.HUB_CARDS / "union-wp-complete" / "config.json").read_text())
-    assert config["ending_of"] == "storyeval/union-wp-ordered" and config["ending_weight"] == 0.5  # F8: complete's ending scorer
-    assert config["ending_reads"] == "last_sentences" and config["ending_sentences"] == 2
-    assert ((resolution.HUB_CARDS / "union-wp-complete" / "model.safetensors").read_bytes()
-            == (resolution.HUB_CARDS / "union-wp-base-complete" / "model.safetensors").read_bytes())  # one file in the clone
+    for name, of in (("union-wp-complete", "storyeval/union-wp-ordered"), ("union-roc-complete", "storyeval/union-roc-neighbours")):
+        config = json.loads((resolution.HUB_CARDS / name / "config.json").read_text())
+        assert config["ending_of"] == of and config["ending_weight"] == 0.5  # F8, F9: complete's ending scorer
+        assert config["ending_reads"] == "last_sentences" and config["ending_sentences"] == 2
+        assert ((resolution.HUB_CARDS / name / "model.safetensors").read_bytes()
+                == (resolution.HUB_CARDS / "union-wp-base-complete" / "model.safetensors").read_bytes())  # one file in the clone
     assert metric_spec("union").default == "wp-base-complete"
 
 

@@ -48,13 +48,14 @@ METRICS: dict[str, MetricSpec] = {
         # "-neighbours": that (or a fast config's score) mixed with a neighbour scorer's mean score of every two
         # neighbouring sentences; "wp-base-complete": "wp-base-ending-neighbours" mixed again with an ending scorer
         # taught only real endings, against cuts as long as them; "-ordered": "wp-base-complete" (or "wp-neighbours")
-        # mixed with an order scorer's mean score of every run of five sentences; "wp-complete": "wp-ordered" mixed with
-        # "wp-base-complete"'s ending scorer
+        # mixed with an order scorer's mean score of every run of five sentences; "wp-complete" / "roc-complete": "wp-ordered" /
+        # "roc-neighbours" mixed with "wp-base-complete"'s ending scorer
         MetricSpec("union", {"roc": "union-roc", "wp": "union-wp", "roc-base": "union-roc-base", "wp-base": "union-wp-base",
                              "wp-base-ending": "union-wp-base-ending", "wp-base-ending-neighbours": "union-wp-base-ending-neighbours",
                              "roc-neighbours": "union-roc-neighbours", "wp-neighbours": "union-wp-neighbours",
                              "wp-base-complete": "union-wp-base-complete", "wp-base-ordered": "union-wp-base-ordered",
-                             "wp-ordered": "union-wp-ordered", "wp-complete": "union-wp-complete"},
+                             "wp-ordered": "union-wp-ordered", "wp-complete": "union-wp-complete",
+                             "roc-complete": "union-roc-complete"},
                    "wp-base-complete",
                    "storyeval.scoring.sequence:SequenceScorer", "storyeval.scoring.sequence:load_story_classifier", fast="wp"),
         MetricSpec("plot_coherence", {"roc": "plot-coherence-roc", "wp": "plot-coherence-wp", "roc-base": "plot-coherence-roc-base",
