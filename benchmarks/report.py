@@ -266,7 +266,8 @@ def modern_table(reader: ResultsReader, names: list[str]) -> list[str]:
 FIRST_CHECKS_FILE = "first_checks"
 # the mixes shipped after it, measured the same way on the same stories: every one again with its parts read as cut
 # (c801841), which supersedes each mix's own earlier file (first_checks_ending, ..._ordered: the experiment log's)
-FIRST_CHECKS_LATER = ("first_checks_mended", "first_checks_stray", "first_checks_wp_complete")
+FIRST_CHECKS_LATER = ("first_checks_mended", "first_checks_stray", "first_checks_wp_complete",
+                      "first_checks_roc_complete")
 FIRST_CHECK_VIEWS = ("wp", "roc", "human-roc", "human-wp")  # LLM stories at WP length, as ROC windows; human ROC, WP stories
 
 

@@ -277,8 +277,8 @@ def test_numpy_integers_are_batch_sizes(tiny_checkpoint):
 
 
 def test_unknown_config_lists_choices_and_missing_checkpoint_says_what_to_do(monkeypatch, tmp_path):
-    choices = (r"\['roc', 'roc-base', 'roc-complete', 'roc-neighbours', 'wp', 'wp-base', 'wp-base-complete', 'wp-base-ending', 'wp-base-ending-neighbours', 'wp-base-ordered', "
-               r"'wp-complete', 'wp-neighbours', 'wp-ordered', 'default'\]")
+    choices = (r"\['roc', 'roc-base', 'roc-complete', 'roc-neighbours', 'wp', 'wp-base', 'wp-base-complete', 'wp-base-ending', "
+               r"'wp-base-ending-neighbours', 'wp-base-ordered', 'wp-complete', 'wp-neighbours', 'wp-ordered', 'default'\]")
     with pytest.raises(ValueError, match=choices):
         evaluate.load(METRIC_DIR, "imaginary")
     monkeypatch.setattr(checkpoints, "HUB_CARDS", tmp_path)  # no bundled copies
