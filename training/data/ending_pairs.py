@@ -97,7 +97,8 @@ def story_pairs_at_cuts(story_id: str, sentences: list[str], count: int, cuts: i
     it qualifies (within ``match_length`` where given), the others drawn (seeded) from the rest that do; none where no
     cut qualifies. The same ending stands against each cut, so a story's pairs share their ``human`` side."""
     n, first = len(sentences), count + opening
-    allowed = sorted(matching_cuts(sentences, count, opening, match_length)) if match_length else list(range(first, n))
+    allowed = (sorted(matching_cuts(sentences, count, opening, match_length)) if match_length is not None
+               else list(range(first, n)))
     half = max(n // 2, first)
     rest = [c for c in allowed if c != half]
     chosen = ([half] if half in allowed else []) + rng.sample(rest, min(len(rest), cuts - (half in allowed)))
