@@ -144,6 +144,18 @@ def test_an_output_that_opens_like_a_human_judged_item_is_refused_with_the_count
         modern_breaks.check_leakage(stories)
 
 
+def test_a_shuffled_copy_that_opens_like_a_human_judged_item_is_dropped_and_counted():
+    kept = modern_breaks.Units(ANTONYMS, seed=0)
+    kept.add("train", "u", "g", "gen", "human", "wp", STORY, True)
+    rows = kept.rows["train"]
+    opening = rows["sentences"][rows["kind"].index("shuffle")][0]
+    assert opening != STORY[0]
+    dropping = modern_breaks.Units(ANTONYMS, seed=0, judged_keys=frozenset({modern_breaks.textlib.leakage_key(opening)}))
+    dropping.add("train", "u", "g", "gen", "human", "wp", STORY, True)
+    assert dropping.rows["train"]["kind"] == [kind for kind in rows["kind"] if kind != "shuffle"]
+    assert dropping.counts - kept.counts == {"leakage_dropped_breaks/human/wp/shuffle": 1}
+
+
 def test_the_across_story_auc_skips_the_same_prompt_and_stories_of_other_lengths():
     intact = ([0.9, 0.2], [100, 100], ["a", "b"])
     broken = ([0.5, 0.1, 0.0], [100, 105, 300], ["a", "a", "b"])

@@ -34,8 +34,8 @@ Output, under ``--output-dir``:
 * ``modern_breaks.json``: every count (stories, units, pairs by split, view, kind and generator; skipped and
   leakage-dropped stories) and the environment.
 
-The leakage rule: the builders drop stories that open like a human-judged item, and a window (or story) that
-opens like one is dropped here, both counted; a finished output in which any story still opens like one is
+The leakage rule: the builders drop stories that open like a human-judged item, and a window (or story), or a
+shuffled copy, that opens like one is dropped here, all counted; a finished output in which any story still opens like one is
 refused with the count, and nothing is written.
 """
 from __future__ import annotations
@@ -142,6 +142,10 @@ class Units:
             broken = self._break(kind, split, generator, group, sentences, rng)
             if broken is None:
                 self.counts[f"break_not_applicable/{origin}/{view}/{kind}"] += 1
+                continue
+            opening = broken[0][0]
+            if opening != sentences[0] and textlib.leakage_key(opening) in self.judged_keys:  # a shuffle moves the opening
+                self.counts[f"leakage_dropped_breaks/{origin}/{view}/{kind}"] += 1
                 continue
             self._row(split, unit, kind, group, generator, origin, view, *broken)
 
