@@ -35,8 +35,8 @@ Output, under ``--output-dir``:
   leakage-dropped stories) and the environment.
 
 The leakage rule: the builders drop stories that open like a human-judged item, and a window (or story), or a
-shuffled copy, that opens like one is dropped here, all counted; a finished output in which any story still opens like one is
-refused with the count, and nothing is written.
+shuffled copy, that opens like one is dropped here, all counted; a finished output in which any story still opens
+like one is refused with the count, and nothing is written.
 """
 from __future__ import annotations
 
