@@ -130,7 +130,7 @@ class Units:
         if len(sentences) < breaks.MIN_SENTENCES:
             self.counts[f"skipped_too_short/{origin}/{view}"] += 1
             return
-        if textlib.leakage_key(sentences[0]) in self.judged_keys:  # a window can open with a sentence a judged story opens with
+        if self.opens_like_judged(sentences[0]):  # a window can open with a sentence a judged story opens with
             self.counts[f"leakage_dropped_units/{origin}/{view}"] += 1
             return
         self._row(split, unit, "intact", group, generator, origin, view, sentences, -1)
@@ -143,11 +143,14 @@ class Units:
             if broken is None:
                 self.counts[f"break_not_applicable/{origin}/{view}/{kind}"] += 1
                 continue
-            opening = broken[0][0]
-            if opening != sentences[0] and textlib.leakage_key(opening) in self.judged_keys:  # a shuffle moves the opening
+            if broken[0][0] != sentences[0] and self.opens_like_judged(broken[0][0]):  # a shuffle moves the opening
                 self.counts[f"leakage_dropped_breaks/{origin}/{view}/{kind}"] += 1
                 continue
             self._row(split, unit, kind, group, generator, origin, view, *broken)
+
+    def opens_like_judged(self, sentence: str) -> bool:
+        """Whether a text opening with ``sentence`` opens like a human-judged item (the leakage rule's one test)."""
+        return textlib.leakage_key(sentence) in self.judged_keys
 
     def _break(self, kind, split, generator, group, sentences, rng):
         if kind == "insert":
