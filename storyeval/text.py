@@ -63,6 +63,12 @@ def sentences_with_words(text: str) -> list[str]:
     return [sentence for sentence in split_sentences(text) if has_words(sentence)]
 
 
+def distinct_sentences(text: str) -> list[str]:
+    """The text's sentences that have words in them, each once, in order of first appearance: what a topic scorer
+    compares (:mod:`storyeval.scoring.topic`)."""
+    return list(dict.fromkeys(sentences_with_words(text)))
+
+
 def window_starts(count: int, size: int, stride: int) -> list[int]:
     """Where each window of ``size`` of ``count`` items starts: one every ``stride`` items, and the last ending where
     the items end (none when there are fewer than ``size``)."""

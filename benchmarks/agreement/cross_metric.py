@@ -16,7 +16,8 @@ part of the ship rule (a candidate that ships measures them once, after the rest
 checkpoint's score of each story's last two sentences (:mod:`.ending_mix`); ``--neighbours
 LABEL=STORY_FOLDER+NEIGHBOUR_FOLDER:WEIGHT`` one mixed with the mean of a neighbour checkpoint's scores of every two
 neighbouring sentences; ``--opening-ending`` one mixed with an ending checkpoint's score of its first sentence and last two;
-``--runs`` one mixed with the mean of an order checkpoint's scores of every run of five consecutive sentences.
+``--runs`` one mixed with the mean of an order checkpoint's scores of every run of five consecutive sentences;
+``--topic`` one mixed with a sentence embedder's mean similarity of every two of the story's distinct sentences.
 """
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ import numpy as np
 
 from ..common import BUNDLED, command_line, machine, metric_checkpoint_spec, require_checkpoint_folders, results_name, write_results
 from ..correlation import HUMAN_SETS, format_row, load_human_set, score_set
-from .ending_mix import MIX_READS, add_mix_arguments, load_ending_scorer, mix_rows, part_reading, part_sentences, part_shares, share_field
+from .ending_mix import MIX_READS, add_mix_arguments, load_part_scorer, mix_rows, part_reading, part_sentences, part_shares, share_field
 
 DEFAULT_CHECKPOINTS = [
     ("union", "union-roc", str(BUNDLED / "union-roc")),
@@ -88,7 +89,7 @@ def main(argv=None):
         entry = payload["checkpoints"][label] = {"metric": metric, "path": portable_path(str(path)), "sets": {}}
         if mix:
             kind, part_folder, weight = mix
-            part = load_ending_scorer(part_folder)
+            part = load_part_scorer(kind, part_folder)
             sentences, read = part_reading(kind, sentences_of[label])
             scorer = mix_scorer(MIX_READS[kind], scorer, part, weight, sentences, label, shares[label])
             entry[kind.replace("-", "_")] = {"path": portable_path(str(part_folder)), **read, "weight": weight, **share_field(shares[label])}

@@ -3,7 +3,8 @@ a weight, before it ships as one checkpoint (:mod:`storyeval.scoring.ending`, wh
 ``--neighbours LABEL=STORY_FOLDER+NEIGHBOUR_FOLDER:WEIGHT`` the same with a neighbour scorer (E2), which reads every two
 neighbouring sentences of a story; ``--opening-ending LABEL=STORY_FOLDER+PART_FOLDER:WEIGHT`` with an ending scorer that
 reads the story's first sentence before its last two (E6); ``--runs LABEL=STORY_FOLDER+ORDER_FOLDER:WEIGHT`` with an
-order scorer that reads every run of five consecutive sentences (E8). ``--part-lowest-share LABEL=SHARE`` mixes in the
+order scorer that reads every run of five consecutive sentences (E8); ``--topic LABEL=STORY_FOLDER+EMBEDDER_FOLDER:WEIGHT``
+with a sentence embedder's mean similarity of every two of the story's distinct sentences (E17). ``--part-lowest-share LABEL=SHARE`` mixes in the
 mean of a row's lowest part scores instead of all of them (E5); ``--part-sentences LABEL=N`` has a row's part scorer
 read N sentences instead of its option's (E12: an ending scorer of a story's last five).
 """
@@ -42,21 +43,28 @@ def runs_spec(value: str) -> tuple[str, str, str, float]:
     return mix_spec(value, "order")
 
 
+def topic_spec(value: str) -> tuple[str, str, str, float]:
+    return mix_spec(value, "embedder")
+
+
 # option (--KIND) -> its argparse type, its part folder's name and what the part scorer reads, for the help
 MIX_OPTIONS = {"ending": (ending_spec, "ENDING", "an ending checkpoint's score of the story's last two sentences"),
                "neighbours": (neighbour_spec, "NEIGHBOUR", "the mean of a neighbour checkpoint's scores of every two neighbouring sentences"),
                "opening-ending": (opening_ending_spec, "PART", "an ending checkpoint's score of the story's first sentence and its last two"),
-               "runs": (runs_spec, "ORDER", f"the mean of an order checkpoint's scores of every run of {RUN_SENTENCES} consecutive sentences")}
+               "runs": (runs_spec, "ORDER", f"the mean of an order checkpoint's scores of every run of {RUN_SENTENCES} consecutive sentences"),
+               "topic": (topic_spec, "EMBEDDER", "a sentence embedder's mean cosine of every two of the story's distinct sentences")}
 # option -> the shipped config's ``ending_reads`` for that mix (storyeval.scoring.ending.mix_scorer)
-MIX_READS = {"ending": "last_sentences", "neighbours": "neighbours", "opening-ending": "opening_ending", "runs": "runs"}
+MIX_READS = {"ending": "last_sentences", "neighbours": "neighbours", "opening-ending": "opening_ending", "runs": "runs", "topic": "topic"}
 # option -> how many sentences its part scorer reads (``ending_sentences``) and what a results file records of that
 PART_READING = {"ending": (TAIL_SENTENCES, {"last_sentences": TAIL_SENTENCES}), "neighbours": (TAIL_SENTENCES, {}),
                 "opening-ending": (TAIL_SENTENCES, {"last_sentences": TAIL_SENTENCES}),
-                "runs": (RUN_SENTENCES, {"sentences": RUN_SENTENCES})}
+                "runs": (RUN_SENTENCES, {"sentences": RUN_SENTENCES}), "topic": (1, {})}
+# options whose part is scored once per story, so that neither a share of its parts nor a count of sentences applies
+WHOLE_STORY_PARTS = ("topic",)
 
 
 def add_mix_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--ending``, ``--neighbours``, ``--opening-ending``, ``--runs`` and ``--part-lowest-share``, as both tools take them."""
+    """``--ending``, ``--neighbours``, ``--opening-ending``, ``--runs``, ``--topic`` and ``--part-lowest-share``, as both tools take them."""
     for kind, (spec, part, reads) in MIX_OPTIONS.items():
         parser.add_argument(f"--{kind}", action="append", default=[], type=spec, metavar=f"LABEL=STORY_FOLDER+{part}_FOLDER:WEIGHT",
                             help=f"(1 - WEIGHT) times a checkpoint's score plus WEIGHT times {reads} "
@@ -99,6 +107,8 @@ def part_shares(parser: argparse.ArgumentParser, given: list[tuple[str, float]],
     shares = dict(given)
     if unknown := sorted(set(shares) - set(mix_labels)):
         parser.error(f"--part-lowest-share {unknown}: not the label of an --ending, --neighbours, --opening-ending or --runs row")
+    if whole := sorted(label for label in shares if mix_labels[label][0] in WHOLE_STORY_PARTS):
+        parser.error(f"--part-lowest-share {whole}: a --topic row scores each story once")
     return {label: shares.get(label, 1.0) for label in mix_labels}
 
 
@@ -122,6 +132,8 @@ def part_sentences(parser: argparse.ArgumentParser, given: list[tuple[str, int]]
         parser.error(f"--part-sentences {unknown}: not the label of an --ending, --opening-ending or --runs row")
     if neighbours := sorted(label for label in counts if mixes[label][0] == "neighbours"):
         parser.error(f"--part-sentences {neighbours}: a --neighbours row's part reads two neighbouring sentences")
+    if whole := sorted(label for label in counts if mixes[label][0] in WHOLE_STORY_PARTS):
+        parser.error(f"--part-sentences {whole}: a --topic row reads every sentence of the story")
     return {label: counts.get(label) for label in mixes}
 
 
@@ -132,6 +144,16 @@ def part_reading(kind: str, sentences: int | None = None) -> tuple[int, dict]:
     if sentences is None:
         return default, fields
     return sentences, {name: sentences for name in fields}
+
+
+def load_part_scorer(kind: str, folder: str):
+    """The part scorer of the ``--KIND`` option ``kind``: a sentence embedder's folder for ``--topic``, else a checkpoint
+    folder (:func:`load_ending_scorer`)."""
+    if kind in WHOLE_STORY_PARTS:
+        from storyeval.scoring.topic import load_topic_scorer
+
+        return load_topic_scorer(folder, device="cpu")
+    return load_ending_scorer(folder)
 
 
 def load_ending_scorer(folder: str):

@@ -160,7 +160,8 @@ class StoryScores:
         """story -> a checkpoint folder's score mixed with a part scorer's, and its fields: the shipped mix
         (:mod:`storyeval.scoring.ending`) of the ``--KIND`` option ``kind`` of :mod:`.ending_mix` (``ending``: the
         story's last sentences; ``neighbours``: every two neighbouring ones, the lowest ``share`` of them;
-        ``opening-ending``: its first and last ones; ``runs``: every run of five), its parts what it reads of each
+        ``opening-ending``: its first and last ones; ``runs``: every run of five; ``topic``: the whole story, by a sentence
+        embedder), its parts what it reads of each
         story as the shipped scorer prepares them. Its config's ``ending_reads`` is also its field in the results, but
         for ``ending``'s, as it was before that option read parts as the mix does. Each checkpoint scores once,
         whatever the weight and share. ``sentences``: how many its part scorer reads, where not the option's own
@@ -169,12 +170,12 @@ class StoryScores:
         from storyeval.scoring.sequence import load_story_classifier
         from storyeval_training.export.provenance import portable_path
 
-        from .ending_mix import MIX_READS, load_ending_scorer, part_reading, share_field
+        from .ending_mix import MIX_READS, load_part_scorer, part_reading, share_field
 
         reads, (count, fields) = MIX_READS[kind], part_reading(kind, sentences)
         scorer = load_story_classifier(folder, device="cpu")
         plain = self._scores(folder, scorer)
-        mix = mix_scorer(reads, scorer, load_ending_scorer(part_folder), weight, count)
+        mix = mix_scorer(reads, scorer, load_part_scorer(kind, part_folder), weight, count)
         # the count in the key: a part read at two counts is two sets of texts
         part_scores = self._part_scores(f"{checkpoint_key(part_folder)}/{reads} ({count} sentences) of {checkpoint_key(folder)}",
                                         mix.parts, mix.ending_scorer)

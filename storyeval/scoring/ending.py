@@ -23,7 +23,7 @@ from storyeval.inputs import check_texts
 from storyeval.scoring import windows
 from storyeval.scoring.signature import settings_string
 from storyeval.scoring.windows import StoryTooLongError
-from storyeval.text import last_sentences, neighbouring_pairs, normalize_story, opening_and_ending, sentence_runs
+from storyeval.text import distinct_sentences, last_sentences, neighbouring_pairs, normalize_story, opening_and_ending, sentence_runs
 
 
 def mixed(story: float, ending: float, weight: float) -> float:
@@ -157,13 +157,28 @@ class RunsMixScorer(EndingMixScorer):
         return sentence_runs(self.prepared(story), self.sentences)
 
 
+class TopicMixScorer(EndingMixScorer):
+    """An :class:`EndingMixScorer` whose second scorer, a sentence embedder, scores how well a story's distinct sentences
+    fit one another (:mod:`storyeval.scoring.topic`), reading the story as given; a story of fewer than two distinct
+    sentences scores as its story scorer does."""
+
+    def __init__(self, story_scorer, topic_scorer, weight: float, name: str = "unnamed"):
+        super().__init__(story_scorer, topic_scorer, weight, 1, name)
+        self.reads = "topic"
+
+    def parts(self, story: str) -> list[str]:
+        return [story] if len(distinct_sentences(story)) > 1 else []
+
+
 def mix_scorer(reads: str, story_scorer, part_scorer, weight: float, sentences: int = 2, name: str = "unnamed",
                lowest_share: float = 1.0) -> EndingMixScorer:
     """The mix whose second scorer reads what ``reads`` (a config's ``ending_reads``) names: the last ``sentences``
-    sentences, the first sentence and the last ``sentences``, every two neighbouring sentences, or every run of
-    ``sentences``."""
+    sentences, the first sentence and the last ``sentences``, every two neighbouring sentences, every run of
+    ``sentences``, or (``"topic"``, a sentence embedder) how well the story's sentences fit one another."""
     if reads == "neighbours":
         return NeighbourMixScorer(story_scorer, part_scorer, weight, name, lowest_share)
+    if reads == "topic":
+        return TopicMixScorer(story_scorer, part_scorer, weight, name)
     if reads == "runs":
         return RunsMixScorer(story_scorer, part_scorer, weight, sentences, name, lowest_share)
     mix = OpeningEndingMixScorer if reads == "opening_ending" else EndingMixScorer
