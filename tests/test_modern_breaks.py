@@ -846,6 +846,38 @@ def test_part_sentences_are_refused_for_a_neighbour_row_which_reads_two_by_what_
     assert stopped.value.code == 2 and "--part-sentences ['n']: a --neighbours row's part reads two neighbouring sentences" in capsys.readouterr().err
 
 
+@pytest.fixture
+def tiny_embedder(tmp_path):
+    """A random one-layer BERT in a folder, as a sentence embedder's folder holds one."""
+    import torch
+    from transformers import AutoTokenizer, BertConfig, BertModel
+
+    from storyeval.checkpoints import resolution as checkpoints
+
+    torch.manual_seed(0)
+    BertModel(BertConfig(hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32,
+                         max_position_embeddings=64)).save_pretrained(tmp_path / "embedder")
+    AutoTokenizer.from_pretrained(checkpoints.backbone_path()).save_pretrained(tmp_path / "embedder")
+    return tmp_path / "embedder"
+
+
+def test_a_topic_row_mixes_in_the_embedders_score_of_each_whole_story(tmp_path, tiny_checkpoint, tiny_embedder, monkeypatch):
+    from benchmarks import common
+
+    monkeypatch.setattr(common, "RESULTS", tmp_path)
+    benchmark.main(["--breaks-dir", str(saved_check(tmp_path / "check")), "--checkpoint", f"a={tiny_checkpoint}",
+                    "--topic", f"t={tiny_checkpoint}+{tiny_embedder}:0.2", "--baseline", "a", "--targets", "insert", "--output", "out"])
+    rows = json.loads((tmp_path / "out.json").read_text())["checkpoints"]
+    assert rows["t"]["topic"]["weight"] == 0.2 and "ship_rule" in rows["t"] and rows["t"]["views"] != rows["a"]["views"]
+
+
+@pytest.mark.parametrize("option", [["--part-lowest-share", "t=0.5"], ["--part-sentences", "t=3"]])
+def test_a_share_or_a_sentence_count_is_refused_for_a_topic_row_which_scores_the_whole_story(tmp_path, tiny_checkpoint, capsys, option):
+    with pytest.raises(SystemExit) as stopped:
+        benchmark.main(["--breaks-dir", str(tmp_path), "--topic", f"t={tiny_checkpoint}+{tiny_checkpoint}:0.2", *option])
+    assert stopped.value.code == 2 and f"{option[0]} ['t']: a --topic row" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("argv, message", [
     (["--ending", "e=somewhere:0.5"], "expects label=story_folder+ending_folder:weight"),
     (["--ending", "e=a+b:1"], "with 0 < weight < 1"),
