@@ -77,3 +77,41 @@ def test_a_topic_mix_is_the_story_score_mixed_with_the_topic_score_and_a_one_sen
     expected = [mixed(story.score([STORY])[0], topic.score_checked([STORY])[0], 0.2), story.score([one])[0]]
     assert scorer.score([STORY, one]) == pytest.approx(expected)
     assert scorer.settings().startswith("t_fp32_")
+
+
+def _topic_folder(folder, story, embedder, **fields):
+    import json
+
+    from storyeval.scoring.topic import file_sha256
+
+    folder.mkdir()
+    config = {"model_type": "storyeval-union", "metric": "union", "ending_of": str(story), "ending_weight": 0.3,
+              "ending_reads": "topic", "ending_sentences": 1, "topic_embedder": str(embedder),
+              "topic_embedder_sha256": file_sha256(embedder / "model.safetensors"), **fields}
+    (folder / "config.json").write_text(json.dumps({k: v for k, v in config.items() if v is not None}))
+    return folder
+
+
+def test_a_topic_mix_folder_loads_as_a_topic_mix_of_the_story_checkpoint_it_names(embedder, tmp_path):
+    from storyeval.scoring.sequence import clear_loaded_scorers, load_scorer
+
+    clear_loaded_scorers()
+    story_folder = save_tiny_checkpoint(tmp_path / "story")
+    scorer = load_scorer("union", _topic_folder(tmp_path / "topical", story_folder, embedder))
+    assert isinstance(scorer, TopicMixScorer) and scorer.weight == 0.3
+    expected = mixed(load_story_classifier(story_folder).score([STORY])[0], load_topic_scorer(embedder).score_checked([STORY])[0], 0.3)
+    assert scorer.score([STORY]) == pytest.approx([expected])
+    assert scorer.settings().startswith("topical_fp32_") and "_weights-" in scorer.settings()
+
+
+@pytest.mark.parametrize("fields, message", [({"topic_embedder_sha256": "0" * 64}, "is not the one this checkpoint was measured with"),
+                                             ({"topic_embedder": None}, "a topic mix needs topic_embedder"),
+                                             ({"ending_weight": 1.5}, "the ending weight must be between 0 and 1")])
+def test_a_topic_mix_folder_with_another_embedder_or_a_missing_field_is_refused_in_one_line(embedder, tmp_path, fields, message):
+    from storyeval.scoring.sequence import clear_loaded_scorers, load_scorer
+
+    clear_loaded_scorers()
+    folder = _topic_folder(tmp_path / "topical", save_tiny_checkpoint(tmp_path / "story"), embedder, **fields)
+    with pytest.raises(ValueError, match=message) as refused:
+        load_scorer("union", folder)
+    assert "\n" not in str(refused.value)
