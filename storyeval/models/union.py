@@ -26,7 +26,7 @@ from storyeval.checkpoints.registry import UNION_MODEL_TYPE
 from storyeval.models.mpnet_attention import use_fused_attention
 
 # what an ending scorer reads of a story (storyeval.scoring.ending, which the models do not import)
-ENDING_READS = ("last_sentences", "opening_ending", "neighbours", "runs", "topic")
+ENDING_READS = ("last_sentences", "opening_ending", "neighbours", "runs")
 
 
 @strict

@@ -15,7 +15,9 @@ a stray or repeated sentence breaks the pairs it is in, whatever the story's len
 :class:`OpeningEndingMixScorer` (``ending_reads: "opening_ending"``) reads the story's first sentence before its last
 ones: what a story cut part-way lacks is an end to what its opening began (E6). :class:`RunsMixScorer`
 (``ending_reads: "runs"``) reads every run of ``ending_sentences`` consecutive sentences with an order scorer, trained
-on a window against its own shuffle (E8).
+on a window against its own shuffle (E8). :class:`TopicMixScorer` mixes in a sentence embedder's score of how well the
+story's sentences fit one another (:mod:`storyeval.scoring.topic`; E17, measured with ``modern_breaks --topic`` and
+not shipped: it prefers longer stories).
 """
 from __future__ import annotations
 

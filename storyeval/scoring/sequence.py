@@ -31,7 +31,6 @@ from storyeval.scoring import windows
 from storyeval.scoring.devices import DTYPES, resolve_device, resolve_dtype  # noqa: F401 (DTYPES: part of this module's API)
 from storyeval.scoring.int8 import runtime as int8_runtime
 from storyeval.scoring.signature import settings_string
-from storyeval.scoring.topic import load_topic_mix, topic_mix_config
 from storyeval.scoring.windows import MAX_WINDOWS, WINDOW_AGGREGATIONS, StoryTooLongError  # noqa: F401 (part of this module's API)
 from storyeval.text import normalize_story
 
@@ -165,14 +164,9 @@ def _load_story_classifier(checkpoint: str, device: str, preprocess: bool) -> Se
     from storyeval.models import UnionModel
 
     # transformers draws a "Loading weights" bar on stderr for every load; a scorer's output is its scores
-    folder = Path(checkpoint)
-    if (topic := topic_mix_config(folder)) is not None:  # a sentence embedder's part: no weights of its own
-        scorer = load_topic_mix(folder, topic, lambda name: _load_story_classifier(str(checkpoints.resolve_named(name)), device, preprocess),
-                                device)
-        scorer.weights = checkpoints.scoring_digest(folder)
-        return scorer
     bar_was_enabled = transformers_logging.is_progress_bar_enabled()
     transformers_logging.disable_progress_bar()
+    folder = Path(checkpoint)
     files = bundled.folder_stamp(folder) if folder.is_dir() else None  # before the load: a file changed during it shows
     try:
         model = UnionModel.from_pretrained(checkpoint, dtype=torch.float32)

@@ -1,4 +1,4 @@
-"""How well a story's sentences fit one another: the topic part of ``union`` ``wp-base-topical`` (first_checks.md, E17).
+"""How well a story's sentences fit one another, by a sentence embedder: a part a mix can read (first_checks.md, E17).
 
 A sentence of another story set into one lies far, in a sentence embedder's space, from the story's own sentences
 wherever it stands; a scorer of two neighbouring sentences sees it in only two of a long story's pairs (E5, E16). A
@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import copy
 import functools
-import hashlib
 import json
 from pathlib import Path
 
@@ -128,54 +127,3 @@ def _load_topic_scorer(folder: str, device: str) -> TopicScorer:
         if bar_was_enabled:
             transformers_logging.enable_progress_bar()
     return TopicScorer(model, tokenizer, embedder_max_tokens(Path(folder), model.config), device, name=Path(folder).name)
-
-
-# a mix folder whose part is a sentence embedder ships no weights of its own: its config.json names the story checkpoint
-# it completes (``ending_of``), the weight, ``ending_reads: "topic"`` and the embedder with the SHA-256 of its weights
-TOPIC_READS = "topic"
-EMBEDDER_WEIGHTS = "model.safetensors"
-
-
-def topic_mix_config(folder: Path) -> dict | None:
-    """A topic mix folder's config (None for any other folder)."""
-    config_file = folder / "config.json"
-    if not config_file.is_file():
-        return None
-    config = json.loads(config_file.read_text())
-    return config if config.get("ending_reads") == TOPIC_READS else None
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def embedder_folder(name: str, sha256: str | None) -> Path:
-    """The embedder's folder (the offline copy, else the Hub's), its weights checked against ``sha256`` where given: a
-    different embedder under the same name would change every score without a word."""
-    from huggingface_hub import snapshot_download
-
-    from storyeval.checkpoints.backbones import hub_offline, resolve_backbone
-
-    resolved = resolve_backbone(name)
-    folder = Path(resolved) if Path(resolved).is_dir() else Path(snapshot_download(resolved, local_files_only=hub_offline()))
-    if sha256 is not None and file_sha256(folder / EMBEDDER_WEIGHTS) != sha256:
-        raise ValueError(f"the topic embedder {name} found at {folder} is not the one this checkpoint was measured with "
-                         f"(SHA-256 {sha256[:12]}...)")
-    return folder
-
-
-def load_topic_mix(folder: Path, config: dict, load_story, device=None):
-    """The :class:`storyeval.scoring.ending.TopicMixScorer` a topic mix folder describes; ``load_story(name)`` loads the
-    story checkpoint it completes (the story scorers' cached loader)."""
-    from storyeval.checkpoints.resolution import checkpoint_name
-    from storyeval.scoring.ending import TopicMixScorer
-
-    missing = [field for field in ("ending_of", "ending_weight", "topic_embedder") if config.get(field) is None]
-    if missing:
-        raise ValueError(f"{folder}/config.json: a topic mix needs {', '.join(missing)}")
-    topic = load_topic_scorer(embedder_folder(config["topic_embedder"], config.get("topic_embedder_sha256")), device)
-    return TopicMixScorer(load_story(config["ending_of"]), topic, config["ending_weight"], name=checkpoint_name(folder))

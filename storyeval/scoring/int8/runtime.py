@@ -606,7 +606,7 @@ def checkpoint_int8_problem(folder: str | Path | None, encoder_type: str | None 
             # an ending mix (storyeval.scoring.ending): its int8 copy would be two models', measured as one by no run
             from storyeval.checkpoints.resolution import checkpoint_name
 
-            part = {"neighbours": "a neighbour", "runs": "an order", "topic": "a topic"}.get(config.get("ending_reads"), "an ending")
+            part = {"neighbours": "a neighbour", "runs": "an order"}.get(config.get("ending_reads"), "an ending")
             return (f"dtype='int8' is not offered for {checkpoint_name(folder)}: it mixes {config['ending_of']} with {part} "
                     f"scorer, and no int8 copy of the mix was measured against the fidelity rule; score it in float32 or bfloat16")
         encoder = config.get("encoder") if isinstance(config, dict) else None
