@@ -77,3 +77,24 @@ def test_a_topic_mix_is_the_story_score_mixed_with_the_topic_score_and_a_one_sen
     expected = [mixed(story.score([STORY])[0], topic.score_checked([STORY])[0], 0.2), story.score([one])[0]]
     assert scorer.score([STORY, one]) == pytest.approx(expected)
     assert scorer.settings().startswith("t_fp32_")
+
+
+def test_the_probes_mean_of_every_two_is_the_topic_scores_statistic():
+    from benchmarks.agreement.topic_probe import statistics
+
+    rows = np.random.default_rng(1).normal(size=(5, 4))
+    rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+    found = statistics(rows)
+    assert found["pairs_mean"] == pytest.approx(mean_pairwise_cosine(rows)) and len(found) == 8
+    assert found["nearest_min"] <= found["nearest_lowest_quarter"] and found["to_others_min"] <= found["to_others_mean"]
+
+
+@pytest.mark.parametrize("argv, message", [(["--max-units-per-view", "0"], "--max-units-per-view must be positive"),
+                                           (["--kinds", "juggle"], "--kinds ['juggle']: not kinds of the check"),
+                                           ([], "no stories/")])
+def test_the_probe_refuses_bad_options_before_loading_a_model(tmp_path, capsys, argv, message):
+    from benchmarks.agreement import topic_probe
+
+    with pytest.raises(SystemExit) as stopped:
+        topic_probe.main(["--breaks-dir", str(tmp_path), *argv])
+    assert stopped.value.code == 2 and message in capsys.readouterr().err
