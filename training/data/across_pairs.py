@@ -25,6 +25,7 @@ from pathlib import Path
 import datasets
 import numpy as np
 
+from storyeval_training.data.output_folder import written_whole
 from storyeval_training.export.provenance import environment
 
 logger = logging.getLogger("storyeval_training.data.across_pairs")
@@ -101,9 +102,9 @@ def main(argv=None) -> None:
     for split, rows in pairs.items():
         out[split], unpaired = pair_across(rows, args.min_length_ratio, args.max_length_ratio, args.seed)
         counts["pairs"][split], counts["intact_stories_without_partner"][split] = len(out[split]), unpaired
-    output = Path(args.output_dir)
-    datasets.DatasetDict(out).save_to_disk(str(output))
-    (output / RECORD).write_text(json.dumps({"args": vars(args), **counts, "environment": environment()}, indent=2) + "\n")
+    with written_whole(args.output_dir) as output:
+        datasets.DatasetDict(out).save_to_disk(str(output))
+        (output / RECORD).write_text(json.dumps({"args": vars(args), **counts, "environment": environment()}, indent=2) + "\n")
     print(json.dumps(counts))
 
 

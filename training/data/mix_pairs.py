@@ -26,6 +26,7 @@ import datasets
 
 from storyeval import text as textlib
 from storyeval_training.data.named_sets import checked_pair_folders, counts_per_set, pair_folder, techniques_per_set, with_techniques
+from storyeval_training.data.output_folder import written_whole
 from storyeval_training.data.technique_counts import technique_counts
 from storyeval_training.export.provenance import environment
 
@@ -107,10 +108,10 @@ def main(argv=None) -> None:
     run_environment = environment()
     sets = {name: load_set(name, folder, args.techniques.get(name)) for name, folder in args.pairs.items()}
     mixed, counts = mix(sets, args.max_train_pairs, args.seed)
-    output = Path(args.output_dir)
-    mixed.save_to_disk(str(output))
     arguments = {**vars(args), "pairs": {name: str(folder) for name, folder in args.pairs.items()}}
-    (output / RECORD).write_text(json.dumps({"args": arguments, **counts, "environment": run_environment}, indent=2) + "\n")
+    with written_whole(args.output_dir) as output:
+        mixed.save_to_disk(str(output))
+        (output / RECORD).write_text(json.dumps({"args": arguments, **counts, "environment": run_environment}, indent=2) + "\n")
     print(json.dumps(counts["pairs"]))
 
 

@@ -56,6 +56,7 @@ from storyeval_training.data import breaks
 from storyeval_training.data.build_negatives import PAIR_FEATURES
 from storyeval_training.data.builders import ROCStories, WritingPrompts, WritingPromptsMachine, prepare
 from storyeval_training.data.builders.common import human_judged_keys
+from storyeval_training.data.output_folder import written_whole
 
 logger = logging.getLogger("storyeval_training.data.modern_breaks")
 
@@ -324,14 +325,14 @@ def main(argv=None) -> None:
     logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.INFO)
     run_environment = environment()
     stories, kind_pairs, summary = build(args.cache_dir, args.seed, args.max_human_stories, args.max_human_test_stories)
-    output = Path(args.output_dir)
-    stories.save_to_disk(str(output / "stories"))
-    for name, rows in kind_pairs.items():
-        rows.save_to_disk(str(output / "pairs" / name))
-    record = {"args": {**vars(args), "output_dir": output.name}, "modern_generators": MODERN_GENERATORS,
+    record = {"args": {**vars(args), "output_dir": Path(args.output_dir).name}, "modern_generators": MODERN_GENERATORS,
               "held_out_generator": HELD_OUT_GENERATOR, "excluded_variants": EXCLUDED_VARIANTS, **summary,
               "environment": run_environment}
-    (output / "modern_breaks.json").write_text(json.dumps(record, indent=2) + "\n")
+    with written_whole(args.output_dir) as output:
+        stories.save_to_disk(str(output / "stories"))
+        for name, rows in kind_pairs.items():
+            rows.save_to_disk(str(output / "pairs" / name))
+        (output / "modern_breaks.json").write_text(json.dumps(record, indent=2) + "\n")
     for split in SPLITS:
         print(split, {key: value for key, value in summary["rows"][split].items() if key.endswith("/intact")})
 

@@ -26,6 +26,7 @@ import datasets
 import numpy as np
 
 from storyeval_training.data.across_pairs import MACHINE, load_break_pairs, story_of
+from storyeval_training.data.output_folder import written_whole
 from storyeval_training.export.provenance import environment
 
 logger = logging.getLogger("storyeval_training.data.order_pairs")
@@ -110,9 +111,9 @@ def main(argv=None) -> None:
         scores = scorer.score(stories["human"], batch_size=args.batch_size, progress_bar=True)
         out[split], left = order_pairs(stories, scores, args.min_length_ratio, args.seed)
         counts["pairs"][split], counts["stories"][split] = len(out[split]), {"intact": len(stories), **left}
-    output = Path(args.output_dir)
-    datasets.DatasetDict(out).save_to_disk(str(output))
-    (output / RECORD).write_text(json.dumps({"args": vars(args), **counts, "environment": environment()}, indent=2) + "\n")
+    with written_whole(args.output_dir) as output:
+        datasets.DatasetDict(out).save_to_disk(str(output))
+        (output / RECORD).write_text(json.dumps({"args": vars(args), **counts, "environment": environment()}, indent=2) + "\n")
     print(json.dumps(counts))
 
 

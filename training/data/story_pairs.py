@@ -15,6 +15,7 @@ from typing import Callable
 import datasets
 
 from storyeval_training.data.build_negatives import PAIR_FEATURES
+from storyeval_training.data.output_folder import written_whole
 from storyeval_training.export.provenance import environment
 
 PairSplit = Callable[[datasets.Dataset, int], tuple[datasets.Dataset, Counter]]
@@ -71,7 +72,7 @@ def build(tool: str, args: argparse.Namespace, columns: set[str], pair_split: Pa
         out[split], left = pair_split(stories[split], args.seed + offset)
         counts["pairs"][split], counts["left_out"][split] = len(out[split]), dict(left)
         logger.info("%s: %d pairs, left out %s", split, len(out[split]), dict(left))
-    output = Path(args.output_dir)
-    datasets.DatasetDict(out).save_to_disk(str(output))
-    (output / record).write_text(json.dumps({"args": vars(args), **counts, "environment": environment()}, indent=2) + "\n")
+    with written_whole(args.output_dir) as output:
+        datasets.DatasetDict(out).save_to_disk(str(output))
+        (output / record).write_text(json.dumps({"args": vars(args), **counts, "environment": environment()}, indent=2) + "\n")
     print(json.dumps(counts))

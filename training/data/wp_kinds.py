@@ -38,6 +38,7 @@ from storyeval_training import paths
 from storyeval_training.data import build_negatives, wp_machine_pairs
 from storyeval_training.data.build_negatives import PAIR_FEATURES
 from storyeval_training.data.builders import WritingPrompts, WritingPromptsMachine, prepare
+from storyeval_training.data.output_folder import written_whole
 from storyeval_training.data.technique_counts import technique_counts
 
 logger = logging.getLogger("storyeval_training.data.wp_kinds")
@@ -180,11 +181,11 @@ def main(argv=None) -> None:
     logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.INFO)
     run_environment = environment()
     kinds, counts = build(args.cache_dir, args.seed, args.extra_validation_percent)
-    output = Path(args.output_dir)
-    for kind, pairs in kinds.items():
-        pairs.save_to_disk(str(output / kind))
     record = {"args": vars(args), "strength_tiers": STRENGTH_TIERS, **counts, "environment": run_environment}
-    (output / "wp_kinds.json").write_text(json.dumps(record, indent=2) + "\n")
+    with written_whole(args.output_dir) as output:
+        for kind, pairs in kinds.items():
+            pairs.save_to_disk(str(output / kind))
+        (output / "wp_kinds.json").write_text(json.dumps(record, indent=2) + "\n")
     for kind in KINDS:
         print(kind, {split: counts[kind][split]["pairs"] for split in SPLITS})
 

@@ -31,6 +31,7 @@ import datasets
 from storyeval_training.data.build_negatives import PAIR_FEATURES
 from storyeval_training.data.builders import WritingPromptsMachine, prepare
 from storyeval_training.data.builders.wp_extra import default_extra_dir
+from storyeval_training.data.output_folder import written_whole
 from storyeval_training.export.provenance import environment
 
 logger = logging.getLogger("storyeval_training.data.wp_machine_pairs")
@@ -154,11 +155,11 @@ def main(argv=None) -> None:
     run_environment = environment()
     folders, counts = build(args.extra_dir, args.negative_generators, args.held_out_generators, args.cache_dir,
                             args.extra_validation_percent, args.equal_length)
-    output = Path(args.output_dir)
-    for name, folder in folders.items():
-        folder.save_to_disk(str(output / name))
     record = {"args": vars(args), **counts, "environment": run_environment}
-    (output / "wp_machine_pairs.json").write_text(json.dumps(record, indent=2) + "\n")
+    with written_whole(args.output_dir) as output:
+        for name, folder in folders.items():
+            folder.save_to_disk(str(output / name))
+        (output / "wp_machine_pairs.json").write_text(json.dumps(record, indent=2) + "\n")
     for split, split_counts in counts["splits"].items():
         print(f"{split}: {json.dumps(split_counts)}")
 
