@@ -23,6 +23,7 @@ from storyeval_training import paths
 from storyeval_training.data.builders import BUILDERS, prepare
 from storyeval_training.data.negatives.sampler import NegativeSampler
 from storyeval_training.data.negatives.substitution import KeywordLexicon
+from storyeval_training.data.output_folder import written_whole
 from storyeval_training.data.technique_counts import technique_counts
 from storyeval_training.export.model_card import write_negatives_card
 from storyeval_training.export.provenance import environment
@@ -164,7 +165,6 @@ def main(argv=None):
     run_environment = environment()  # taken at the start: the code the run ran, not what the checkout holds when it ends
     pairs = build(args.dataset, args.splits, args.seed, args.num_proc if args.num_proc > 1 else None, args.limit, args.cache_dir,
                   args.data_dir, args.config)
-    pairs.save_to_disk(args.output_dir)
     stats = {split: technique_counts(pairs[split]) for split in pairs}
     # the leakage rule (shared/data/README.md): how many stories it kept out of each split
     leaked = story_builder(args.dataset, args.config, args.cache_dir, args.data_dir).leakage_dropped()
@@ -175,8 +175,10 @@ def main(argv=None):
     stats["dataset"], stats["seed"] = args.dataset, args.seed  # so training from this folder knows its corpus
     stats["config"] = args.config or "default"
     stats["environment"] = run_environment
-    Path(args.output_dir, "negatives_stats.json").write_text(json.dumps(stats, indent=2) + "\n")
-    write_negatives_card(Path(args.output_dir), args.dataset, args.seed, stats)
+    with written_whole(args.output_dir) as output:
+        pairs.save_to_disk(str(output))
+        (output / "negatives_stats.json").write_text(json.dumps(stats, indent=2) + "\n")
+        write_negatives_card(output, args.dataset, args.seed, stats)
     for split in pairs:
         print(f"{split}: {json.dumps(stats[split])}")
     print(f"built {sum(len(p) for p in pairs.values())} pairs in {stats['seconds']} s -> {args.output_dir}")

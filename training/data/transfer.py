@@ -55,6 +55,7 @@ from storyeval.scoring import windows as windowing
 from storyeval.scoring.ending import EndingMixScorer
 from storyeval_training import paths
 from storyeval_training.data.named_sets import checked_pair_folders, pair_folder
+from storyeval_training.data.output_folder import written_whole
 
 logger = logging.getLogger("storyeval_training.data.transfer")
 
@@ -188,7 +189,7 @@ def build(output_dir: Path, seed: int, negative_seeds, heldout_stories: int, wp_
             seen.add(row["story"])
             kept_train.append(row)
     rng.shuffle(kept_train)
-    output_dir.mkdir(parents=True)
+    output_dir.mkdir(parents=True, exist_ok=True)  # the builder's hidden folder (output_folder.written_whole)
     with (output_dir / STORIES_FILE).open("w", encoding="utf-8") as handle:
         for split, rows in (("heldout", kept_heldout), ("train", kept_train)):
             for row in rows:
@@ -422,11 +423,12 @@ def main(argv=None) -> None:
     run_environment = environment()
     if args.command == "build":
         started = time.perf_counter()
-        record = build(Path(args.output_dir), args.seed, args.negative_seeds, args.heldout_stories, args.wp_windows_per_story,
-                       args.cache_dir, pair_sets=args.pairs)
-        record["args"] = {**vars(args), "pairs": [f"{name}={folder}" for name, folder in args.pairs]}
-        record.update(seconds=round(time.perf_counter() - started, 1), environment=run_environment)
-        (Path(args.output_dir) / RECORD_FILE).write_text(json.dumps(record, indent=2) + "\n")
+        with written_whole(args.output_dir) as output:
+            record = build(output, args.seed, args.negative_seeds, args.heldout_stories, args.wp_windows_per_story,
+                           args.cache_dir, pair_sets=args.pairs)
+            record["args"] = {**vars(args), "pairs": [f"{name}={folder}" for name, folder in args.pairs]}
+            record.update(seconds=round(time.perf_counter() - started, 1), environment=run_environment)
+            (output / RECORD_FILE).write_text(json.dumps(record, indent=2) + "\n")
         print(json.dumps({k: record[k] for k in ("stories", "per_source", "leakage_dropped", "selection_dropped")}))
     else:
         output = Path(args.output)
