@@ -30,6 +30,7 @@ from storyeval.inputs import PROBE_STORY, check_batch_size, check_progress_bar, 
 from storyeval.scoring import windows
 from storyeval.scoring.devices import DTYPES, resolve_device, resolve_dtype  # noqa: F401 (DTYPES: part of this module's API)
 from storyeval.scoring.int8 import runtime as int8_runtime
+from storyeval.scoring.loading import quiet_loading
 from storyeval.scoring.signature import settings_string
 from storyeval.scoring.windows import MAX_WINDOWS, WINDOW_AGGREGATIONS, StoryTooLongError  # noqa: F401 (part of this module's API)
 from storyeval.text import normalize_story
@@ -159,21 +160,13 @@ load_union_scorer = load_plot_coherence_scorer = load_story_classifier
 
 @functools.lru_cache(maxsize=8)
 def _load_story_classifier(checkpoint: str, device: str, preprocess: bool) -> SequenceScorer:
-    from transformers.utils import logging as transformers_logging
-
     from storyeval.models import UnionModel
 
-    # transformers draws a "Loading weights" bar on stderr for every load; a scorer's output is its scores
-    bar_was_enabled = transformers_logging.is_progress_bar_enabled()
-    transformers_logging.disable_progress_bar()
     folder = Path(checkpoint)
     files = bundled.folder_stamp(folder) if folder.is_dir() else None  # before the load: a file changed during it shows
-    try:
+    with quiet_loading():
         model = UnionModel.from_pretrained(checkpoint, dtype=torch.float32)
         tokenizer = AutoTokenizer.from_pretrained(checkpoint)
-    finally:
-        if bar_was_enabled:
-            transformers_logging.enable_progress_bar()
     if files is not None:
         int8_runtime.record_checkpoint(model, folder, files)  # so its int8 export is found by the folder's files
     if model.config.has_reconstruction_head:

@@ -23,6 +23,7 @@ import torch
 
 from storyeval.scoring import windows
 from storyeval.scoring.devices import resolve_device
+from storyeval.scoring.loading import quiet_loading
 from storyeval.scoring.signature import settings_string
 from storyeval.text import distinct_sentences
 
@@ -116,14 +117,8 @@ def load_topic_scorer(folder: str | Path, device=None) -> TopicScorer:
 @functools.lru_cache(maxsize=4)
 def _load_topic_scorer(folder: str, device: str) -> TopicScorer:
     from transformers import AutoModel, AutoTokenizer
-    from transformers.utils import logging as transformers_logging
 
-    bar_was_enabled = transformers_logging.is_progress_bar_enabled()
-    transformers_logging.disable_progress_bar()  # as the story scorers' loader: a scorer's output is its scores
-    try:
+    with quiet_loading():
         model = AutoModel.from_pretrained(folder, dtype=torch.float32)
         tokenizer = AutoTokenizer.from_pretrained(folder)
-    finally:
-        if bar_was_enabled:
-            transformers_logging.enable_progress_bar()
     return TopicScorer(model, tokenizer, embedder_max_tokens(Path(folder), model.config), device, name=Path(folder).name)
