@@ -1046,7 +1046,7 @@ def test_a_mix_row_may_not_repeat_a_mix_rows_label(tmp_path, tiny_checkpoint, ca
     mix = f"m={tiny_checkpoint}+{tiny_checkpoint}:0.1"
     with pytest.raises(SystemExit):
         benchmark.main(["--breaks-dir", str(tmp_path), "--neighbours", mix, second, mix])
-    assert "each row needs its own label: --ending, --neighbours, --opening-ending and --runs labels ['m', 'm']" in capsys.readouterr().err
+    assert "each row needs its own label: --ending, --neighbours, --opening-ending, --runs and --topic labels ['m', 'm']" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("argv, message", [

@@ -619,7 +619,7 @@ def main(argv=None):
     except ValueError as error:
         parser.error(str(error))
     if len(mixes) < len(mix_labels) or set(mixes) & {*checkpoints, *contrasts, *suites, *fitted, *int8, *int8_suites}:
-        parser.error(f"each row needs its own label: --ending, --neighbours, --opening-ending and --runs labels {mix_labels}")
+        parser.error(f"each row needs its own label: --ending, --neighbours, --opening-ending, --runs and --topic labels {mix_labels}")
     # each int8 row's float32 row: the --checkpoint of the same folder, the --suite of the same config and combination
     float32_of = {label: next((other for other, path in checkpoints.items() if Path(path).resolve() == Path(folder).resolve()), None)
                   for label, folder in int8.items()}
