@@ -17,7 +17,7 @@ ones: what a story cut part-way lacks is an end to what its opening began (E6). 
 (``ending_reads: "runs"``) reads every run of ``ending_sentences`` consecutive sentences with an order scorer, trained
 on a window against its own shuffle (E8). :class:`TopicMixScorer` mixes in a sentence embedder's score of how well the
 story's sentences fit one another (:mod:`storyeval.scoring.topic`; E17, measured with ``modern_breaks --topic`` and
-not shipped: it prefers longer stories).
+not shipped: it prefers the longer of two LLM ROC windows).
 """
 from __future__ import annotations
 
