@@ -27,3 +27,15 @@ def test_a_folder_made_by_another_run_meanwhile_is_not_written_over(tmp_path):
         output.mkdir()
         (output / "theirs").write_text("y")
     assert [p.name for p in output.iterdir()] == ["theirs"] and [p.name for p in tmp_path.iterdir()] == ["pairs"]
+
+
+def test_an_existing_output_dir_is_a_usage_error_before_any_work(tmp_path, capsys):
+    import argparse
+
+    from storyeval_training.data.output_folder import refuse_existing
+
+    parser = argparse.ArgumentParser(prog="builder")
+    refuse_existing(parser, tmp_path / "new")  # nothing there: no error
+    with pytest.raises(SystemExit) as stopped:
+        refuse_existing(parser, tmp_path)
+    assert stopped.value.code == 2 and f"--output-dir {tmp_path} exists: choose a new folder" in capsys.readouterr().err

@@ -25,7 +25,7 @@ from pathlib import Path
 import datasets
 import numpy as np
 
-from storyeval_training.data.output_folder import written_whole
+from storyeval_training.data.output_folder import refuse_existing, written_whole
 from storyeval_training.export.provenance import environment
 
 logger = logging.getLogger("storyeval_training.data.across_pairs")
@@ -89,8 +89,7 @@ def parse_args(argv=None):
         p.error("--min-length-ratio must be above 0 and at most --max-length-ratio")
     if not Path(args.pairs).is_dir():
         p.error(f"--pairs {args.pairs}: no such folder")
-    if Path(args.output_dir).exists():
-        p.error(f"--output-dir {args.output_dir} exists: choose a new folder")
+    refuse_existing(p, args.output_dir)
     return args
 
 

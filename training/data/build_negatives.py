@@ -23,7 +23,7 @@ from storyeval_training import paths
 from storyeval_training.data.builders import BUILDERS, prepare
 from storyeval_training.data.negatives.sampler import NegativeSampler
 from storyeval_training.data.negatives.substitution import KeywordLexicon
-from storyeval_training.data.output_folder import written_whole
+from storyeval_training.data.output_folder import refuse_existing, written_whole
 from storyeval_training.data.technique_counts import technique_counts
 from storyeval_training.export.model_card import write_negatives_card
 from storyeval_training.export.provenance import environment
@@ -152,8 +152,7 @@ def parse_args(argv=None):
     args = parser.parse_args(argv)
     if args.num_proc < 1 or (args.limit is not None and args.limit < 1):
         parser.error("--num-proc and --limit must be at least 1")
-    if Path(args.output_dir).exists():  # save_to_disk would write over an earlier build's pairs and its stats
-        parser.error(f"--output-dir {args.output_dir} exists: choose a new folder")
+    refuse_existing(parser, args.output_dir)
     return args
 
 

@@ -26,7 +26,7 @@ import datasets
 
 from storyeval import text as textlib
 from storyeval_training.data.named_sets import checked_pair_folders, counts_per_set, pair_folder, techniques_per_set, with_techniques
-from storyeval_training.data.output_folder import written_whole
+from storyeval_training.data.output_folder import refuse_existing, written_whole
 from storyeval_training.data.technique_counts import technique_counts
 from storyeval_training.export.provenance import environment
 
@@ -97,8 +97,7 @@ def parse_args(argv=None):
     except ValueError as error:
         p.error(str(error))
     args.pairs = dict(args.pairs)
-    if Path(args.output_dir).exists():
-        p.error(f"--output-dir {args.output_dir} exists: choose a new folder")
+    refuse_existing(p, args.output_dir)
     return args
 
 

@@ -56,7 +56,7 @@ from storyeval_training.data import breaks
 from storyeval_training.data.build_negatives import PAIR_FEATURES
 from storyeval_training.data.builders import ROCStories, WritingPrompts, WritingPromptsMachine, prepare
 from storyeval_training.data.builders.common import human_judged_keys
-from storyeval_training.data.output_folder import written_whole
+from storyeval_training.data.output_folder import refuse_existing, written_whole
 
 logger = logging.getLogger("storyeval_training.data.modern_breaks")
 
@@ -310,8 +310,7 @@ def parse_args(argv=None):
                    help="human stories of each corpus's test split broken as the check's human views (human-roc, human-wp)")
     p.add_argument("--cache-dir", default=None, help="`datasets` cache")
     args = p.parse_args(argv)
-    if Path(args.output_dir).exists():
-        p.error(f"--output-dir {args.output_dir} exists: choose a new folder")
+    refuse_existing(p, args.output_dir)
     for option in ("max_human_stories", "max_human_test_stories"):
         if getattr(args, option) < 0:
             p.error(f"--{option.replace('_', '-')} must not be negative")

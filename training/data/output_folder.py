@@ -8,11 +8,18 @@ does not see (remove it at leisure).
 """
 from __future__ import annotations
 
+import argparse
 import contextlib
 import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+
+
+def refuse_existing(parser: argparse.ArgumentParser, output_dir: str | Path) -> None:
+    """A usage error, before any work, where ``output_dir`` exists: a build never writes over an earlier one."""
+    if Path(output_dir).exists():
+        parser.error(f"--output-dir {output_dir} exists: choose a new folder")
 
 
 @contextlib.contextmanager

@@ -15,7 +15,7 @@ from typing import Callable
 import datasets
 
 from storyeval_training.data.build_negatives import PAIR_FEATURES
-from storyeval_training.data.output_folder import written_whole
+from storyeval_training.data.output_folder import refuse_existing, written_whole
 from storyeval_training.export.provenance import environment
 
 PairSplit = Callable[[datasets.Dataset, int], tuple[datasets.Dataset, Counter]]
@@ -51,8 +51,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def check_arguments(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     if not Path(args.stories).is_dir():
         p.error(f"--stories {args.stories}: no such folder")
-    if Path(args.output_dir).exists():
-        p.error(f"--output-dir {args.output_dir} exists: choose a new folder")
+    refuse_existing(p, args.output_dir)
 
 
 def build(tool: str, args: argparse.Namespace, columns: set[str], pair_split: PairSplit, record: str) -> None:

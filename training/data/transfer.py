@@ -55,7 +55,7 @@ from storyeval.scoring import windows as windowing
 from storyeval.scoring.ending import EndingMixScorer
 from storyeval_training import paths
 from storyeval_training.data.named_sets import checked_pair_folders, pair_folder
-from storyeval_training.data.output_folder import written_whole
+from storyeval_training.data.output_folder import refuse_existing, written_whole
 
 logger = logging.getLogger("storyeval_training.data.transfer")
 
@@ -397,8 +397,7 @@ def parse_args(argv=None):
                         "training stories needs; a later run with a larger N, or none, goes on")
     args = parser.parse_args(argv)
     if args.command == "build":
-        if Path(args.output_dir).exists():
-            parser.error(f"--output-dir {args.output_dir} exists: choose a new folder")
+        refuse_existing(parser, args.output_dir)
         if args.heldout_stories < 1 or args.wp_windows_per_story < 0:
             parser.error("--heldout-stories must be at least 1 and --wp-windows-per-story not negative")
         try:

@@ -30,7 +30,6 @@ import json
 import logging
 from collections import Counter, defaultdict
 from itertools import combinations
-from pathlib import Path
 
 import datasets
 
@@ -38,7 +37,7 @@ from storyeval_training import paths
 from storyeval_training.data import build_negatives, wp_machine_pairs
 from storyeval_training.data.build_negatives import PAIR_FEATURES
 from storyeval_training.data.builders import WritingPrompts, WritingPromptsMachine, prepare
-from storyeval_training.data.output_folder import written_whole
+from storyeval_training.data.output_folder import refuse_existing, written_whole
 from storyeval_training.data.technique_counts import technique_counts
 
 logger = logging.getLogger("storyeval_training.data.wp_kinds")
@@ -167,8 +166,7 @@ def parse_args(argv=None):
                    help="share of the training split's human stories held out for selection, with every story paired with them")
     p.add_argument("--cache-dir", default=None, help="`datasets` cache")
     args = p.parse_args(argv)
-    if Path(args.output_dir).exists():
-        p.error(f"--output-dir {args.output_dir} exists: choose a new folder")
+    refuse_existing(p, args.output_dir)
     if not 0 <= args.extra_validation_percent < 100:
         p.error("--extra-validation-percent must be in [0, 100)")
     return args

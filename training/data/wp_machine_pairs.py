@@ -24,14 +24,13 @@ import hashlib
 import json
 import logging
 from collections import Counter, defaultdict
-from pathlib import Path
 
 import datasets
 
 from storyeval_training.data.build_negatives import PAIR_FEATURES
 from storyeval_training.data.builders import WritingPromptsMachine, prepare
 from storyeval_training.data.builders.wp_extra import default_extra_dir
-from storyeval_training.data.output_folder import written_whole
+from storyeval_training.data.output_folder import refuse_existing, written_whole
 from storyeval_training.export.provenance import environment
 
 logger = logging.getLogger("storyeval_training.data.wp_machine_pairs")
@@ -144,8 +143,7 @@ def parse_args(argv=None):
     args = p.parse_args(argv)
     if not 0 <= args.extra_validation_percent < 100:
         p.error("--extra-validation-percent must be in [0, 100)")
-    if Path(args.output_dir).exists():
-        p.error(f"--output-dir {args.output_dir} exists: choose a new folder")
+    refuse_existing(p, args.output_dir)
     return args
 
 
