@@ -174,16 +174,19 @@ def delexicalize(tokens: list[str], cased: bool = False) -> list[str]:
 _replace_names = delexicalize  # for normalize_story, whose flag of that name shadows the function
 
 
-def truncate_sentences(sentences: list[str], max_words: int) -> list[str]:
-    """Keep whole sentences while the story has at most ``max_words`` words.
+def count_words(sentence: str) -> int:
+    """Whitespace tokens with a letter or digit (punctuation is free)."""
+    return sum(any(c.isalnum() for c in token) for token in sentence.split())
 
-    Words are whitespace tokens with a letter or digit (punctuation is free).
+
+def truncate_sentences(sentences: list[str], max_words: int) -> list[str]:
+    """Keep whole sentences while the story has at most ``max_words`` words (:func:`count_words`).
 
     The first sentence is always kept, so a story never becomes empty.
     """
     kept, count = [], 0
     for sentence in sentences:
-        n = sum(any(c.isalnum() for c in token) for token in sentence.split())
+        n = count_words(sentence)
         if kept and count + n > max_words:
             break
         kept.append(sentence)

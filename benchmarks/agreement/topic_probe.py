@@ -47,10 +47,6 @@ def statistics(vectors: np.ndarray) -> dict[str, float]:
             "pairs_lowest_quarter": lowest_share_mean(pairs, 0.25), "pairs_mean": pairs.mean()}
 
 
-def word_count(sentence: str) -> int:
-    return max(1, sum(any(c.isalnum() for c in token) for token in sentence.split()))
-
-
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--breaks-dir", type=Path, required=True)
@@ -69,7 +65,10 @@ def main(argv: list[str] | None = None) -> None:
 
     from storyeval.checkpoints.backbones import resolve_backbone
     from storyeval.scoring.topic import load_topic_scorer
-    from storyeval.text import distinct_sentences
+    from storyeval.text import count_words, distinct_sentences
+
+    def words_of(sentence: str) -> int:
+        return max(1, count_words(sentence))  # a length whose log is defined
 
     from .modern_breaks import KINDS, read_stories
 
@@ -104,7 +103,7 @@ def main(argv: list[str] | None = None) -> None:
                 pairs.append((first, second))
         embedded = vectors([s for pair in pairs for s in pair])
         cosines = (embedded[0::2] * embedded[1::2]).sum(axis=1)
-        logs = np.log([[word_count(x), word_count(y)] for x, y in pairs])
+        logs = np.log([[words_of(x), words_of(y)] for x, y in pairs])
         design = np.column_stack([np.ones(len(logs)), logs.sum(axis=1), logs[:, 0] * logs[:, 1]])
         coefficients = np.linalg.lstsq(design, cosines, rcond=None)[0]
 
@@ -113,7 +112,7 @@ def main(argv: list[str] | None = None) -> None:
         found = vectors(sentences)
         result = statistics(found)
         if coefficients is not None:
-            logs = np.log([word_count(s) for s in sentences])
+            logs = np.log([words_of(s) for s in sentences])
             expected = coefficients[0] + coefficients[1] * (logs[:, None] + logs[None, :]) + coefficients[2] * logs[:, None] * logs[None, :]
             upper = np.triu_indices(len(sentences), 1)
             result["pairs_mean_above_length_baseline"] = float(((found @ found.T) - expected)[upper].mean())
